@@ -1,0 +1,88 @@
+//! Bundles: the tuples of components an entity is spawned with.
+
+use super::component::{ComponentId, ComponentSet, Components};
+use super::entity::Entity;
+use super::storage::archetype::Archetypes;
+use super::storage::{AnyPool, ErasedPool};
+
+/// Most components in one bundle.
+pub const MAX_BUNDLE: usize = 12;
+
+/// The component ids of a bundle, in tuple order.
+#[derive(Clone, Copy)]
+pub struct BundleIds {
+    ids: [ComponentId; MAX_BUNDLE],
+    len: usize,
+    /// The same ids as a set.
+    pub set: ComponentSet,
+}
+
+impl BundleIds {
+    fn push(&mut self, components: &Components, id: ComponentId) {
+        assert!(
+            self.set.insert(id),
+            "a bundle names `{}` twice; each component type may appear once per entity",
+            components.info(id).name
+        );
+        self.ids[self.len] = id;
+        self.len += 1;
+    }
+
+    /// The ids in tuple order.
+    pub fn ids(&self) -> &[ComponentId] {
+        &self.ids[..self.len]
+    }
+}
+
+/// A tuple of up to [`MAX_BUNDLE`] components, each of a distinct `'static` type.
+pub trait Bundle: 'static {
+    /// Registers the component types and returns their ids.
+    ///
+    /// # Panics
+    /// If the tuple names a type twice.
+    fn ids(components: &mut Components) -> BundleIds;
+    /// Inserts every component into its per-component pool (`ids` from [`Bundle::ids`]).
+    fn put_pools(self, pools: &mut [Option<Box<dyn ErasedPool>>], ids: &[ComponentId], entity: Entity);
+    /// Pushes every component onto its column of `table` (whose row the caller pushes).
+    fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]);
+}
+
+fn pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) -> &mut AnyPool<T> {
+    pools[id as usize]
+        .as_deref_mut()
+        .expect("pool is taken")
+        .as_any_mut()
+        .downcast_mut::<AnyPool<T>>()
+        .expect("pool type does not match its component id")
+}
+
+macro_rules! impl_bundle {
+    ($($T:ident $v:ident $k:tt),+) => {
+        impl<$($T: 'static),+> Bundle for ($($T,)+) {
+            fn ids(components: &mut Components) -> BundleIds {
+                let mut ids = BundleIds { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY };
+                $(let (id, _) = components.register::<$T>(); ids.push(components, id);)+
+                ids
+            }
+            #[inline]
+            fn put_pools(self, pools: &mut [Option<Box<dyn ErasedPool>>], ids: &[ComponentId], entity: Entity) {
+                let ($($v,)+) = self;
+                $(pool::<$T>(pools, ids[$k]).insert(entity, $v);)+
+            }
+            #[inline]
+            fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]) {
+                let ($($v,)+) = self;
+                $(archetypes.push_value::<$T>(table, ids[$k], $v);)+
+            }
+        }
+    };
+}
+
+impl_bundle!(A a 0);
+impl_bundle!(A a 0, B b 1);
+impl_bundle!(A a 0, B b 1, C c 2);
+impl_bundle!(A a 0, B b 1, C c 2, D d 3);
+impl_bundle!(A a 0, B b 1, C c 2, D d 3, E e 4);
+impl_bundle!(A a 0, B b 1, C c 2, D d 3, E e 4, F f 5);
+impl_bundle!(A a 0, B b 1, C c 2, D d 3, E e 4, F f 5, G g 6);
+impl_bundle!(A a 0, B b 1, C c 2, D d 3, E e 4, F f 5, G g 6, H h 7);

@@ -1,0 +1,190 @@
+//! The command buffer: structural changes recorded while systems iterate, applied after the frame in order.
+//!
+//! ```
+//! use swarm::ecs::World;
+//! struct Health(i32);
+//! let mut world = World::new();
+//! let a = world.spawn((Health(0),)).unwrap();
+//! let mut commands = world.commands();
+//! let b = commands.spawn((Health(5),)).unwrap(); // a handle at once, alive after apply
+//! commands.despawn(a);
+//! commands.despawn(a); // a double despawn despawns once
+//! commands.insert(b, 1u8); // later commands may target the reserved entity
+//! let stats = world.apply_commands();
+//! assert_eq!((stats.applied, stats.skipped), (3, 1));
+//! assert!(!world.is_alive(a) && world.get::<u8>(b) == Some(&1));
+//! ```
+//!
+//! Layout: a list of small `Op`s in recorded order, and one typed queue per bundle / component type that carries
+//! the values (FIFO, in the same order). Values never go through a `Box` per command, and every vector keeps its
+//! capacity when cleared, so after warm-up recording and applying allocate nothing.
+
+use super::bundle::Bundle;
+use super::entity::{Entities, Entity, WorldFull};
+use super::world::World;
+use rustc_hash::FxHashMap;
+use std::any::{Any, TypeId};
+use std::collections::VecDeque;
+
+/// Counts of the last [`World::apply_commands`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ApplyStats {
+    /// Commands that changed the world.
+    pub applied: u32,
+    /// Commands whose target was dead or stale (or lacked the component to remove): skipped, nothing written.
+    pub skipped: u32,
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Spawn { entity: Entity, queue: u32 },
+    Insert { entity: Entity, queue: u32 },
+    Remove { entity: Entity, remove: fn(&mut World, Entity) -> bool },
+    Despawn(Entity),
+}
+
+trait ErasedQueue: Any {
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Applies the front value to `entity`; whether it was applied (the value is dropped if not).
+    fn apply_front(&mut self, world: &mut World, entity: Entity) -> bool;
+    fn clear(&mut self);
+}
+
+struct SpawnQueue<B>(VecDeque<B>);
+struct InsertQueue<T>(VecDeque<T>);
+
+impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn apply_front(&mut self, world: &mut World, entity: Entity) -> bool {
+        let bundle = self.0.pop_front().expect("a spawn op without its bundle");
+        world.spawn_reserved(entity, bundle)
+    }
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+impl<T: 'static> ErasedQueue for InsertQueue<T> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn apply_front(&mut self, world: &mut World, entity: Entity) -> bool {
+        let value = self.0.pop_front().expect("an insert op without its value");
+        world.insert(entity, value).is_ok()
+    }
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// The recorded commands. Lives in the [`World`]; record through [`World::commands`].
+#[derive(Default)]
+pub struct CommandQueue {
+    ops: Vec<Op>,
+    queues: Vec<Box<dyn ErasedQueue>>,
+    queue_of: FxHashMap<TypeId, u32>,
+}
+
+impl CommandQueue {
+    fn queue<Q: ErasedQueue>(&mut self, make: impl FnOnce() -> Q) -> (u32, &mut Q) {
+        let next = self.queues.len() as u32;
+        let k = *self.queue_of.entry(TypeId::of::<Q>()).or_insert(next);
+        if k == next {
+            self.queues.push(Box::new(make()));
+        }
+        let queue = self.queues[k as usize].as_any_mut().downcast_mut::<Q>().expect("queue keyed by its type");
+        (k, queue)
+    }
+
+    /// Number of commands recorded and not applied yet.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Applies every command in recorded order, then clears (keeping capacity).
+    pub(crate) fn apply(&mut self, world: &mut World) -> ApplyStats {
+        let mut stats = ApplyStats::default();
+        for op in self.ops.drain(..) {
+            let applied = match op {
+                Op::Spawn { entity, queue } | Op::Insert { entity, queue } => {
+                    self.queues[queue as usize].apply_front(world, entity)
+                }
+                Op::Remove { entity, remove } => remove(world, entity),
+                Op::Despawn(entity) => world.despawn(entity).is_ok(),
+            };
+            if applied {
+                stats.applied += 1;
+            } else {
+                stats.skipped += 1;
+            }
+        }
+        stats
+    }
+
+    /// Drops every command; spawned handles that were reserved are released.
+    pub(crate) fn discard(&mut self, entities: &mut Entities) {
+        for op in self.ops.drain(..) {
+            if let Op::Spawn { entity, .. } = op {
+                entities.free(entity);
+            }
+        }
+        for queue in &mut self.queues {
+            queue.clear();
+        }
+    }
+}
+
+/// Records commands into the world's [`CommandQueue`]. Get one from [`World::commands`].
+pub struct Commands<'w> {
+    pub(crate) queue: &'w mut CommandQueue,
+    pub(crate) entities: &'w mut Entities,
+}
+
+impl Commands<'_> {
+    /// Records a spawn and returns the entity at once: reserved now, alive after [`World::apply_commands`].
+    /// Later commands in the same buffer may target it. Fails if the world is full (reservations count).
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
+        let entity = self.entities.reserve()?;
+        let (queue, values) = self.queue.queue(|| SpawnQueue::<B>(VecDeque::new()));
+        values.0.push_back(bundle);
+        self.queue.ops.push(Op::Spawn { entity, queue });
+        Ok(entity)
+    }
+
+    /// Records a despawn. Skipped at apply time if `entity` is dead by then.
+    pub fn despawn(&mut self, entity: Entity) {
+        self.queue.ops.push(Op::Despawn(entity));
+    }
+
+    /// Records setting component `T` of `entity` to `value`. Skipped (the value dropped) if `entity` is dead.
+    pub fn insert<T: 'static>(&mut self, entity: Entity, value: T) {
+        let (queue, values) = self.queue.queue(|| InsertQueue::<T>(VecDeque::new()));
+        values.0.push_back(value);
+        self.queue.ops.push(Op::Insert { entity, queue });
+    }
+
+    /// Records removing component `T` from `entity`. Skipped if `entity` is dead or lacks `T`.
+    pub fn remove<T: 'static>(&mut self, entity: Entity) {
+        fn remove<T: 'static>(world: &mut World, entity: Entity) -> bool {
+            world.remove::<T>(entity).is_ok()
+        }
+        self.queue.ops.push(Op::Remove { entity, remove: remove::<T> });
+    }
+
+    /// Number of commands recorded and not applied yet.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+}

@@ -1,0 +1,194 @@
+//! Component types, their small integer ids, and sets of them.
+//!
+//! Any `'static` type is a component. The first time a world meets a type it gives it the next
+//! [`ComponentId`] and keeps a [`ComponentInfo`]: its name, size, and the monomorphized functions that
+//! create and migrate its storage, so that code which only knows the id can still move values of that type.
+
+use super::storage::archetype::{Archetypes, Column, ErasedColumn};
+use super::storage::{AnyPool, Backend, ErasedPool};
+use rustc_hash::FxHashMap;
+use std::any::{type_name, TypeId};
+use std::fmt;
+
+/// A world-local number for a component type: its bit in a [`ComponentSet`] and its slot in the pool table.
+pub type ComponentId = u32;
+
+/// How many component types one world can hold: the width of [`ComponentSet`].
+pub const MAX_COMPONENTS: usize = 256;
+
+/// A set of component ids as a fixed bitset: `Copy`, hashable, and a superset test is four ANDs.
+/// The archetype backend keys its tables by it; queries use it for `With` / `Without`.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ComponentSet([u64; MAX_COMPONENTS / 64]);
+
+impl ComponentSet {
+    /// The empty set.
+    pub const EMPTY: Self = Self([0; MAX_COMPONENTS / 64]);
+
+    /// Adds `id`; returns whether it was new.
+    pub fn insert(&mut self, id: ComponentId) -> bool {
+        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
+        let new = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        new
+    }
+
+    /// Removes `id`.
+    pub fn remove(&mut self, id: ComponentId) {
+        self.0[id as usize / 64] &= !(1u64 << (id % 64));
+    }
+
+    /// Whether `id` is in the set.
+    #[inline]
+    pub fn contains(&self, id: ComponentId) -> bool {
+        self.0[id as usize / 64] & (1u64 << (id % 64)) != 0
+    }
+
+    /// Whether every id of `other` is in `self`.
+    #[inline]
+    pub fn is_superset(&self, other: &Self) -> bool {
+        self.0.iter().zip(&other.0).all(|(a, b)| a & b == *b)
+    }
+
+    /// Whether the sets share an id.
+    #[inline]
+    pub fn intersects(&self, other: &Self) -> bool {
+        self.0.iter().zip(&other.0).any(|(a, b)| a & b != 0)
+    }
+
+    /// The ids, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = ComponentId> + '_ {
+        self.0.iter().enumerate().flat_map(|(word, &bits)| {
+            (0..64).filter(move |bit| bits & (1u64 << bit) != 0).map(move |bit| (word * 64 + bit) as ComponentId)
+        })
+    }
+
+    /// Number of ids.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::EMPTY
+    }
+}
+
+impl fmt::Debug for ComponentSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+/// What a world knows about one component type.
+#[derive(Clone, Copy)]
+pub struct ComponentInfo {
+    /// `std::any::type_name` of the type, for messages and reports.
+    pub name: &'static str,
+    /// Its `TypeId`.
+    pub type_id: TypeId,
+    /// `size_of` the type; zero for tags.
+    pub size: usize,
+    pub(crate) new_pool: fn(Backend) -> Box<dyn ErasedPool>,
+    pub(crate) new_column: fn() -> Box<dyn ErasedColumn>,
+    /// Moves every value of this type out of a per-component pool into the archetype tables (rows already made).
+    pub(crate) pool_into_tables: fn(Box<dyn ErasedPool>, &mut Archetypes, ComponentId),
+    /// Moves every value of this type out of the archetype tables into a new pool of the given backend.
+    pub(crate) tables_into_pool: fn(&mut Archetypes, ComponentId, Backend) -> Box<dyn ErasedPool>,
+}
+
+impl ComponentInfo {
+    fn of<T: 'static>() -> Self {
+        Self {
+            name: type_name::<T>(),
+            type_id: TypeId::of::<T>(),
+            size: std::mem::size_of::<T>(),
+            new_pool: |backend| Box::new(AnyPool::<T>::new(backend)),
+            new_column: || Box::new(Column::<T>::new()),
+            pool_into_tables: AnyPool::<T>::into_tables,
+            tables_into_pool: AnyPool::<T>::from_tables,
+        }
+    }
+}
+
+/// The registry: `TypeId -> ComponentId` and one [`ComponentInfo`] per id.
+#[derive(Default)]
+pub struct Components {
+    ids: FxHashMap<TypeId, ComponentId>,
+    infos: Vec<ComponentInfo>,
+}
+
+impl Components {
+    /// The id of `T`, if the world has met it.
+    #[inline]
+    pub fn id<T: 'static>(&self) -> Option<ComponentId> {
+        self.ids.get(&TypeId::of::<T>()).copied()
+    }
+
+    /// The id of `T`, registering it if new. The second value says whether it was new.
+    ///
+    /// # Panics
+    /// When a world would hold more than [`MAX_COMPONENTS`] component types.
+    pub fn register<T: 'static>(&mut self) -> (ComponentId, bool) {
+        if let Some(&id) = self.ids.get(&TypeId::of::<T>()) {
+            return (id, false);
+        }
+        assert!(
+            self.infos.len() < MAX_COMPONENTS,
+            "a world holds at most {MAX_COMPONENTS} component types; registering {} would exceed it",
+            type_name::<T>()
+        );
+        let id = self.infos.len() as ComponentId;
+        self.ids.insert(TypeId::of::<T>(), id);
+        self.infos.push(ComponentInfo::of::<T>());
+        (id, true)
+    }
+
+    /// The info of `id`.
+    pub fn info(&self, id: ComponentId) -> &ComponentInfo {
+        &self.infos[id as usize]
+    }
+
+    /// Every registered type, by id.
+    pub fn infos(&self) -> &[ComponentInfo] {
+        &self.infos
+    }
+
+    /// Number of registered types.
+    pub fn len(&self) -> usize {
+        self.infos.len()
+    }
+
+    /// Whether no type is registered.
+    pub fn is_empty(&self) -> bool {
+        self.infos.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_operations() {
+        let mut a = ComponentSet::EMPTY;
+        assert!(a.insert(3) && a.insert(200) && !a.insert(3));
+        let mut b = ComponentSet::EMPTY;
+        b.insert(200);
+        assert!(a.is_superset(&b) && !b.is_superset(&a) && a.intersects(&b));
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![3, 200]);
+        a.remove(200);
+        assert!(!a.intersects(&b) && a.len() == 1);
+    }
+
+    #[test]
+    fn registry_gives_stable_ids() {
+        let mut c = Components::default();
+        assert_eq!(c.register::<u8>(), (0, true));
+        assert_eq!(c.register::<u16>(), (1, true));
+        assert_eq!(c.register::<u8>(), (0, false));
+        assert_eq!(c.id::<u16>(), Some(1));
+        assert_eq!(c.id::<u32>(), None);
+        assert_eq!(c.info(1).size, 2);
+    }
+}

@@ -1,0 +1,418 @@
+//! Entity handles and the allocator that hands them out.
+//!
+//! An [`Entity`] is an `index` into every per-entity array plus a `generation` that tells apart the successive
+//! occupants of that index. The allocator keeps one [`Slot`] per index ever handed out:
+//!
+//! ```text
+//!  index:        0        1        2        3
+//!  slots:     [g=1 A]  [g=3 F]  [g=1 A]  [g=2 F]      A = alive, R = reserved, F = free, X = retired
+//!  free:      [3, 1]   (a stack: the next spawn reuses index 1 at generation 3)
+//! ```
+//!
+//! Invariants (checked by `assert_invariants` in tests):
+//! - `e` is alive  <=>  `slots[e.index].state == Alive && slots[e.index].generation == e.generation`;
+//! - every index on `free` is `Free`, appears once, and its slot holds the generation the next occupant will get;
+//! - `live + reserved <= capacity`.
+//!
+//! Freeing bumps the generation, so a stale handle never reaches the entity that reuses its index. When an
+//! index's generation is used up (it reached `max_generation`), the index is *retired*: never handed out again,
+//! and counted in [`Entities::retired`].
+
+use std::fmt;
+use std::num::NonZeroU32;
+
+/// A handle to an entity: 8 bytes, and `Option<Entity>` is 8 bytes too (the generation is never zero).
+///
+/// ```
+/// use swarm::ecs::{World, Entity};
+/// assert_eq!(std::mem::size_of::<Option<Entity>>(), 8);
+/// let mut world = World::new();
+/// let e = world.spawn((1u32,)).unwrap();
+/// world.despawn(e).unwrap();
+/// let f = world.spawn((2u32,)).unwrap();
+/// assert_eq!(e.index(), f.index()); // the index is reused...
+/// assert_ne!(e, f); // ...under a new generation, so `e` stays dead
+/// assert!(world.get::<u32>(e).is_none());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Entity {
+    // Field order makes the derived `Ord` sort by index first: a canonical order for deterministic systems.
+    index: u32,
+    generation: NonZeroU32,
+}
+
+impl Entity {
+    /// Builds a handle from its parts. A handle made up this way is only alive if the world agrees.
+    pub const fn from_parts(index: u32, generation: NonZeroU32) -> Self {
+        Self { index, generation }
+    }
+
+    /// The slot this entity occupies in every per-entity array.
+    #[inline]
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+
+    /// Which occupant of `index` this handle refers to.
+    #[inline]
+    pub const fn generation(self) -> NonZeroU32 {
+        self.generation
+    }
+
+    /// Packs the handle into 64 bits (`generation << 32 | index`), e.g. for digests or serialization.
+    pub const fn to_bits(self) -> u64 {
+        (self.generation.get() as u64) << 32 | self.index as u64
+    }
+
+    /// The inverse of [`Entity::to_bits`]; `None` if the generation half is zero.
+    pub const fn from_bits(bits: u64) -> Option<Self> {
+        match NonZeroU32::new((bits >> 32) as u32) {
+            Some(generation) => Some(Self { index: bits as u32, generation }),
+            None => None,
+        }
+    }
+}
+
+impl fmt::Debug for Entity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}v{}", self.index, self.generation)
+    }
+}
+
+impl fmt::Display for Entity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// The world holds its maximum number of entities; spawning more is refused (nothing already there is touched).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorldFull {
+    /// The capacity the world was built with.
+    pub capacity: u32,
+}
+
+impl fmt::Display for WorldFull {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "world is full: it holds its capacity of {} entities", self.capacity)
+    }
+}
+
+impl std::error::Error for WorldFull {}
+
+/// The handle is stale (its entity was despawned) or was never handed out by this world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoSuchEntity(pub Entity);
+
+impl fmt::Display for NoSuchEntity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no such entity: {:?} is stale or was never spawned", self.0)
+    }
+}
+
+impl std::error::Error for NoSuchEntity {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Free,
+    Reserved,
+    Alive,
+    Retired,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The generation of the current occupant, or of the next one while the slot is free.
+    generation: NonZeroU32,
+    state: State,
+}
+
+/// The entity allocator: a slot per index, a free list, a capacity and a count of retired indices.
+///
+/// Similar to `Vec<Option<u32>>` plus a `Vec<u32>` of holes; spawn and despawn are O(1).
+#[derive(Clone, Debug)]
+pub struct Entities {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    capacity: u32,
+    max_generation: u32,
+    live: u32,
+    reserved: u32,
+    retired: u32,
+}
+
+impl Entities {
+    /// An allocator for at most `capacity` live (or reserved) entities at once.
+    pub fn new(capacity: u32) -> Self {
+        Self::with_max_generation(capacity, u32::MAX)
+    }
+
+    /// Like [`Entities::new`], with indices retired once their generation reaches `max_generation` (at least 1).
+    /// Useful to exercise exhaustion without four billion respawns.
+    pub fn with_max_generation(capacity: u32, max_generation: u32) -> Self {
+        Self {
+            slots: Vec::new(),
+            free: Vec::new(),
+            capacity,
+            max_generation: max_generation.max(1),
+            live: 0,
+            reserved: 0,
+            retired: 0,
+        }
+    }
+
+    /// Hands out a handle that is not alive yet ([`Entities::activate`] makes it so). Reserved handles count
+    /// against the capacity.
+    pub fn reserve(&mut self) -> Result<Entity, WorldFull> {
+        if self.live + self.reserved >= self.capacity {
+            return Err(WorldFull { capacity: self.capacity });
+        }
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None => {
+                // `capacity <= u32::MAX` live entities and retired slots never come back, so a new index exists
+                // unless every u32 index was used: then the world is full for good.
+                let Ok(index) = u32::try_from(self.slots.len()) else {
+                    return Err(WorldFull { capacity: self.capacity });
+                };
+                self.slots.push(Slot { generation: NonZeroU32::MIN, state: State::Free });
+                index
+            }
+        };
+        let slot = &mut self.slots[index as usize];
+        debug_assert_eq!(slot.state, State::Free, "free list pointed to a slot that is not free");
+        slot.state = State::Reserved;
+        self.reserved += 1;
+        Ok(Entity { index, generation: slot.generation })
+    }
+
+    /// Turns a reserved handle into a live entity. Returns `false` (and changes nothing) if `entity` is not reserved.
+    pub fn activate(&mut self, entity: Entity) -> bool {
+        match self.slots.get_mut(entity.index as usize) {
+            Some(slot) if slot.state == State::Reserved && slot.generation == entity.generation => {
+                slot.state = State::Alive;
+                self.reserved -= 1;
+                self.live += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Reserves and activates in one step.
+    pub fn alloc(&mut self) -> Result<Entity, WorldFull> {
+        let entity = self.reserve()?;
+        self.activate(entity);
+        Ok(entity)
+    }
+
+    /// Frees a live or reserved entity: bumps the index's generation and puts it on the free list, or retires the
+    /// index when its generations are used up. Returns `false` for a stale or unknown handle (nothing changes).
+    pub fn free(&mut self, entity: Entity) -> bool {
+        let Some(slot) = self.slots.get_mut(entity.index as usize) else { return false };
+        if slot.generation != entity.generation {
+            return false;
+        }
+        match slot.state {
+            State::Alive => self.live -= 1,
+            State::Reserved => self.reserved -= 1,
+            State::Free | State::Retired => return false,
+        }
+        if slot.generation.get() >= self.max_generation {
+            slot.state = State::Retired;
+            self.retired += 1;
+        } else {
+            slot.state = State::Free;
+            slot.generation = slot.generation.saturating_add(1);
+            self.free.push(entity.index);
+        }
+        true
+    }
+
+    /// Whether `entity` is alive (spawned, not despawned, generation matches).
+    #[inline]
+    pub fn is_alive(&self, entity: Entity) -> bool {
+        matches!(self.slots.get(entity.index as usize),
+            Some(slot) if slot.state == State::Alive && slot.generation == entity.generation)
+    }
+
+    /// Whether `entity` is reserved by a command buffer and not applied yet.
+    pub fn is_reserved(&self, entity: Entity) -> bool {
+        matches!(self.slots.get(entity.index as usize),
+            Some(slot) if slot.state == State::Reserved && slot.generation == entity.generation)
+    }
+
+    /// The live entity at `index`, if any.
+    #[inline]
+    pub fn alive_at(&self, index: u32) -> Option<Entity> {
+        match self.slots.get(index as usize) {
+            Some(slot) if slot.state == State::Alive => Some(Entity { index, generation: slot.generation }),
+            _ => None,
+        }
+    }
+
+    /// Live entities in index order.
+    pub fn iter(&self) -> impl Iterator<Item = Entity> + '_ {
+        self.slots.iter().enumerate().filter(|(_, slot)| slot.state == State::Alive).map(|(index, slot)| {
+            Entity { index: index as u32, generation: slot.generation }
+        })
+    }
+
+    /// Number of live entities.
+    pub fn len(&self) -> u32 {
+        self.live
+    }
+
+    /// Whether no entity is alive.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Number of handles reserved and not yet activated.
+    pub fn reserved(&self) -> u32 {
+        self.reserved
+    }
+
+    /// The maximum number of live plus reserved entities.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// Indices retired for good because their generations were used up.
+    pub fn retired(&self) -> u32 {
+        self.retired
+    }
+
+    /// One past the highest index ever handed out: the length per-entity arrays must cover.
+    pub fn index_bound(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    /// Bytes held by the allocator (capacity, not length).
+    pub fn bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>() + self.free.capacity() * 4
+    }
+
+    /// Frees every entity at once (generations bumped as by [`Entities::free`]).
+    pub fn clear(&mut self) {
+        for index in 0..self.slots.len() as u32 {
+            let slot = self.slots[index as usize];
+            if matches!(slot.state, State::Alive | State::Reserved) {
+                self.free(Entity { index, generation: slot.generation });
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn force_generation(&mut self, index: u32, generation: NonZeroU32) {
+        let slot = &mut self.slots[index as usize];
+        assert_eq!(slot.state, State::Free, "force_generation only on free slots");
+        slot.generation = generation;
+    }
+
+    #[cfg(test)]
+    pub(crate) fn assert_invariants(&self) {
+        let mut seen = vec![false; self.slots.len()];
+        for &index in &self.free {
+            let slot = self.slots[index as usize];
+            assert_eq!(slot.state, State::Free, "free list holds index {index} whose slot is {:?}", slot.state);
+            assert!(!seen[index as usize], "index {index} is on the free list twice");
+            seen[index as usize] = true;
+        }
+        let count = |s: State| self.slots.iter().filter(|slot| slot.state == s).count() as u32;
+        assert_eq!(count(State::Alive), self.live, "live count drifted");
+        assert_eq!(count(State::Reserved), self.reserved, "reserved count drifted");
+        assert_eq!(count(State::Retired), self.retired, "retired count drifted");
+        assert_eq!(count(State::Free) as usize, self.free.len(), "a free slot is missing from the free list");
+        assert!(self.live + self.reserved <= self.capacity, "more entities than the capacity");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_are_eight_bytes() {
+        assert_eq!(std::mem::size_of::<Entity>(), 8);
+        assert_eq!(std::mem::size_of::<Option<Entity>>(), 8);
+    }
+
+    #[test]
+    fn bits_round_trip() {
+        let e = Entity::from_parts(7, NonZeroU32::new(3).unwrap());
+        assert_eq!(Entity::from_bits(e.to_bits()), Some(e));
+        assert_eq!(Entity::from_bits(7), None);
+    }
+
+    #[test]
+    fn free_bumps_generation_and_recycles() {
+        let mut entities = Entities::new(10);
+        let a = entities.alloc().unwrap();
+        let b = entities.alloc().unwrap();
+        assert!(entities.free(a));
+        assert!(!entities.free(a), "double free must be refused");
+        let c = entities.alloc().unwrap();
+        assert_eq!(c.index(), a.index());
+        assert_eq!(c.generation().get(), a.generation().get() + 1);
+        assert!(!entities.is_alive(a));
+        assert!(entities.is_alive(b) && entities.is_alive(c));
+        entities.assert_invariants();
+    }
+
+    #[test]
+    fn capacity_is_enforced_without_losing_anything() {
+        let mut entities = Entities::new(3);
+        let all: Vec<_> = (0..3).map(|_| entities.alloc().unwrap()).collect();
+        assert_eq!(entities.alloc(), Err(WorldFull { capacity: 3 }));
+        assert_eq!(entities.reserve(), Err(WorldFull { capacity: 3 }));
+        assert!(all.iter().all(|&e| entities.is_alive(e)));
+        entities.free(all[1]);
+        assert!(entities.alloc().is_ok());
+        entities.assert_invariants();
+    }
+
+    #[test]
+    fn exhausted_index_is_retired_for_good() {
+        let mut entities = Entities::with_max_generation(4, 3);
+        let mut e = entities.alloc().unwrap();
+        let index = e.index();
+        for expected in 2..=3 {
+            entities.free(e);
+            e = entities.alloc().unwrap();
+            assert_eq!((e.index(), e.generation().get()), (index, expected));
+        }
+        entities.free(e);
+        assert_eq!(entities.retired(), 1);
+        let next = entities.alloc().unwrap();
+        assert_ne!(next.index(), index, "a retired index was handed out again");
+        entities.assert_invariants();
+    }
+
+    #[test]
+    fn generation_exhaustion_at_u32_max() {
+        let mut entities = Entities::new(2);
+        let e = entities.alloc().unwrap();
+        entities.free(e);
+        entities.force_generation(e.index(), NonZeroU32::new(u32::MAX).unwrap());
+        let last = entities.alloc().unwrap();
+        assert_eq!((last.index(), last.generation().get()), (e.index(), u32::MAX));
+        entities.free(last);
+        assert_eq!(entities.retired(), 1);
+        assert!(!entities.is_alive(last));
+        assert_ne!(entities.alloc().unwrap().index(), e.index());
+        entities.assert_invariants();
+    }
+
+    #[test]
+    fn reserved_handles_are_not_alive_until_activated() {
+        let mut entities = Entities::new(1);
+        let r = entities.reserve().unwrap();
+        assert!(!entities.is_alive(r) && entities.is_reserved(r));
+        assert!(entities.alloc().is_err(), "a reservation counts against the capacity");
+        assert!(entities.activate(r));
+        assert!(!entities.activate(r));
+        assert!(entities.is_alive(r));
+        entities.assert_invariants();
+    }
+}

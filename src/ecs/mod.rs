@@ -1,0 +1,28 @@
+//! A small sparse-set ECS with five storage backends that a running world can switch between.
+//!
+//! - [`Entity`] handles with generations, from an allocator with a capacity ([`entity`]);
+//! - [`SparseSet`], the default pool ([`sparse_set`]), and the other layouts ([`storage`]);
+//! - [`World`]: spawn, despawn, insert, remove, get, resources, live backend switch ([`world`]);
+//! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`query`]);
+//! - the command buffer ([`commands`]) and the app with its stages and plugins ([`app`]).
+
+pub mod bundle;
+pub mod commands;
+pub mod component;
+pub mod entity;
+pub mod query;
+pub mod resources;
+pub mod sort;
+pub mod sparse_set;
+pub mod storage;
+pub mod world;
+
+pub use bundle::Bundle;
+pub use commands::{ApplyStats, Commands};
+pub use component::{ComponentId, ComponentSet};
+pub use entity::{Entities, Entity, NoSuchEntity, WorldFull};
+pub use query::{Query, QueryError, With, Without};
+pub use sort::SortMethod;
+pub use sparse_set::SparseSet;
+pub use storage::{Backend, UnknownBackend};
+pub use world::{ComponentBytes, ComponentError, World};

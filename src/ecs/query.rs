@@ -1,0 +1,549 @@
+//! Queries: tuples of `&T` / `&mut T`, filtered by [`With`] / [`Without`], run the same way on every backend.
+//!
+//! ```
+//! use swarm::ecs::{World, With, Without};
+//! struct Pos(f32); struct Vel(f32); struct Frozen; struct Red;
+//! let mut world = World::new();
+//! world.spawn((Pos(0.0), Vel(1.0), Red)).unwrap();
+//! world.spawn((Pos(0.0), Vel(1.0), Frozen)).unwrap();
+//! world.query::<(&mut Pos, &Vel)>().without::<Frozen>().for_each(|_entity, (pos, vel)| pos.0 += vel.0);
+//! let mut moved = 0;
+//! world.query::<(&Pos,)>().with::<Red>().for_each(|_, (pos,)| moved += (pos.0 == 1.0) as u32);
+//! assert_eq!(moved, 1);
+//! ```
+//!
+//! How a query runs: the world matches its backend **once**, then calls a loop monomorphized for that layout.
+//! - Per-component layouts ([`Layout`]): if every fetched pool keeps packed arrays in the same entity order (a
+//!   sparse set after `sort_as`), the packed value arrays are walked in lock-step. Otherwise the smallest pool
+//!   (fetched or `With`) drives: its indices are copied to a reused scratch buffer, and every other pool is probed
+//!   by index (seed 000's movement system).
+//! - Archetype tables: every table whose set holds the fetched and `With` types and none of the `Without` types is
+//!   walked column by column.
+//!
+//! A query may name each component type once. `(&mut A, &A)` would hand out a mutable and a shared reference to
+//! the same value, so it is refused with [`QueryError::Conflict`]; `(&A, &A)` and a filter on a fetched type are
+//! refused the same way (say it once).
+
+use super::component::{ComponentId, ComponentSet, Components};
+use super::entity::{Entities, Entity};
+use super::storage::archetype::{Column, ErasedColumn, Table};
+use super::storage::{AnyPool, Backend, ErasedPool, Layout, Pool};
+use super::storage::{BTreeLayout, DenseArrayLayout, HashMapLayout, SparseSetLayout};
+use super::world::World;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// Most component types one query may name (fetched and filters together).
+pub const MAX_QUERY_TYPES: usize = 12;
+
+/// Why a query was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryError {
+    /// The same component type appears twice (fetched twice, or fetched and filtered).
+    Conflict {
+        /// The type named twice.
+        component: &'static str,
+        /// Whether one of the two asks for `&mut`.
+        mutable: bool,
+    },
+    /// More than [`MAX_QUERY_TYPES`] types.
+    TooManyTypes,
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueryError::Conflict { component, mutable: true } => write!(
+                f,
+                "query conflict: `{component}` is requested twice and one request is `&mut`; \
+                 a mutable reference may not alias another reference to the same value"
+            ),
+            QueryError::Conflict { component, mutable: false } => {
+                write!(f, "query conflict: `{component}` is named twice in one query (fetch or filter it once)")
+            }
+            QueryError::TooManyTypes => write!(f, "a query names at most {MAX_QUERY_TYPES} component types"),
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+/// The component ids a query names, in order, with whether each is borrowed mutably.
+#[derive(Default)]
+pub struct Access {
+    ids: [ComponentId; MAX_QUERY_TYPES],
+    mutable: [bool; MAX_QUERY_TYPES],
+    len: usize,
+    /// Types that must be present (fetched and `With`).
+    pub required: ComponentSet,
+    /// Types that must be absent (`Without`).
+    pub excluded: ComponentSet,
+    error: Option<QueryError>,
+}
+
+impl Access {
+    fn push(&mut self, components: &Components, id: ComponentId, mutable: bool) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Some(k) = self.ids[..self.len].iter().position(|&other| other == id) {
+            let component = components.info(id).name;
+            self.error = Some(QueryError::Conflict { component, mutable: mutable || self.mutable[k] });
+            return;
+        }
+        if self.len == MAX_QUERY_TYPES {
+            self.error = Some(QueryError::TooManyTypes);
+            return;
+        }
+        self.ids[self.len] = id;
+        self.mutable[self.len] = mutable;
+        self.len += 1;
+    }
+
+    /// The ids, in the order the query names them.
+    pub fn ids(&self) -> &[ComponentId] {
+        &self.ids[..self.len]
+    }
+}
+
+/// One element of a query tuple: `&T` or `&mut T`.
+pub trait Term {
+    /// The component type.
+    type Component: 'static;
+    /// Whether the term borrows mutably.
+    const MUTABLE: bool;
+    /// What the loop body receives.
+    type Item<'a>;
+    /// The typed pool borrow of a per-component layout.
+    type PoolRef<'w, L: Layout>;
+    /// An iterator over packed values (sparse-set lock-step walk, archetype columns).
+    type Packed<'w>: Iterator<Item = Self::Item<'w>>;
+
+    /// Borrows the typed pool out of an erased one (one downcast per query).
+    fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> Self::PoolRef<'w, L>;
+    /// The value at `index`, if present.
+    fn probe<'a, L: Layout>(pool: &'a mut Self::PoolRef<'_, L>, index: u32) -> Option<Self::Item<'a>>;
+    /// Number of values in the pool.
+    fn len<L: Layout>(pool: &Self::PoolRef<'_, L>) -> usize;
+    /// Appends the pool's indices in its iteration order.
+    fn collect<L: Layout>(pool: &Self::PoolRef<'_, L>, out: &mut Vec<u32>);
+    /// The packed entity order of the pool, if it has one.
+    fn packed_entities<'a, L: Layout>(pool: &'a mut Self::PoolRef<'_, L>) -> Option<&'a [Entity]>;
+    /// Turns the pool borrow into a walk over its packed values (only called when `packed_entities` is `Some`).
+    fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], Self::Packed<'w>);
+    /// A walk over one archetype column.
+    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> Self::Packed<'w>;
+}
+
+fn typed<T: 'static>(pool: &mut dyn ErasedPool) -> &mut AnyPool<T> {
+    let backend = pool.backend();
+    pool.as_any_mut().downcast_mut::<AnyPool<T>>().unwrap_or_else(|| {
+        unreachable!("pool registered for {} holds another type ({backend:?})", std::any::type_name::<T>())
+    })
+}
+
+fn typed_column<T: 'static>(column: &mut dyn ErasedColumn) -> &mut Vec<T> {
+    &mut column.as_any_mut().downcast_mut::<Column<T>>().expect("column type does not match its component id").0
+}
+
+impl<T: 'static> Term for &T {
+    type Component = T;
+    const MUTABLE: bool = false;
+    type Item<'a> = &'a T;
+    type PoolRef<'w, L: Layout> = &'w L::Pool<T>;
+    type Packed<'w> = std::slice::Iter<'w, T>;
+
+    fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w L::Pool<T> {
+        L::pool_mut(typed::<T>(pool))
+    }
+    #[inline]
+    fn probe<'a, L: Layout>(pool: &'a mut &L::Pool<T>, index: u32) -> Option<&'a T> {
+        pool.get(index)
+    }
+    fn len<L: Layout>(pool: &&L::Pool<T>) -> usize {
+        pool.len()
+    }
+    fn collect<L: Layout>(pool: &&L::Pool<T>, out: &mut Vec<u32>) {
+        pool.collect_indices(out)
+    }
+    fn packed_entities<'a, L: Layout>(pool: &'a mut &L::Pool<T>) -> Option<&'a [Entity]> {
+        pool.packed().map(|(entities, _)| entities)
+    }
+    fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], std::slice::Iter<'w, T>) {
+        let (entities, values) = pool.packed().expect("into_packed on a layout without packed arrays");
+        (entities, values.iter())
+    }
+    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> std::slice::Iter<'w, T> {
+        typed_column::<T>(column.as_mut()).iter()
+    }
+}
+
+impl<T: 'static> Term for &mut T {
+    type Component = T;
+    const MUTABLE: bool = true;
+    type Item<'a> = &'a mut T;
+    type PoolRef<'w, L: Layout> = &'w mut L::Pool<T>;
+    type Packed<'w> = std::slice::IterMut<'w, T>;
+
+    fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w mut L::Pool<T> {
+        L::pool_mut(typed::<T>(pool))
+    }
+    #[inline]
+    fn probe<'a, L: Layout>(pool: &'a mut &mut L::Pool<T>, index: u32) -> Option<&'a mut T> {
+        pool.get_mut(index)
+    }
+    fn len<L: Layout>(pool: &&mut L::Pool<T>) -> usize {
+        pool.len()
+    }
+    fn collect<L: Layout>(pool: &&mut L::Pool<T>, out: &mut Vec<u32>) {
+        pool.collect_indices(out)
+    }
+    fn packed_entities<'a, L: Layout>(pool: &'a mut &mut L::Pool<T>) -> Option<&'a [Entity]> {
+        pool.packed_mut().map(|(entities, _)| entities)
+    }
+    fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], std::slice::IterMut<'w, T>) {
+        let (entities, values) = pool.packed_mut().expect("into_packed on a layout without packed arrays");
+        (entities, values.iter_mut())
+    }
+    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> std::slice::IterMut<'w, T> {
+        typed_column::<T>(column.as_mut()).iter_mut()
+    }
+}
+
+/// Keeps only entities that have `T` (without borrowing it).
+pub struct With<T>(PhantomData<fn() -> T>);
+/// Keeps only entities that lack `T`.
+pub struct Without<T>(PhantomData<fn() -> T>);
+
+/// A filter: `()`, [`With<T>`], [`Without<T>`], or a pair of filters.
+pub trait Filter {
+    /// Typed pool borrows of a per-component layout.
+    type Pools<'w, L: Layout>;
+    /// Registers the filtered types and records them in `access`.
+    fn access(components: &mut Components, access: &mut Access);
+    /// Takes this filter's pools, in the order `access` recorded them.
+    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
+    /// Whether `index` passes.
+    fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool;
+    /// The smallest `With` pool length (`usize::MAX` if none): a candidate to drive the loop.
+    fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize;
+    /// Appends the indices of the first `With` pool of length `len`, once (`done` guards it).
+    fn collect<L: Layout>(pools: &Self::Pools<'_, L>, len: usize, done: &mut bool, out: &mut Vec<u32>);
+}
+
+impl Filter for () {
+    type Pools<'w, L: Layout> = ();
+    fn access(_: &mut Components, _: &mut Access) {}
+    fn pools<'w, L: Layout>(_: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) {}
+    #[inline]
+    fn matches<L: Layout>(_: &(), _: u32) -> bool {
+        true
+    }
+    fn min_len<L: Layout>(_: &()) -> usize {
+        usize::MAX
+    }
+    fn collect<L: Layout>(_: &(), _: usize, _: &mut bool, _: &mut Vec<u32>) {}
+}
+
+impl<T: 'static> Filter for With<T> {
+    type Pools<'w, L: Layout> = &'w L::Pool<T>;
+    fn access(components: &mut Components, access: &mut Access) {
+        let (id, _) = components.register::<T>();
+        access.push(components, id, false);
+        access.required.insert(id);
+    }
+    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
+        L::pool_mut(typed::<T>(taken.next().expect("filter pool was taken")))
+    }
+    #[inline]
+    fn matches<L: Layout>(pool: &&L::Pool<T>, index: u32) -> bool {
+        pool.contains(index)
+    }
+    fn min_len<L: Layout>(pool: &&L::Pool<T>) -> usize {
+        pool.len()
+    }
+    fn collect<L: Layout>(pool: &&L::Pool<T>, len: usize, done: &mut bool, out: &mut Vec<u32>) {
+        if !*done && pool.len() == len {
+            pool.collect_indices(out);
+            *done = true;
+        }
+    }
+}
+
+impl<T: 'static> Filter for Without<T> {
+    type Pools<'w, L: Layout> = &'w L::Pool<T>;
+    fn access(components: &mut Components, access: &mut Access) {
+        let (id, _) = components.register::<T>();
+        access.push(components, id, false);
+        access.excluded.insert(id);
+    }
+    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
+        L::pool_mut(typed::<T>(taken.next().expect("filter pool was taken")))
+    }
+    #[inline]
+    fn matches<L: Layout>(pool: &&L::Pool<T>, index: u32) -> bool {
+        !pool.contains(index)
+    }
+    fn min_len<L: Layout>(_: &&L::Pool<T>) -> usize {
+        usize::MAX
+    }
+    fn collect<L: Layout>(_: &&L::Pool<T>, _: usize, _: &mut bool, _: &mut Vec<u32>) {}
+}
+
+impl<A: Filter, B: Filter> Filter for (A, B) {
+    type Pools<'w, L: Layout> = (A::Pools<'w, L>, B::Pools<'w, L>);
+    fn access(components: &mut Components, access: &mut Access) {
+        A::access(components, access);
+        B::access(components, access);
+    }
+    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
+        let a = A::pools::<L>(taken);
+        (a, B::pools::<L>(taken))
+    }
+    #[inline]
+    fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool {
+        A::matches::<L>(&pools.0, index) && B::matches::<L>(&pools.1, index)
+    }
+    fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize {
+        A::min_len::<L>(&pools.0).min(B::min_len::<L>(&pools.1))
+    }
+    fn collect<L: Layout>(pools: &Self::Pools<'_, L>, len: usize, done: &mut bool, out: &mut Vec<u32>) {
+        A::collect::<L>(&pools.0, len, done, out);
+        B::collect::<L>(&pools.1, len, done, out);
+    }
+}
+
+/// The storage a query runs on, split out of the world so the query can borrow its parts separately.
+pub struct QueryContext<'w> {
+    /// The allocator, to turn indices back into handles.
+    pub entities: &'w Entities,
+    /// The borrowed pools, in the order the query's access names them.
+    pub pools: &'w mut [Option<Box<dyn ErasedPool>>],
+    /// The archetype tables.
+    pub tables: &'w mut [Table],
+    /// A reused buffer of driver indices.
+    pub scratch: &'w mut Vec<u32>,
+}
+
+/// A tuple of [`Term`]s.
+pub trait QueryData {
+    /// What the loop body receives: a tuple of references.
+    type Item<'a>;
+    /// Registers the fetched types and records them in `access`.
+    fn access(components: &mut Components, access: &mut Access);
+    /// The loop over a per-component layout. `taken` yields the query's pools in access order.
+    fn run_pools<'w, L: Layout, F: Filter, Func>(
+        taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>,
+        entities: &Entities,
+        scratch: &mut Vec<u32>,
+        f: &mut Func,
+    ) where
+        Func: for<'a> FnMut(Entity, Self::Item<'a>);
+    /// The loop over archetype tables.
+    fn run_tables<Func>(tables: &mut [Table], access: &Access, f: &mut Func)
+    where
+        Func: for<'a> FnMut(Entity, Self::Item<'a>);
+}
+
+macro_rules! impl_query_data {
+    ($($T:ident $s:ident $d:ident $i:ident),+) => {
+        impl<$($T: Term),+> QueryData for ($($T,)+) {
+            type Item<'a> = ($($T::Item<'a>,)+);
+
+            fn access(components: &mut Components, access: &mut Access) {
+                $(
+                    let (id, _) = components.register::<$T::Component>();
+                    access.push(components, id, $T::MUTABLE);
+                    access.required.insert(id);
+                )+
+            }
+
+            #[inline]
+            fn run_pools<'w, L: Layout, F: Filter, Func>(
+                taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>,
+                entities: &Entities,
+                scratch: &mut Vec<u32>,
+                f: &mut Func,
+            ) where
+                Func: for<'a> FnMut(Entity, Self::Item<'a>),
+            {
+                $(let mut $s = $T::pool_ref::<L>(taken.next().expect("query pool was taken"));)+
+                let filter = F::pools::<L>(taken);
+
+                // Lock-step: every fetched pool is packed in the same entity order (e.g. after `sort_as`).
+                let mut first: Option<&[Entity]> = None;
+                let mut aligned = true;
+                $(
+                    match ($T::packed_entities::<L>(&mut $s), first) {
+                        (None, _) => aligned = false,
+                        (Some(order), None) => first = Some(order),
+                        (Some(order), Some(expected)) => aligned &= order == expected,
+                    }
+                )+
+                let _ = first;
+                if aligned {
+                    let mut entities_of = None;
+                    $(let (order, mut $d) = $T::into_packed::<L>($s); entities_of.get_or_insert(order);)+
+                    for &entity in entities_of.unwrap_or(&[]) {
+                        $(let $i = $d.next();)+
+                        if let ($(Some($i),)+) = ($($i,)+) {
+                            if F::matches::<L>(&filter, entity.index()) {
+                                f(entity, ($($i,)+));
+                            }
+                        }
+                    }
+                    return;
+                }
+
+                // Probe: the smallest pool drives, every pool is probed by index.
+                let smallest = F::min_len::<L>(&filter)$(.min($T::len::<L>(&$s)))+;
+                scratch.clear();
+                let mut done = false;
+                $(
+                    if !done && $T::len::<L>(&$s) == smallest {
+                        $T::collect::<L>(&$s, scratch);
+                        done = true;
+                    }
+                )+
+                F::collect::<L>(&filter, smallest, &mut done, scratch);
+                for &index in scratch.iter() {
+                    if !F::matches::<L>(&filter, index) {
+                        continue;
+                    }
+                    if let ($(Some($i),)+) = ($($T::probe::<L>(&mut $s, index),)+) {
+                        let entity = entities.alive_at(index).expect("a pool holds a value for a dead entity");
+                        f(entity, ($($i,)+));
+                    }
+                }
+            }
+
+            fn run_tables<Func>(tables: &mut [Table], access: &Access, f: &mut Func)
+            where
+                Func: for<'a> FnMut(Entity, Self::Item<'a>),
+            {
+                for table in tables {
+                    if table.is_empty()
+                        || !table.set().is_superset(&access.required)
+                        || table.set().intersects(&access.excluded)
+                    {
+                        continue;
+                    }
+                    let mut ids = access.ids().iter();
+                    let slots = [$({
+                        let _ = stringify!($T);
+                        table.column_slot(*ids.next().expect("an id per term")).expect("table matched the query")
+                    }),+];
+                    let (rows, columns) = table.parts_mut();
+                    let [$($s),+] = columns.get_disjoint_mut(slots).expect("query ids are distinct");
+                    $(let mut $d = $T::column($s);)+
+                    for &entity in rows {
+                        if let ($(Some($i),)+) = ($($d.next(),)+) {
+                            f(entity, ($($i,)+));
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
+impl_query_data!(A sa da ia);
+impl_query_data!(A sa da ia, B sb db ib);
+impl_query_data!(A sa da ia, B sb db ib, C sc dc ic);
+impl_query_data!(A sa da ia, B sb db ib, C sc dc ic, D sd dd id);
+impl_query_data!(A sa da ia, B sb db ib, C sc dc ic, D sd dd id, E se de ie);
+impl_query_data!(A sa da ia, B sb db ib, C sc dc ic, D sd dd id, E se de ie, G sg dg ig);
+
+/// A query being built: fetch `Q`, filtered by `F`. Run it with [`Query::for_each`].
+pub struct Query<'w, Q: QueryData, F: Filter = ()> {
+    world: &'w mut World,
+    _marker: PhantomData<fn() -> (Q, F)>,
+}
+
+impl<'w, Q: QueryData, F: Filter> Query<'w, Q, F> {
+    pub(crate) fn new(world: &'w mut World) -> Self {
+        Self { world, _marker: PhantomData }
+    }
+
+    /// Also requires `T`.
+    pub fn with<T: 'static>(self) -> Query<'w, Q, (F, With<T>)> {
+        Query::new(self.world)
+    }
+
+    /// Also requires the absence of `T`.
+    pub fn without<T: 'static>(self) -> Query<'w, Q, (F, Without<T>)> {
+        Query::new(self.world)
+    }
+
+    /// Calls `f` with each matching entity and its components.
+    ///
+    /// # Panics
+    /// If the query is refused (see [`QueryError`]); [`Query::try_for_each`] returns the error instead.
+    pub fn for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
+        if let Err(error) = self.try_for_each(f) {
+            panic!("{error}");
+        }
+    }
+
+    /// Calls `f` with each matching entity and its components, or says why the query is refused.
+    pub fn try_for_each(self, mut f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
+        let world = self.world;
+        let mut access = Access::default();
+        Q::access(world.components_mut(), &mut access);
+        F::access(world.components_mut(), &mut access);
+        if let Some(error) = access.error.take() {
+            return Err(error);
+        }
+        let backend = world.backend();
+        let mut context = world.query_context();
+        let f = &mut f;
+        // The one backend dispatch of the query.
+        match backend {
+            Backend::SparseSet => run::<Q, F, SparseSetLayout, _>(&mut context, &access, f),
+            Backend::HashMap => run::<Q, F, HashMapLayout, _>(&mut context, &access, f),
+            Backend::BTree => run::<Q, F, BTreeLayout, _>(&mut context, &access, f),
+            Backend::DenseArray => run::<Q, F, DenseArrayLayout, _>(&mut context, &access, f),
+            Backend::Archetype => Q::run_tables(context.tables, &access, f),
+        }
+        Ok(())
+    }
+
+    /// Number of matching entities.
+    pub fn count(self) -> usize {
+        let mut n = 0;
+        self.for_each(|_, _| n += 1);
+        n
+    }
+}
+
+/// Takes the query's pools out of the world's table for the duration of the loop (so several can be borrowed
+/// mutably at once) and puts them back even if the loop body panics.
+struct Taken<'p> {
+    pools: &'p mut [Option<Box<dyn ErasedPool>>],
+    held: [Option<Box<dyn ErasedPool>>; MAX_QUERY_TYPES],
+    ids: [ComponentId; MAX_QUERY_TYPES],
+    len: usize,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        for k in 0..self.len {
+            self.pools[self.ids[k] as usize] = self.held[k].take();
+        }
+    }
+}
+
+fn run<Q: QueryData, F: Filter, L: Layout, Func>(context: &mut QueryContext<'_>, access: &Access, f: &mut Func)
+where
+    Func: for<'a> FnMut(Entity, Q::Item<'a>),
+{
+    let mut taken =
+        Taken { pools: context.pools, held: Default::default(), ids: [0; MAX_QUERY_TYPES], len: access.ids().len() };
+    for (k, &id) in access.ids().iter().enumerate() {
+        taken.held[k] = Some(taken.pools[id as usize].take().expect("pool of a registered component is missing"));
+        taken.ids[k] = id;
+    }
+    let len = taken.len;
+    let mut pools = taken.held[..len].iter_mut().map(|p| p.as_deref_mut().expect("taken above"));
+    Q::run_pools::<L, F, Func>(&mut pools, context.entities, context.scratch, f);
+}

@@ -1,0 +1,41 @@
+//! Resources: one value per type, owned by the world (time, config, RNG, statistics).
+
+use rustc_hash::FxHashMap;
+use std::any::{type_name, Any, TypeId};
+
+/// Similar to `HashMap<TypeId, Box<dyn Any>>`, which is what it is: one boxed value per type.
+#[derive(Default)]
+pub struct Resources {
+    map: FxHashMap<TypeId, Box<dyn Any>>,
+}
+
+impl Resources {
+    /// Inserts or replaces the resource of type `R`; returns the previous one.
+    pub fn insert<R: 'static>(&mut self, value: R) -> Option<R> {
+        self.map.insert(TypeId::of::<R>(), Box::new(value)).map(|old| *old.downcast::<R>().expect("keyed by type"))
+    }
+
+    /// The resource of type `R`, if inserted.
+    pub fn get<R: 'static>(&self) -> Option<&R> {
+        self.map.get(&TypeId::of::<R>()).map(|r| r.downcast_ref::<R>().expect("keyed by type"))
+    }
+
+    /// The resource of type `R`, mutably.
+    pub fn get_mut<R: 'static>(&mut self) -> Option<&mut R> {
+        self.map.get_mut(&TypeId::of::<R>()).map(|r| r.downcast_mut::<R>().expect("keyed by type"))
+    }
+
+    /// Removes and returns the resource of type `R`.
+    pub fn remove<R: 'static>(&mut self) -> Option<R> {
+        self.map.remove(&TypeId::of::<R>()).map(|r| *r.downcast::<R>().expect("keyed by type"))
+    }
+
+    /// Whether a resource of type `R` is present.
+    pub fn contains<R: 'static>(&self) -> bool {
+        self.map.contains_key(&TypeId::of::<R>())
+    }
+}
+
+pub(crate) fn missing<R>() -> ! {
+    panic!("resource `{}` was never inserted (use insert_resource first, or get_resource for an Option)", type_name::<R>())
+}

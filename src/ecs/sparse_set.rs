@@ -1,0 +1,312 @@
+//! The sparse-set pool (seeds 000, 002, 003): O(1) insert, get and remove, and a packed array to iterate.
+//!
+//! Similar to a `Vec<Option<T>>` indexed by entity index (the direct array of seed 002), but the values sit
+//! packed at the front of `dense` so iteration touches only live values, and the index -> position map (`sparse`)
+//! is paged, so its memory grows with the pages of indices touched, not with the highest index.
+//!
+//! ```text
+//!   sparse (pages of PAGE_SIZE u32)       entities (dense)        values (dense)
+//!   page 0: [ -, 1, -, 0, ...]            [ 3v1 , 1v2 ]           [ value of 3, value of 1 ]
+//!   page 1: None (never touched)             ^ position 0 holds entity index 3
+//! ```
+//!
+//! Invariants, for every position `p < len`:
+//! - `sparse[entities[p].index] == p` (through the page table) and `values[p]` is that entity's value;
+//! - an index `i` is in the set iff `sparse[i] = p` with `p < len` and `entities[p].index == i` (seed 000's
+//!   membership check: the sparse entry alone may be stale garbage, the dense entity is the truth);
+//! - `entities.len() == values.len()`.
+//!
+//! Zero-sized components (tags) store no payload: `Vec<T>` of a zero-sized `T` never allocates.
+
+use super::entity::Entity;
+use std::mem::size_of;
+
+/// Indices per sparse page. 4096 entries of 4 bytes: one 16 KiB page per 4096 indices touched.
+pub const PAGE_SIZE: usize = 4096;
+const EMPTY: u32 = u32::MAX;
+
+/// A paged sparse set: `entities` and `values` packed, `sparse` maps an entity index to its packed position.
+///
+/// ```
+/// use swarm::ecs::{SparseSet, Entity};
+/// use std::num::NonZeroU32;
+/// let e = |i| Entity::from_parts(i, NonZeroU32::MIN);
+/// let mut pool = SparseSet::new();
+/// pool.insert(e(5), "five");
+/// pool.insert(e(900_000), "far away");
+/// assert_eq!(pool.get(5), Some(&"five"));
+/// assert_eq!(pool.remove(5), Some("five"));
+/// assert_eq!(pool.values(), &["far away"]);
+/// ```
+pub struct SparseSet<T> {
+    pub(crate) sparse: Vec<Option<Box<[u32; PAGE_SIZE]>>>,
+    pub(crate) entities: Vec<Entity>,
+    pub(crate) values: Vec<T>,
+}
+
+impl<T> Default for SparseSet<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> SparseSet<T> {
+    /// An empty set; allocates nothing.
+    pub const fn new() -> Self {
+        Self { sparse: Vec::new(), entities: Vec::new(), values: Vec::new() }
+    }
+
+    #[inline]
+    fn split(index: u32) -> (usize, usize) {
+        (index as usize / PAGE_SIZE, index as usize % PAGE_SIZE)
+    }
+
+    /// The packed position of `index`, if present.
+    #[inline]
+    pub fn position(&self, index: u32) -> Option<usize> {
+        let (page, offset) = Self::split(index);
+        let position = self.sparse.get(page)?.as_ref()?[offset] as usize;
+        // Testing the dense entity makes stale sparse entries harmless: removal never clears them.
+        match self.entities.get(position) {
+            Some(entity) if entity.index() == index => Some(position),
+            _ => None,
+        }
+    }
+
+    fn set_position(&mut self, index: u32, position: u32) {
+        let (page, offset) = Self::split(index);
+        if page >= self.sparse.len() {
+            self.sparse.resize_with(page + 1, || None);
+        }
+        self.sparse[page].get_or_insert_with(|| Box::new([EMPTY; PAGE_SIZE]))[offset] = position;
+    }
+
+    /// Inserts or replaces `entity`'s value; returns the previous value. The entity handle is stored as given.
+    pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
+        if let Some(position) = self.position(entity.index()) {
+            self.entities[position] = entity;
+            return Some(std::mem::replace(&mut self.values[position], value));
+        }
+        self.set_position(entity.index(), self.entities.len() as u32);
+        self.entities.push(entity);
+        self.values.push(value);
+        None
+    }
+
+    /// Whether `index` has a value.
+    #[inline]
+    pub fn contains(&self, index: u32) -> bool {
+        self.position(index).is_some()
+    }
+
+    /// The value at `index`.
+    #[inline]
+    pub fn get(&self, index: u32) -> Option<&T> {
+        self.position(index).map(|p| &self.values[p])
+    }
+
+    /// The value at `index`, mutably.
+    #[inline]
+    pub fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+        self.position(index).map(|p| &mut self.values[p])
+    }
+
+    /// Removes `index`'s value by moving the last packed value into its place (swap-and-pop): O(1), but the
+    /// order of the packed arrays changes.
+    pub fn remove(&mut self, index: u32) -> Option<T> {
+        let position = self.position(index)?;
+        let last = *self.entities.last().expect("position() found a value, so the set is not empty");
+        self.entities.swap_remove(position);
+        let value = self.values.swap_remove(position);
+        if last.index() != index {
+            self.set_position(last.index(), position as u32);
+        }
+        Some(value)
+    }
+
+    /// Number of values.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// The packed entities, in iteration order.
+    #[inline]
+    pub fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
+
+    /// The packed values, in the same order as [`SparseSet::entities`].
+    #[inline]
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+
+    /// The packed values, mutably.
+    #[inline]
+    pub fn values_mut(&mut self) -> &mut [T] {
+        &mut self.values
+    }
+
+    /// Packed entities and values at once, values mutable.
+    #[inline]
+    pub fn parts_mut(&mut self) -> (&[Entity], &mut [T]) {
+        (&self.entities, &mut self.values)
+    }
+
+    /// Iterates `(entity, &value)` in packed order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (Entity, &T)> {
+        self.entities.iter().copied().zip(self.values.iter())
+    }
+
+    /// Iterates `(entity, &mut value)` in packed order.
+    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (Entity, &mut T)> {
+        self.entities.iter().copied().zip(self.values.iter_mut())
+    }
+
+    /// Removes everything; keeps the allocations.
+    pub fn clear(&mut self) {
+        self.entities.clear();
+        self.values.clear();
+    }
+
+    /// Removes everything, handing each `(entity, value)` to `f` in packed order; keeps the allocations.
+    pub fn drain(&mut self, mut f: impl FnMut(Entity, T)) {
+        for (entity, value) in self.entities.drain(..).zip(self.values.drain(..)) {
+            f(entity, value);
+        }
+    }
+
+    /// Reserves room for `additional` more values in the packed arrays.
+    pub fn reserve(&mut self, additional: usize) {
+        self.entities.reserve(additional);
+        self.values.reserve(additional);
+    }
+
+    /// Swaps two packed positions, keeping `sparse` in step. The building block of in-place sorting.
+    #[inline]
+    pub fn swap_positions(&mut self, a: usize, b: usize) {
+        if a == b {
+            return;
+        }
+        self.entities.swap(a, b);
+        self.values.swap(a, b);
+        self.set_position(self.entities[a].index(), a as u32);
+        self.set_position(self.entities[b].index(), b as u32);
+    }
+
+    /// Bytes held: sparse pages touched, the page table, and the packed arrays' capacities.
+    pub fn bytes(&self) -> usize {
+        let pages = self.sparse.iter().filter(|page| page.is_some()).count();
+        pages * PAGE_SIZE * size_of::<u32>()
+            + self.sparse.capacity() * size_of::<Option<Box<[u32; PAGE_SIZE]>>>()
+            + self.entities.capacity() * size_of::<Entity>()
+            + self.values.capacity() * size_of::<T>()
+    }
+
+    /// Panics with a message naming the broken invariant.
+    pub fn assert_invariants(&self) {
+        assert_eq!(self.entities.len(), self.values.len(), "packed entities and values differ in length");
+        for (position, entity) in self.entities.iter().enumerate() {
+            let (page, offset) = Self::split(entity.index());
+            let stored = self.sparse.get(page).and_then(|p| p.as_ref()).map(|p| p[offset]);
+            assert_eq!(stored, Some(position as u32), "sparse entry of {entity:?} does not point at its position");
+        }
+    }
+}
+
+impl<T: Clone> Clone for SparseSet<T> {
+    fn clone(&self) -> Self {
+        Self { sparse: self.sparse.clone(), entities: self.entities.clone(), values: self.values.clone() }
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for SparseSet<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::num::NonZeroU32;
+
+    fn e(index: u32) -> Entity {
+        Entity::from_parts(index, NonZeroU32::MIN)
+    }
+
+    #[test]
+    fn insert_get_remove_keep_invariants() {
+        let mut set = SparseSet::new();
+        for i in [3, 1, 4, 15, 9, 2, 6] {
+            assert_eq!(set.insert(e(i), i * 10), None);
+        }
+        assert_eq!(set.insert(e(4), 41), Some(40));
+        assert_eq!(set.remove(3), Some(30));
+        assert_eq!(set.remove(3), None);
+        assert_eq!(set.get(4), Some(&41));
+        assert!(!set.contains(3) && set.contains(6));
+        assert_eq!(set.len(), 6);
+        set.assert_invariants();
+    }
+
+    #[test]
+    fn stale_sparse_entry_is_not_membership() {
+        let mut set = SparseSet::new();
+        set.insert(e(1), 'a');
+        set.insert(e(2), 'b');
+        set.remove(1);
+        // sparse[1] still says 0, but entities[0] is index 2 now.
+        assert!(!set.contains(1));
+        assert_eq!(set.get(2), Some(&'b'));
+    }
+
+    #[test]
+    fn swap_and_pop_moves_the_last_value() {
+        let mut set = SparseSet::new();
+        for i in 0..4 {
+            set.insert(e(i), i);
+        }
+        set.remove(0);
+        assert_eq!(set.entities()[0], e(3));
+        set.assert_invariants();
+    }
+
+    #[test]
+    fn memory_grows_with_pages_touched_not_highest_index() {
+        let mut set = SparseSet::new();
+        // 64 indices spread over a million: 64 pages at most, far from a million-entry array.
+        for k in 0..64u32 {
+            set.insert(e(k * 15_625), k as u64);
+        }
+        let page_bytes = PAGE_SIZE * 4;
+        let bytes = set.bytes();
+        assert!(bytes >= 64 * page_bytes, "{bytes} bytes cannot hold 64 pages");
+        assert!(bytes < 64 * page_bytes + 16 * 1024, "{bytes} bytes: more than the pages touched");
+        assert!(bytes < 1_000_000 * 4 / 2, "paging saved nothing against a flat sparse array");
+        // Dense indices in one page cost one page.
+        let mut dense = SparseSet::new();
+        for i in 0..4096 {
+            dense.insert(e(i), ());
+        }
+        assert_eq!(dense.sparse.iter().flatten().count(), 1);
+    }
+
+    #[test]
+    fn tags_store_no_payload() {
+        let mut set = SparseSet::new();
+        for i in 0..1000 {
+            set.insert(e(i), ());
+        }
+        let untagged = set.sparse.iter().flatten().count() * PAGE_SIZE * 4
+            + set.sparse.capacity() * 8
+            + set.entities.capacity() * 8;
+        assert_eq!(set.bytes(), untagged, "a tag pool should hold entities only");
+    }
+}

@@ -1,0 +1,476 @@
+//! The archetype backend (seeds 002 section 5 and 004): one table per set of component types.
+//!
+//! Similar to `HashMap<ComponentSet, (Vec<Entity>, one Vec per component type)>`: entities with the same
+//! components share a table whose columns are structure-of-arrays, so a query walks whole columns in lock-step
+//! with no per-entity lookups. The price is paid on insert and remove: the entity's row moves to another table.
+//!
+//! ```text
+//!  records (by entity index)        tables
+//!  index 0 -> (table 1, row 0)       table 0  {}                 entities []
+//!  index 1 -> (table 2, row 0)       table 1  {Pos, Vel}         entities [0v1, 2v1]   Pos [p0, p2]  Vel [v0, v2]
+//!  index 2 -> (table 1, row 1)       table 2  {Pos, Vel, Red}    entities [1v1]        Pos [p1]      Vel [v1]   Red: no bytes
+//! ```
+//!
+//! Invariants: for every table `t` and row `r < t.entities.len()`,
+//! `records[t.entities[r].index] == (t, r)`, and every column of `t` has `t.entities.len()` values.
+//! Tags (zero-sized types) are part of the table key and their columns hold no bytes.
+//! Finding a table never scans: by set through `by_set`, and on insert / remove through the table's edge maps.
+
+use crate::ecs::component::{ComponentId, ComponentSet, Components, MAX_COMPONENTS};
+use crate::ecs::entity::Entity;
+use rustc_hash::FxHashMap;
+use std::any::Any;
+use std::mem::size_of;
+
+/// One component type's values in one table: a plain `Vec<T>`, row-aligned with the table's entities.
+pub struct Column<T>(pub Vec<T>);
+
+impl<T> Column<T> {
+    /// An empty column.
+    pub const fn new() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<T> Default for Column<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A column with its type erased.
+pub trait ErasedColumn: Any {
+    /// Upcast, to downcast to `Column<T>`.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Upcast, to downcast to `Column<T>`.
+    fn as_any(&self) -> &dyn Any;
+    /// Drops the value at `row`, moving the last value into its place.
+    fn swap_remove_drop(&mut self, row: usize);
+    /// Moves the value at `row` to the end of `dst` (a column of the same type), swap-removing it here.
+    fn move_row_to(&mut self, row: usize, dst: &mut dyn ErasedColumn);
+    /// A new empty column of the same type.
+    fn empty_like(&self) -> Box<dyn ErasedColumn>;
+    /// Number of values.
+    fn len(&self) -> usize;
+    /// Whether the column is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes held (capacity).
+    fn bytes(&self) -> usize;
+    /// Makes room for `additional` values.
+    fn reserve(&mut self, additional: usize);
+}
+
+impl<T: 'static> ErasedColumn for Column<T> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn swap_remove_drop(&mut self, row: usize) {
+        self.0.swap_remove(row);
+    }
+    fn move_row_to(&mut self, row: usize, dst: &mut dyn ErasedColumn) {
+        let dst = dst.as_any_mut().downcast_mut::<Column<T>>().expect("moving a row between columns of different types");
+        dst.0.push(self.0.swap_remove(row));
+    }
+    fn empty_like(&self) -> Box<dyn ErasedColumn> {
+        Box::new(Column::<T>::new())
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn bytes(&self) -> usize {
+        self.0.capacity() * size_of::<T>()
+    }
+    fn reserve(&mut self, additional: usize) {
+        self.0.reserve(additional);
+    }
+}
+
+const NO_COLUMN: u16 = u16::MAX;
+
+/// The entities that have exactly one set of component types, and their values column by column.
+pub struct Table {
+    set: ComponentSet,
+    entities: Vec<Entity>,
+    /// Columns in ascending component id order.
+    pub(crate) columns: Vec<Box<dyn ErasedColumn>>,
+    /// `column_of[id]` is the column of component `id`, or `NO_COLUMN`.
+    column_of: Box<[u16; MAX_COMPONENTS]>,
+    /// Where an entity of this table goes when component `id` is added / removed.
+    add_edges: FxHashMap<ComponentId, u32>,
+    remove_edges: FxHashMap<ComponentId, u32>,
+}
+
+impl Table {
+    /// The component types of this table.
+    pub fn set(&self) -> &ComponentSet {
+        &self.set
+    }
+
+    /// The entities, row by row.
+    pub fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether the table has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// The column slot of component `id`.
+    #[inline]
+    pub fn column_slot(&self, id: ComponentId) -> Option<usize> {
+        match self.column_of[id as usize] {
+            NO_COLUMN => None,
+            slot => Some(slot as usize),
+        }
+    }
+
+    /// The typed values of component `id`, if this table has them.
+    pub fn column<T: 'static>(&self, id: ComponentId) -> Option<&[T]> {
+        let slot = self.column_slot(id)?;
+        Some(&self.columns[slot].as_any().downcast_ref::<Column<T>>().expect("column type mismatch").0)
+    }
+
+    /// Entities and columns at once, for queries that borrow several columns.
+    pub(crate) fn parts_mut(&mut self) -> (&[Entity], &mut [Box<dyn ErasedColumn>]) {
+        (&self.entities, &mut self.columns)
+    }
+
+    fn column_mut<T: 'static>(&mut self, id: ComponentId) -> Option<&mut Vec<T>> {
+        let slot = self.column_slot(id)?;
+        Some(&mut self.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch").0)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Record {
+    table: u32,
+    row: u32,
+}
+
+const NO_TABLE: u32 = u32::MAX;
+
+/// All tables of a world, and each entity's `(table, row)`.
+pub struct Archetypes {
+    tables: Vec<Table>,
+    by_set: FxHashMap<ComponentSet, u32>,
+    records: Vec<Record>,
+}
+
+/// Table 0 holds entities with no components.
+const EMPTY_TABLE: u32 = 0;
+
+impl Archetypes {
+    /// Storage with only the empty table.
+    pub fn new() -> Self {
+        let mut archetypes = Self { tables: Vec::new(), by_set: FxHashMap::default(), records: Vec::new() };
+        archetypes.table_for(ComponentSet::EMPTY, &Components::default());
+        archetypes
+    }
+
+    /// The tables, in creation order.
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    pub(crate) fn tables_mut(&mut self) -> &mut [Table] {
+        &mut self.tables
+    }
+
+    /// One past the highest entity index with a record.
+    pub fn index_bound(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The table holding `set`, made if new.
+    pub fn table_for(&mut self, set: ComponentSet, components: &Components) -> u32 {
+        if let Some(&table) = self.by_set.get(&set) {
+            return table;
+        }
+        let mut column_of = Box::new([NO_COLUMN; MAX_COMPONENTS]);
+        let columns = set
+            .iter()
+            .enumerate()
+            .map(|(slot, id)| {
+                column_of[id as usize] = slot as u16;
+                (components.info(id).new_column)()
+            })
+            .collect();
+        let table = self.tables.len() as u32;
+        self.tables.push(Table {
+            set,
+            entities: Vec::new(),
+            columns,
+            column_of,
+            add_edges: FxHashMap::default(),
+            remove_edges: FxHashMap::default(),
+        });
+        self.by_set.insert(set, table);
+        table
+    }
+
+    #[inline]
+    fn record(&self, index: u32) -> Option<Record> {
+        self.records.get(index as usize).copied().filter(|r| r.table != NO_TABLE)
+    }
+
+    fn set_record(&mut self, index: u32, record: Record) {
+        let index = index as usize;
+        if index >= self.records.len() {
+            self.records.resize(index + 1, Record { table: NO_TABLE, row: 0 });
+        }
+        self.records[index] = record;
+    }
+
+    /// Appends `entity` as a new row of `table` (its column values are pushed by the caller) and returns the row.
+    pub(crate) fn push_row(&mut self, entity: Entity, table: u32) -> usize {
+        let rows = &mut self.tables[table as usize].entities;
+        let row = rows.len();
+        rows.push(entity);
+        self.set_record(entity.index(), Record { table, row: row as u32 });
+        row
+    }
+
+    /// Puts a live entity with no components in the empty table.
+    pub fn spawn_empty(&mut self, entity: Entity) {
+        self.push_row(entity, EMPTY_TABLE);
+    }
+
+    /// Pushes `value` onto component `id`'s column of `table` (building a row together with [`Archetypes::push_row`]).
+    #[inline]
+    pub(crate) fn push_value<T: 'static>(&mut self, table: u32, id: ComponentId, value: T) {
+        self.tables[table as usize].column_mut::<T>(id).expect("table lacks a column of its own set").push(value);
+    }
+
+    /// Reserves `additional` rows in `table`.
+    pub(crate) fn reserve_rows(&mut self, table: u32, additional: usize) {
+        let table = &mut self.tables[table as usize];
+        table.entities.reserve(additional);
+        for column in &mut table.columns {
+            column.reserve(additional);
+        }
+    }
+
+    /// Removes the row at `(table, row)` from the table's entity list, fixing the record of the entity that the
+    /// swap-remove moved into `row`. Columns must have been swap-removed at the same row by the caller.
+    fn remove_row_entity(&mut self, table: u32, row: usize) {
+        let entities = &mut self.tables[table as usize].entities;
+        entities.swap_remove(row);
+        if let Some(&moved) = entities.get(row) {
+            self.records[moved.index() as usize].row = row as u32;
+        }
+    }
+
+    /// The table and row of `index`, if it has a record.
+    pub fn location(&self, index: u32) -> Option<(u32, usize)> {
+        self.record(index).map(|r| (r.table, r.row as usize))
+    }
+
+    /// Whether `index` has component `id`.
+    pub fn contains(&self, index: u32, id: ComponentId) -> bool {
+        self.record(index).is_some_and(|r| self.tables[r.table as usize].set.contains(id))
+    }
+
+    /// The value of component `id` at `index`.
+    #[inline]
+    pub fn get<T: 'static>(&self, index: u32, id: ComponentId) -> Option<&T> {
+        let r = self.record(index)?;
+        self.tables[r.table as usize].column::<T>(id).map(|c| &c[r.row as usize])
+    }
+
+    /// The value of component `id` at `index`, mutably.
+    #[inline]
+    pub fn get_mut<T: 'static>(&mut self, index: u32, id: ComponentId) -> Option<&mut T> {
+        let r = self.record(index)?;
+        self.tables[r.table as usize].column_mut::<T>(id).map(|c| &mut c[r.row as usize])
+    }
+
+    /// Moves the row of `index` from its table to `to`, keeping the values `to` has columns for and dropping the
+    /// others. Returns the new row.
+    fn move_entity(&mut self, index: u32, to: u32) -> usize {
+        self.move_entity_without(index, to, usize::MAX)
+    }
+
+    /// Sets component `id` of `entity` (which must have a record) to `value`; returns the previous value.
+    pub fn insert<T: 'static>(&mut self, entity: Entity, id: ComponentId, value: T, components: &Components) -> Option<T> {
+        let index = entity.index();
+        if let Some(slot) = self.get_mut::<T>(index, id) {
+            return Some(std::mem::replace(slot, value));
+        }
+        let from = self.record(index).expect("inserting into an entity with no record").table;
+        let to = match self.tables[from as usize].add_edges.get(&id) {
+            Some(&to) => to,
+            None => {
+                let mut set = self.tables[from as usize].set;
+                set.insert(id);
+                let to = self.table_for(set, components);
+                self.tables[from as usize].add_edges.insert(id, to);
+                to
+            }
+        };
+        self.move_entity(index, to);
+        self.push_value(to, id, value);
+        None
+    }
+
+    /// Removes component `id` from `index`; returns its value.
+    pub fn remove<T: 'static>(&mut self, index: u32, id: ComponentId, components: &Components) -> Option<T> {
+        let r = self.record(index)?;
+        let from = r.table;
+        let slot = self.tables[from as usize].column_slot(id)?;
+        let to = match self.tables[from as usize].remove_edges.get(&id) {
+            Some(&to) => to,
+            None => {
+                let mut set = self.tables[from as usize].set;
+                set.remove(id);
+                let to = self.table_for(set, components);
+                self.tables[from as usize].remove_edges.insert(id, to);
+                to
+            }
+        };
+        // Swap-remove the value here, as the move below swap-removes every other column at the same row.
+        let value = self.tables[from as usize].columns[slot]
+            .as_any_mut()
+            .downcast_mut::<Column<T>>()
+            .expect("column type mismatch")
+            .0
+            .swap_remove(r.row as usize);
+        self.move_entity_without(index, to, slot);
+        Some(value)
+    }
+
+    /// Like `move_entity`, for a row whose column `skip` was already swap-removed (`usize::MAX`: none was).
+    fn move_entity_without(&mut self, index: u32, to: u32, skip: usize) -> usize {
+        let r = self.record(index).expect("moving an entity that has no record");
+        let (from, row) = (r.table as usize, r.row as usize);
+        let (src, dst) = if from < to as usize {
+            let (a, b) = self.tables.split_at_mut(to as usize);
+            (&mut a[from], &mut b[0])
+        } else {
+            let (a, b) = self.tables.split_at_mut(from);
+            (&mut b[0], &mut a[to as usize])
+        };
+        for (slot, (id, column)) in src.set.iter().zip(src.columns.iter_mut()).enumerate() {
+            if slot == skip {
+                continue;
+            }
+            match dst.column_slot(id) {
+                Some(dst_slot) => column.move_row_to(row, dst.columns[dst_slot].as_mut()),
+                None => column.swap_remove_drop(row),
+            }
+        }
+        let entity = src.entities[row];
+        self.remove_row_entity(from as u32, row);
+        self.push_row(entity, to)
+    }
+
+    /// Removes component `id` from `index`, dropping the value; whether there was one.
+    pub fn remove_erased(&mut self, index: u32, id: ComponentId, components: &Components) -> bool {
+        let Some(r) = self.record(index) else { return false };
+        if !self.tables[r.table as usize].set.contains(id) {
+            return false;
+        }
+        let mut set = self.tables[r.table as usize].set;
+        set.remove(id);
+        let to = self.table_for(set, components);
+        self.move_entity(index, to);
+        true
+    }
+
+    /// Drops every value of `index` and forgets its record.
+    pub fn despawn(&mut self, index: u32) -> bool {
+        let Some(r) = self.record(index) else { return false };
+        let table = &mut self.tables[r.table as usize];
+        for column in &mut table.columns {
+            column.swap_remove_drop(r.row as usize);
+        }
+        self.remove_row_entity(r.table, r.row as usize);
+        self.records[index as usize].table = NO_TABLE;
+        true
+    }
+
+    /// Fills component `id`'s column in every table that has it, row by row, taking each value from `value_of`
+    /// (called with the row's entity index). Used when migrating into this backend.
+    pub(crate) fn fill_column<T: 'static>(&mut self, id: ComponentId, mut value_of: impl FnMut(u32) -> T) {
+        for table in &mut self.tables {
+            let Some(slot) = table.column_slot(id) else { continue };
+            let column =
+                &mut table.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch").0;
+            column.reserve_exact(table.entities.len());
+            column.extend(table.entities.iter().map(|e| value_of(e.index())));
+        }
+    }
+
+    /// Takes every value of component `id` out of every table, with its entity. Leaves the columns empty: the
+    /// caller must drop the tables afterwards (used when migrating out of this backend).
+    pub(crate) fn drain_column<T: 'static>(&mut self, id: ComponentId, mut f: impl FnMut(Entity, T)) {
+        for table in &mut self.tables {
+            let Some(slot) = table.column_slot(id) else { continue };
+            let column =
+                &mut table.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch").0;
+            for (entity, value) in table.entities.iter().zip(column.drain(..)) {
+                f(*entity, value);
+            }
+        }
+    }
+
+    /// Bytes held by component `id`'s columns across all tables.
+    pub fn component_bytes(&self, id: ComponentId) -> usize {
+        self.tables.iter().filter_map(|t| t.column_slot(id).map(|slot| t.columns[slot].bytes())).sum()
+    }
+
+    /// Bytes held by the bookkeeping: entity rows, records, table headers and lookup maps.
+    pub fn overhead_bytes(&self) -> usize {
+        let per_table: usize = self
+            .tables
+            .iter()
+            .map(|t| {
+                size_of::<Table>()
+                    + MAX_COMPONENTS * 2
+                    + t.entities.capacity() * size_of::<Entity>()
+                    + t.columns.capacity() * size_of::<Box<dyn ErasedColumn>>()
+                    + (t.add_edges.capacity() + t.remove_edges.capacity()) * (size_of::<(u32, u32)>() + 1)
+            })
+            .sum();
+        per_table
+            + self.records.capacity() * size_of::<Record>()
+            + self.by_set.capacity() * (size_of::<(ComponentSet, u32)>() + 1)
+    }
+
+    /// Drops every table but keeps none of their rows (the world is being cleared or migrated away).
+    pub fn clear(&mut self) {
+        *self = Self::new();
+    }
+
+    /// Panics with a message naming the broken invariant.
+    pub fn assert_invariants(&self) {
+        for (t, table) in self.tables.iter().enumerate() {
+            for column in &table.columns {
+                assert_eq!(column.len(), table.entities.len(), "table {t} has a column out of step with its rows");
+            }
+            for (row, entity) in table.entities.iter().enumerate() {
+                assert_eq!(
+                    self.record(entity.index()),
+                    Some(Record { table: t as u32, row: row as u32 }),
+                    "record of {entity:?} does not point at table {t} row {row}"
+                );
+            }
+        }
+    }
+}
+
+impl Default for Archetypes {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,68 @@
+//! The B-tree backend: an ordered map from index to value (seed 000's SortedDictionary / red-black tree row).
+
+use super::Pool;
+use crate::ecs::entity::Entity;
+use std::collections::BTreeMap;
+use std::mem::size_of;
+
+/// A `BTreeMap<u32, T>`: O(log n) insert / get / remove; iterates in index order, always (nothing to sort).
+pub struct BTreePool<T> {
+    map: BTreeMap<u32, T>,
+}
+
+impl<T> Default for BTreePool<T> {
+    fn default() -> Self {
+        Self { map: BTreeMap::new() }
+    }
+}
+
+/// std's B-tree node holds up to `2B - 1 = 11` keys and values.
+const NODE_CAPACITY: usize = 11;
+
+impl<T: 'static> Pool<T> for BTreePool<T> {
+    #[inline]
+    fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
+        self.map.insert(entity.index(), value)
+    }
+    #[inline]
+    fn get(&self, index: u32) -> Option<&T> {
+        self.map.get(&index)
+    }
+    #[inline]
+    fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+        self.map.get_mut(&index)
+    }
+    #[inline]
+    fn remove(&mut self, index: u32) -> Option<T> {
+        self.map.remove(&index)
+    }
+    #[inline]
+    fn contains(&self, index: u32) -> bool {
+        self.map.contains_key(&index)
+    }
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+    fn collect_indices(&self, out: &mut Vec<u32>) {
+        out.extend(self.map.keys().copied());
+    }
+    fn drain(&mut self, mut f: impl FnMut(u32, T)) {
+        for (index, value) in std::mem::take(&mut self.map) {
+            f(index, value);
+        }
+    }
+    /// An estimate from std's node layout (the map does not report its nodes): a leaf holds up to 11 keys and
+    /// values plus a parent pointer and two `u16`s; internal nodes add 12 child pointers. We assume nodes two-thirds
+    /// full on average (B-trees fed in random order settle near that), and one internal node per 8 leaves.
+    fn bytes(&self) -> usize {
+        let len = self.map.len();
+        if len == 0 {
+            return 0;
+        }
+        let leaf = 8 + 4 + NODE_CAPACITY * (size_of::<u32>() + size_of::<T>());
+        let leaves = (len * 3).div_ceil(2 * NODE_CAPACITY);
+        let internal = leaves.div_ceil(8);
+        leaves * leaf + internal * (leaf + (NODE_CAPACITY + 1) * 8)
+    }
+    fn reserve(&mut self, _additional: usize) {}
+}

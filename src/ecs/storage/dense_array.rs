@@ -1,0 +1,74 @@
+//! The direct-array backend: `Vec<Option<T>>` indexed by entity index (seed 000; seed 002 section 1).
+
+use super::Pool;
+use crate::ecs::entity::Entity;
+use std::mem::size_of;
+
+/// A `Vec<Option<T>>` indexed by entity index: one load per get, no indirection; but memory grows with the
+/// highest index ever used, and iteration scans every slot, holes included (seed 002: wasted memory and cache).
+pub struct DenseArray<T> {
+    slots: Vec<Option<T>>,
+    len: usize,
+}
+
+impl<T> Default for DenseArray<T> {
+    fn default() -> Self {
+        Self { slots: Vec::new(), len: 0 }
+    }
+}
+
+impl<T> DenseArray<T> {
+    /// The slots, by index; `None` where the entity has no value.
+    pub fn slots(&self) -> &[Option<T>] {
+        &self.slots
+    }
+}
+
+impl<T: 'static> Pool<T> for DenseArray<T> {
+    #[inline]
+    fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
+        let index = entity.index() as usize;
+        if index >= self.slots.len() {
+            self.slots.resize_with(index + 1, || None);
+        }
+        let old = self.slots[index].replace(value);
+        self.len += old.is_none() as usize;
+        old
+    }
+    #[inline]
+    fn get(&self, index: u32) -> Option<&T> {
+        self.slots.get(index as usize)?.as_ref()
+    }
+    #[inline]
+    fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+        self.slots.get_mut(index as usize)?.as_mut()
+    }
+    #[inline]
+    fn remove(&mut self, index: u32) -> Option<T> {
+        let old = self.slots.get_mut(index as usize)?.take();
+        self.len -= old.is_some() as usize;
+        old
+    }
+    #[inline]
+    fn contains(&self, index: u32) -> bool {
+        matches!(self.slots.get(index as usize), Some(Some(_)))
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn collect_indices(&self, out: &mut Vec<u32>) {
+        out.extend(self.slots.iter().enumerate().filter(|(_, s)| s.is_some()).map(|(i, _)| i as u32));
+    }
+    fn drain(&mut self, mut f: impl FnMut(u32, T)) {
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(value) = slot.take() {
+                f(index as u32, value);
+            }
+        }
+        self.len = 0;
+    }
+    fn bytes(&self) -> usize {
+        self.slots.capacity() * size_of::<Option<T>>()
+    }
+    fn reserve(&mut self, _additional: usize) {}
+}

@@ -1,0 +1,67 @@
+//! The hash-map backend: `index -> value` in a hash map (seed 000's Dictionary row).
+
+use super::Pool;
+use crate::ecs::entity::Entity;
+use rustc_hash::FxHashMap;
+use std::mem::size_of;
+
+/// A `HashMap<u32, T>` with FxHash, the fast non-cryptographic hasher game code reaches for.
+///
+/// O(1) expected insert / get / remove, each paying a hash and a probe; iteration walks the bucket array in
+/// hash order, holes included. No order to sort.
+pub struct HashPool<T> {
+    map: FxHashMap<u32, T>,
+}
+
+impl<T> Default for HashPool<T> {
+    fn default() -> Self {
+        Self { map: FxHashMap::default() }
+    }
+}
+
+impl<T: 'static> Pool<T> for HashPool<T> {
+    #[inline]
+    fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
+        self.map.insert(entity.index(), value)
+    }
+    #[inline]
+    fn get(&self, index: u32) -> Option<&T> {
+        self.map.get(&index)
+    }
+    #[inline]
+    fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+        self.map.get_mut(&index)
+    }
+    #[inline]
+    fn remove(&mut self, index: u32) -> Option<T> {
+        self.map.remove(&index)
+    }
+    #[inline]
+    fn contains(&self, index: u32) -> bool {
+        self.map.contains_key(&index)
+    }
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+    fn collect_indices(&self, out: &mut Vec<u32>) {
+        out.extend(self.map.keys().copied());
+    }
+    fn drain(&mut self, mut f: impl FnMut(u32, T)) {
+        for (index, value) in self.map.drain() {
+            f(index, value);
+        }
+    }
+    /// Estimated from hashbrown's layout: a power-of-two bucket count holding `capacity` at 7/8 load, each bucket
+    /// one `(u32, T)` slot plus one control byte, plus one 16-byte control group.
+    fn bytes(&self) -> usize {
+        let capacity = self.map.capacity();
+        if capacity == 0 {
+            return 0;
+        }
+        let buckets = if capacity < 8 { (capacity + 1).next_power_of_two() } else { (capacity * 8 / 7).next_power_of_two() };
+        buckets * (size_of::<(u32, T)>() + 1) + 16
+    }
+    fn reserve(&mut self, additional: usize) {
+        self.map.reserve(additional);
+    }
+}

@@ -1,0 +1,416 @@
+//! Storage backends: where a world keeps its component values.
+//!
+//! A world keeps every component type in one backend at a time and can move all of them to another with
+//! [`World::set_backend`](crate::ecs::World::set_backend). Four backends keep one *pool* per component type
+//! (they implement [`Pool`]); the archetype backend keeps one *table* per set of component types.
+//!
+//! # Choosing a backend
+//!
+//! | backend | insert | get | remove | iterate one type | iterate several | memory per value | iteration order |
+//! |---|---|---|---|---|---|---|---|
+//! | [`SparseSet`](Backend::SparseSet) | O(1), push | O(1), 2 loads | O(1), swap-and-pop | packed array | smallest pool drives, others probed; lock-step after `sort_as` | `size_of T` + 8 (entity) + 4 per index in each 4096-index page touched | insertion order, changed by removals and sorting |
+//! | [`HashMap`](Backend::HashMap) | O(1) amortized, hash | O(1), hash + probe | O(1), hash | bucket scan | smallest drives, others hashed | (4 + `size_of T`) / load factor + 1 control byte | hash order (arbitrary) |
+//! | [`BTree`](Backend::BTree) | O(log n) | O(log n) | O(log n) | node walk | smallest drives, others searched | ~(4 + `size_of T`) / node fill + node headers | entity index, ascending |
+//! | [`DenseArray`](Backend::DenseArray) | O(1), may grow to the index | O(1), 1 load | O(1) | scan every index, holes too | scan, probe by index | `size_of Option<T>` per index up to the highest | entity index, ascending |
+//! | [`Archetype`](Backend::Archetype) | O(components): moves the row to another table | O(1) via the entity record | O(components): moves the row | packed columns, table by table | columns walked in lock-step, no probing | `size_of T` + 8 per row, + 8 per index for records | table by table, rows in insertion order within a table |
+//!
+//! Measured numbers are in the README's "Choosing a backend" table.
+//!
+//! Sorting (seed 001) applies to the sparse-set backend only: `BTree` and `DenseArray` always iterate in index
+//! order, `HashMap` in hash order, and the archetype backend in table order (sorting would have to happen within
+//! a table, which this crate does not do).
+
+pub mod archetype;
+pub mod btree;
+pub mod dense_array;
+pub mod hash_map;
+
+use super::component::ComponentId;
+use super::entity::Entity;
+use super::sparse_set::SparseSet;
+use archetype::Archetypes;
+use std::any::Any;
+use std::fmt;
+use std::str::FromStr;
+
+pub use btree::BTreePool;
+pub use dense_array::DenseArray;
+pub use hash_map::HashPool;
+
+/// The storage layout a world uses for all its components.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Backend {
+    /// Paged sparse array + packed entities + packed values, one per component type (seeds 000, 002, 003).
+    #[default]
+    SparseSet,
+    /// `index -> value` in a hash map with a fast non-cryptographic hasher (FxHash), one per type.
+    HashMap,
+    /// `index -> value` in an ordered B-tree, one per type (the seed's red-black tree / SortedDictionary).
+    BTree,
+    /// `Vec<Option<T>>` indexed by entity index, one per type (the seed's direct array).
+    DenseArray,
+    /// One structure-of-arrays table per set of component types (seeds 002 section 5, 004).
+    Archetype,
+}
+
+impl Backend {
+    /// Every backend, in the order of the keys 1-5.
+    pub const ALL: [Backend; 5] =
+        [Backend::SparseSet, Backend::HashMap, Backend::BTree, Backend::DenseArray, Backend::Archetype];
+
+    /// The command-line name: `sparse-set`, `hash-map`, `btree`, `dense-array`, `archetype`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Backend::SparseSet => "sparse-set",
+            Backend::HashMap => "hash-map",
+            Backend::BTree => "btree",
+            Backend::DenseArray => "dense-array",
+            Backend::Archetype => "archetype",
+        }
+    }
+
+    /// The next backend in [`Backend::ALL`], wrapping around (Tab in the window).
+    pub fn next(self) -> Backend {
+        let i = Backend::ALL.iter().position(|&b| b == self).unwrap_or(0);
+        Backend::ALL[(i + 1) % Backend::ALL.len()]
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A backend name that is not one of [`Backend::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownBackend(pub String);
+
+impl fmt::Display for UnknownBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown backend `{}`; expected one of: sparse-set, hash-map, btree, dense-array, archetype", self.0)
+    }
+}
+
+impl std::error::Error for UnknownBackend {}
+
+impl FromStr for Backend {
+    type Err = UnknownBackend;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Backend::ALL.into_iter().find(|b| b.name() == s).ok_or_else(|| UnknownBackend(s.to_string()))
+    }
+}
+
+/// One component type's values in a per-component layout, keyed by entity index. The verbs are `HashMap`'s, so
+/// the backends read alike. The world checks liveness; a pool only knows indices.
+pub trait Pool<T>: Default + 'static {
+    /// Inserts or replaces the value of `entity`; returns the previous one.
+    fn insert(&mut self, entity: Entity, value: T) -> Option<T>;
+    /// The value at `index`.
+    fn get(&self, index: u32) -> Option<&T>;
+    /// The value at `index`, mutably.
+    fn get_mut(&mut self, index: u32) -> Option<&mut T>;
+    /// Removes and returns the value at `index`.
+    fn remove(&mut self, index: u32) -> Option<T>;
+    /// Whether `index` has a value.
+    fn contains(&self, index: u32) -> bool;
+    /// Number of values.
+    fn len(&self) -> usize;
+    /// Whether the pool is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Appends every index that has a value, in iteration order.
+    fn collect_indices(&self, out: &mut Vec<u32>);
+    /// Removes every value, handing `(index, value)` to `f` in iteration order.
+    fn drain(&mut self, f: impl FnMut(u32, T));
+    /// Bytes held (capacity, not length).
+    fn bytes(&self) -> usize;
+    /// Makes room for `additional` more values where the layout allows.
+    fn reserve(&mut self, additional: usize);
+    /// The packed entities and values, if this layout has them (sparse set): lets queries walk pools in lock-step.
+    fn packed(&self) -> Option<(&[Entity], &[T])> {
+        None
+    }
+    /// Like [`Pool::packed`], values mutable.
+    fn packed_mut(&mut self) -> Option<(&[Entity], &mut [T])> {
+        None
+    }
+}
+
+/// A per-component layout, as a type: `L::Pool<T>` is its pool for `T`. Queries are generic over it, so the
+/// backend is matched once per query and the per-entity loop is monomorphized.
+pub trait Layout: 'static {
+    /// The backend this layout implements.
+    const BACKEND: Backend;
+    /// The pool of one component type.
+    type Pool<T: 'static>: Pool<T>;
+    /// The pool inside an [`AnyPool`] of this layout.
+    fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut Self::Pool<T>;
+}
+
+macro_rules! layouts {
+    ($($(#[$doc:meta])* $layout:ident => $variant:ident($pool:ident);)*) => {$(
+        $(#[$doc])*
+        pub struct $layout;
+        impl Layout for $layout {
+            const BACKEND: Backend = Backend::$variant;
+            type Pool<T: 'static> = $pool<T>;
+            #[inline]
+            fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut $pool<T> {
+                match any {
+                    AnyPool::$variant(pool) => pool,
+                    other => unreachable!(
+                        "pool of {} is {:?} but the world's backend is {:?}",
+                        std::any::type_name::<T>(), other.backend(), Backend::$variant
+                    ),
+                }
+            }
+        }
+    )*};
+}
+
+layouts! {
+    /// The sparse-set layout.
+    SparseSetLayout => SparseSet(SparseSet);
+    /// The hash-map layout.
+    HashMapLayout => HashMap(HashPool);
+    /// The B-tree layout.
+    BTreeLayout => BTree(BTreePool);
+    /// The direct-array layout.
+    DenseArrayLayout => DenseArray(DenseArray);
+}
+
+/// One component type's pool in whichever per-component layout the world uses now.
+pub enum AnyPool<T> {
+    /// See [`Backend::SparseSet`].
+    SparseSet(SparseSet<T>),
+    /// See [`Backend::HashMap`].
+    HashMap(HashPool<T>),
+    /// See [`Backend::BTree`].
+    BTree(BTreePool<T>),
+    /// See [`Backend::DenseArray`].
+    DenseArray(DenseArray<T>),
+}
+
+/// Runs `$body` with `$pool` bound to the concrete pool, whatever the variant.
+macro_rules! with_pool {
+    ($any:expr, $pool:ident => $body:expr) => {
+        match $any {
+            AnyPool::SparseSet($pool) => $body,
+            AnyPool::HashMap($pool) => $body,
+            AnyPool::BTree($pool) => $body,
+            AnyPool::DenseArray($pool) => $body,
+        }
+    };
+}
+
+impl<T: 'static> AnyPool<T> {
+    /// An empty pool in `backend`'s layout.
+    ///
+    /// # Panics
+    /// For [`Backend::Archetype`], which keeps no per-component pools.
+    pub fn new(backend: Backend) -> Self {
+        match backend {
+            Backend::SparseSet => AnyPool::SparseSet(SparseSet::new()),
+            Backend::HashMap => AnyPool::HashMap(HashPool::default()),
+            Backend::BTree => AnyPool::BTree(BTreePool::default()),
+            Backend::DenseArray => AnyPool::DenseArray(DenseArray::default()),
+            Backend::Archetype => unreachable!("the archetype backend has no per-component pools"),
+        }
+    }
+
+    /// Which layout this pool is in.
+    pub fn backend(&self) -> Backend {
+        match self {
+            AnyPool::SparseSet(_) => Backend::SparseSet,
+            AnyPool::HashMap(_) => Backend::HashMap,
+            AnyPool::BTree(_) => Backend::BTree,
+            AnyPool::DenseArray(_) => Backend::DenseArray,
+        }
+    }
+
+    /// See [`Pool::insert`].
+    #[inline]
+    pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
+        with_pool!(self, p => p.insert(entity, value))
+    }
+
+    /// See [`Pool::get`].
+    #[inline]
+    pub fn get(&self, index: u32) -> Option<&T> {
+        with_pool!(self, p => Pool::get(p, index))
+    }
+
+    /// See [`Pool::get_mut`].
+    #[inline]
+    pub fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+        with_pool!(self, p => Pool::get_mut(p, index))
+    }
+
+    /// See [`Pool::remove`].
+    #[inline]
+    pub fn remove(&mut self, index: u32) -> Option<T> {
+        with_pool!(self, p => Pool::remove(p, index))
+    }
+
+    /// Moves every value into a new pool of `backend`'s layout. `entities` turns an index back into its handle.
+    pub fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity) {
+        let mut next = AnyPool::new(backend);
+        with_pool!(&mut next, p => p.reserve(self.len()));
+        with_pool!(self, p => Pool::drain(p, |index, value| { next.insert(entity_at(index), value); }));
+        *self = next;
+    }
+
+    fn len(&self) -> usize {
+        with_pool!(self, p => Pool::len(p))
+    }
+
+    /// Moves every value into the archetype tables. Every entity already has its row; its record says where.
+    pub(crate) fn into_tables(pool: Box<dyn ErasedPool>, tables: &mut Archetypes, id: ComponentId) {
+        let mut pool = pool.into_any().downcast::<AnyPool<T>>().expect("pool type does not match its component id");
+        // Stage the values by index, then let each table pull them in its row order: O(n), no sort.
+        let mut staged: Vec<Option<T>> = Vec::new();
+        staged.resize_with(tables.index_bound(), || None);
+        with_pool!(&mut *pool, p => Pool::drain(p, |index, value| staged[index as usize] = Some(value)));
+        tables.fill_column(id, |index| staged[index as usize].take().expect("entity record names a table holding a component its pool lacked"));
+    }
+
+    /// Moves every value of component `id` out of the archetype tables into a new pool of `backend`'s layout.
+    pub(crate) fn from_tables(tables: &mut Archetypes, id: ComponentId, backend: Backend) -> Box<dyn ErasedPool> {
+        let mut pool = AnyPool::<T>::new(backend);
+        tables.drain_column::<T>(id, |entity, value| {
+            pool.insert(entity, value);
+        });
+        Box::new(pool)
+    }
+}
+
+/// A pool with its component type erased: what the world can do knowing only a [`ComponentId`].
+pub trait ErasedPool: Any {
+    /// Upcast, to downcast to the typed [`AnyPool`].
+    fn as_any(&self) -> &dyn Any;
+    /// Upcast, to downcast to the typed [`AnyPool`].
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Upcast by value.
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    /// Drops the value at `index`; whether there was one.
+    fn remove_index(&mut self, index: u32) -> bool;
+    /// Whether `index` has a value.
+    fn contains(&self, index: u32) -> bool;
+    /// Number of values.
+    fn len(&self) -> usize;
+    /// Whether the pool is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Appends every index with a value, in iteration order.
+    fn collect_indices(&self, out: &mut Vec<u32>);
+    /// Bytes held.
+    fn bytes(&self) -> usize;
+    /// Moves every value to `backend`'s layout.
+    fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity);
+    /// Which layout this pool is in.
+    fn backend(&self) -> Backend;
+    /// Drops every value.
+    fn clear(&mut self);
+}
+
+impl<T: 'static> ErasedPool for AnyPool<T> {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+    fn remove_index(&mut self, index: u32) -> bool {
+        self.remove(index).is_some()
+    }
+    fn contains(&self, index: u32) -> bool {
+        with_pool!(self, p => Pool::contains(p, index))
+    }
+    fn len(&self) -> usize {
+        AnyPool::len(self)
+    }
+    fn collect_indices(&self, out: &mut Vec<u32>) {
+        with_pool!(self, p => p.collect_indices(out))
+    }
+    fn bytes(&self) -> usize {
+        with_pool!(self, p => p.bytes())
+    }
+    fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity) {
+        AnyPool::convert(self, backend, entity_at)
+    }
+    fn backend(&self) -> Backend {
+        AnyPool::backend(self)
+    }
+    fn clear(&mut self) {
+        with_pool!(self, p => Pool::drain(p, |_, _| {}))
+    }
+}
+
+impl<T: 'static> Pool<T> for SparseSet<T> {
+    #[inline]
+    fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
+        SparseSet::insert(self, entity, value)
+    }
+    #[inline]
+    fn get(&self, index: u32) -> Option<&T> {
+        SparseSet::get(self, index)
+    }
+    #[inline]
+    fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+        SparseSet::get_mut(self, index)
+    }
+    #[inline]
+    fn remove(&mut self, index: u32) -> Option<T> {
+        SparseSet::remove(self, index)
+    }
+    #[inline]
+    fn contains(&self, index: u32) -> bool {
+        SparseSet::contains(self, index)
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        SparseSet::len(self)
+    }
+    fn collect_indices(&self, out: &mut Vec<u32>) {
+        out.extend(self.entities().iter().map(|e| e.index()));
+    }
+    fn drain(&mut self, mut f: impl FnMut(u32, T)) {
+        SparseSet::drain(self, |entity, value| f(entity.index(), value))
+    }
+    fn bytes(&self) -> usize {
+        SparseSet::bytes(self)
+    }
+    fn reserve(&mut self, additional: usize) {
+        SparseSet::reserve(self, additional)
+    }
+    #[inline]
+    fn packed(&self) -> Option<(&[Entity], &[T])> {
+        Some((self.entities(), self.values()))
+    }
+    #[inline]
+    fn packed_mut(&mut self) -> Option<(&[Entity], &mut [T])> {
+        Some(self.parts_mut())
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_names_round_trip() {
+        for b in Backend::ALL {
+            assert_eq!(b.name().parse::<Backend>(), Ok(b));
+        }
+        let err = "sparse".parse::<Backend>().unwrap_err();
+        assert!(err.to_string().contains("sparse-set, hash-map"), "{err}");
+        assert_eq!(Backend::Archetype.next(), Backend::SparseSet);
+    }
+}

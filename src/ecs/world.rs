@@ -1,0 +1,556 @@
+//! The world: entities, their components in the chosen storage backend, resources and the command buffer.
+
+use super::bundle::Bundle;
+use super::commands::{ApplyStats, CommandQueue, Commands};
+use super::component::{ComponentId, Components};
+use super::entity::{Entities, Entity, NoSuchEntity, WorldFull};
+use super::query::{Filter, Query, QueryContext, QueryData};
+use super::resources::{missing, Resources};
+use super::storage::archetype::Archetypes;
+use super::storage::{AnyPool, Backend, ErasedPool};
+use std::fmt;
+
+/// Why a component could not be removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComponentError {
+    /// The handle is stale or was never spawned.
+    NoSuchEntity(Entity),
+    /// The entity is alive but has no component of that type.
+    MissingComponent {
+        /// The entity.
+        entity: Entity,
+        /// The component's type name.
+        component: &'static str,
+    },
+}
+
+impl fmt::Display for ComponentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ComponentError::NoSuchEntity(e) => NoSuchEntity(*e).fmt(f),
+            ComponentError::MissingComponent { entity, component } => {
+                write!(f, "entity {entity:?} has no `{component}` component")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ComponentError {}
+
+/// Bytes held by one component type's storage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComponentBytes {
+    /// The type name.
+    pub name: &'static str,
+    /// Bytes held (capacity, not length).
+    pub bytes: usize,
+}
+
+/// A collection of entities and their components.
+///
+/// Similar to `HashMap<Entity, Vec<Box<dyn Any>>>`, but components of one type are stored together in the chosen
+/// [`Backend`], so systems walk them without chasing a pointer per entity, and the backend can be changed while
+/// the world runs ([`World::set_backend`]).
+///
+/// ```
+/// use swarm::ecs::{World, Backend};
+/// #[derive(Debug, PartialEq)] struct Pos(i32);
+/// let mut world = World::with_capacity(1_000);
+/// let e = world.spawn((Pos(1), "a tag-like &str")).unwrap();
+/// world.set_backend(Backend::Archetype);
+/// assert_eq!(world.get::<Pos>(e), Some(&Pos(1)));
+/// world.despawn(e).unwrap();
+/// assert!(world.get::<Pos>(e).is_none()); // stale handles answer "no such entity"
+/// ```
+pub struct World {
+    entities: Entities,
+    components: Components,
+    backend: Backend,
+    /// Per-component pools by [`ComponentId`]; empty while the backend is [`Backend::Archetype`].
+    pools: Vec<Option<Box<dyn ErasedPool>>>,
+    /// Archetype tables; only the empty table while a per-component backend is in use.
+    archetypes: Archetypes,
+    resources: Resources,
+    commands: CommandQueue,
+    totals: ApplyStats,
+    scratch: Vec<u32>,
+}
+
+/// The default capacity of [`World::new`]: about a million entities.
+pub const DEFAULT_CAPACITY: u32 = 1 << 20;
+
+impl Default for World {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl World {
+    /// An empty world on the sparse-set backend, holding up to [`DEFAULT_CAPACITY`] entities.
+    pub fn new() -> Self {
+        Self::with_capacity(DEFAULT_CAPACITY)
+    }
+
+    /// An empty world holding up to `capacity` live entities.
+    pub fn with_capacity(capacity: u32) -> Self {
+        Self::from_entities(Entities::new(capacity))
+    }
+
+    /// An empty world with a given allocator (e.g. [`Entities::with_max_generation`] to exercise exhaustion).
+    pub fn from_entities(entities: Entities) -> Self {
+        Self {
+            entities,
+            components: Components::default(),
+            backend: Backend::SparseSet,
+            pools: Vec::new(),
+            archetypes: Archetypes::new(),
+            resources: Resources::default(),
+            commands: CommandQueue::default(),
+            totals: ApplyStats::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The backend in use.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The allocator: live entities, capacity, retired indices.
+    pub fn entities(&self) -> &Entities {
+        &self.entities
+    }
+
+    /// The component registry.
+    pub fn components(&self) -> &Components {
+        &self.components
+    }
+
+    pub(crate) fn components_mut(&mut self) -> &mut Components {
+        &mut self.components
+    }
+
+    /// Number of live entities.
+    pub fn len(&self) -> u32 {
+        self.entities.len()
+    }
+
+    /// Whether no entity is alive.
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// The maximum number of live entities (reserved ones included).
+    pub fn capacity(&self) -> u32 {
+        self.entities.capacity()
+    }
+
+    /// Whether `entity` is alive.
+    #[inline]
+    pub fn is_alive(&self, entity: Entity) -> bool {
+        self.entities.is_alive(entity)
+    }
+
+    fn register<T: 'static>(&mut self) -> ComponentId {
+        let (id, new) = self.components.register::<T>();
+        if new && self.backend != Backend::Archetype {
+            debug_assert_eq!(self.pools.len(), id as usize, "pool table out of step with the registry");
+            self.pools.push(Some(Box::new(AnyPool::<T>::new(self.backend))));
+        }
+        id
+    }
+
+    #[inline]
+    fn pool<T: 'static>(&self, id: ComponentId) -> &AnyPool<T> {
+        self.pools[id as usize]
+            .as_deref()
+            .expect("pool is taken by a running query")
+            .as_any()
+            .downcast_ref::<AnyPool<T>>()
+            .expect("pool type does not match its component id")
+    }
+
+    #[inline]
+    fn pool_mut<T: 'static>(&mut self, id: ComponentId) -> &mut AnyPool<T> {
+        self.pools[id as usize]
+            .as_deref_mut()
+            .expect("pool is taken by a running query")
+            .as_any_mut()
+            .downcast_mut::<AnyPool<T>>()
+            .expect("pool type does not match its component id")
+    }
+
+    /// Spawns an entity with the components of `bundle` (a tuple).
+    ///
+    /// Fails with [`WorldFull`] if the world holds its capacity; nothing in the world changes then.
+    ///
+    /// # Panics
+    /// If the tuple names a component type twice.
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
+        let ids = B::ids(&mut self.components);
+        let entity = self.entities.alloc()?;
+        self.place(entity, bundle, &ids);
+        Ok(entity)
+    }
+
+    /// Spawns one entity per bundle, resolving component ids and tables once. Stops at the first bundle that does
+    /// not fit (the world is full) and says how many were spawned; `out` receives the new handles.
+    pub fn spawn_batch<B: Bundle>(
+        &mut self,
+        bundles: impl IntoIterator<Item = B>,
+        out: &mut Vec<Entity>,
+    ) -> Result<(), WorldFull> {
+        let ids = B::ids(&mut self.components);
+        for id in ids.ids() {
+            self.ensure_pool(*id);
+        }
+        let bundles = bundles.into_iter();
+        let hint = bundles.size_hint().0;
+        out.reserve(hint);
+        if self.backend == Backend::Archetype {
+            let table = self.archetypes.table_for(ids.set, &self.components);
+            self.archetypes.reserve_rows(table, hint);
+            for bundle in bundles {
+                let entity = self.entities.alloc()?;
+                self.archetypes.push_row(entity, table);
+                bundle.put_table(&mut self.archetypes, table, ids.ids());
+                out.push(entity);
+            }
+        } else {
+            for bundle in bundles {
+                let entity = self.entities.alloc()?;
+                bundle.put_pools(&mut self.pools, ids.ids(), entity);
+                out.push(entity);
+            }
+        }
+        Ok(())
+    }
+
+    fn ensure_pool(&mut self, id: ComponentId) {
+        if self.backend != Backend::Archetype {
+            while self.pools.len() <= id as usize {
+                let info = self.components.info(self.pools.len() as ComponentId);
+                self.pools.push(Some((info.new_pool)(self.backend)));
+            }
+        }
+    }
+
+    fn place<B: Bundle>(&mut self, entity: Entity, bundle: B, ids: &super::bundle::BundleIds) {
+        if self.backend == Backend::Archetype {
+            let table = self.archetypes.table_for(ids.set, &self.components);
+            self.archetypes.push_row(entity, table);
+            bundle.put_table(&mut self.archetypes, table, ids.ids());
+        } else {
+            for id in ids.ids() {
+                self.ensure_pool(*id);
+            }
+            bundle.put_pools(&mut self.pools, ids.ids(), entity);
+        }
+    }
+
+    /// Makes a handle reserved by [`Commands::spawn`] alive with `bundle`. `false` if it is not reserved.
+    pub(crate) fn spawn_reserved<B: Bundle>(&mut self, entity: Entity, bundle: B) -> bool {
+        if !self.entities.activate(entity) {
+            return false;
+        }
+        let ids = B::ids(&mut self.components);
+        self.place(entity, bundle, &ids);
+        true
+    }
+
+    /// Despawns `entity`, dropping its components. A stale handle is an error and changes nothing.
+    pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
+        if !self.entities.is_alive(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        if self.backend == Backend::Archetype {
+            self.archetypes.despawn(entity.index());
+        } else {
+            for pool in self.pools.iter_mut().flatten() {
+                pool.remove_index(entity.index());
+            }
+        }
+        self.entities.free(entity);
+        Ok(())
+    }
+
+    /// Sets component `T` of `entity`; returns the previous value.
+    pub fn insert<T: 'static>(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
+        if !self.entities.is_alive(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        let id = self.register::<T>();
+        Ok(if self.backend == Backend::Archetype {
+            self.archetypes.insert(entity, id, value, &self.components)
+        } else {
+            self.pool_mut::<T>(id).insert(entity, value)
+        })
+    }
+
+    /// Removes component `T` from `entity` and returns it.
+    pub fn remove<T: 'static>(&mut self, entity: Entity) -> Result<T, ComponentError> {
+        if !self.entities.is_alive(entity) {
+            return Err(ComponentError::NoSuchEntity(entity));
+        }
+        let missing = ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() };
+        let Some(id) = self.components.id::<T>() else { return Err(missing) };
+        let value = if self.backend == Backend::Archetype {
+            self.archetypes.remove::<T>(entity.index(), id, &self.components)
+        } else {
+            self.pool_mut::<T>(id).remove(entity.index())
+        };
+        value.ok_or(missing)
+    }
+
+    /// Component `T` of `entity`; `None` if the handle is stale or the component absent.
+    #[inline]
+    pub fn get<T: 'static>(&self, entity: Entity) -> Option<&T> {
+        if !self.entities.is_alive(entity) {
+            return None;
+        }
+        let id = self.components.id::<T>()?;
+        if self.backend == Backend::Archetype {
+            self.archetypes.get::<T>(entity.index(), id)
+        } else {
+            self.pool::<T>(id).get(entity.index())
+        }
+    }
+
+    /// Component `T` of `entity`, mutably.
+    #[inline]
+    pub fn get_mut<T: 'static>(&mut self, entity: Entity) -> Option<&mut T> {
+        if !self.entities.is_alive(entity) {
+            return None;
+        }
+        let id = self.components.id::<T>()?;
+        if self.backend == Backend::Archetype {
+            self.archetypes.get_mut::<T>(entity.index(), id)
+        } else {
+            self.pool_mut::<T>(id).get_mut(entity.index())
+        }
+    }
+
+    /// Whether `entity` is alive and has `T`.
+    pub fn has<T: 'static>(&self, entity: Entity) -> bool {
+        self.get::<T>(entity).is_some()
+    }
+
+    /// A query over tuples of `&T` / `&mut T`; add filters with [`Query::with`] / [`Query::without`].
+    pub fn query<Q: QueryData>(&mut self) -> Query<'_, Q, ()> {
+        Query::new(self)
+    }
+
+    /// A query with a filter given as a type: `With<T>`, `Without<T>`, or pairs of them.
+    pub fn query_filtered<Q: QueryData, F: Filter>(&mut self) -> Query<'_, Q, F> {
+        Query::new(self)
+    }
+
+    pub(crate) fn query_context(&mut self) -> QueryContext<'_> {
+        QueryContext {
+            entities: &self.entities,
+            pools: &mut self.pools,
+            tables: self.archetypes.tables_mut(),
+            scratch: &mut self.scratch,
+        }
+    }
+
+    /// The packed sparse-set pool of `T`, when the backend is [`Backend::SparseSet`] (for sorting, inspection).
+    pub fn sparse_set<T: 'static>(&self) -> Option<&super::sparse_set::SparseSet<T>> {
+        let id = self.components.id::<T>()?;
+        match self.pools.get(id as usize)?.as_deref()?.as_any().downcast_ref::<AnyPool<T>>()? {
+            AnyPool::SparseSet(set) => Some(set),
+            _ => None,
+        }
+    }
+
+    /// The packed sparse-set pool of `T`, mutably (values only can change through it; see
+    /// [`SparseSet`](super::sparse_set::SparseSet) for sorting).
+    pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut super::sparse_set::SparseSet<T>> {
+        let id = self.components.id::<T>()?;
+        match self.pools.get_mut(id as usize)?.as_deref_mut()?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
+            AnyPool::SparseSet(set) => Some(set),
+            _ => None,
+        }
+    }
+
+    /// Moves every component to `backend`'s layout. Every live handle stays valid with the same index and
+    /// generation and the same values; stale handles stay dead; free list, capacity and retired indices are kept
+    /// (they live in the allocator, which does not change).
+    pub fn set_backend(&mut self, backend: Backend) {
+        if backend == self.backend {
+            return;
+        }
+        let entities = &self.entities;
+        let entity_at = |index: u32| entities.alive_at(index).expect("a pool holds a value for a dead entity");
+        match (self.backend, backend) {
+            (Backend::Archetype, to) => {
+                let mut pools = Vec::with_capacity(self.components.len());
+                for (id, info) in self.components.infos().iter().enumerate() {
+                    pools.push(Some((info.tables_into_pool)(&mut self.archetypes, id as ComponentId, to)));
+                }
+                self.archetypes.clear();
+                self.pools = pools;
+            }
+            (_, Backend::Archetype) => {
+                // Rows first: every live entity gets its row in the table of its component set...
+                let mut sets = vec![super::component::ComponentSet::EMPTY; entities.index_bound() as usize];
+                for (id, pool) in self.pools.iter().enumerate() {
+                    let pool = pool.as_deref().expect("pool is taken by a running query");
+                    self.scratch.clear();
+                    pool.collect_indices(&mut self.scratch);
+                    for &index in &self.scratch {
+                        sets[index as usize].insert(id as ComponentId);
+                    }
+                }
+                self.archetypes.clear();
+                for entity in entities.iter() {
+                    let table = self.archetypes.table_for(sets[entity.index() as usize], &self.components);
+                    self.archetypes.push_row(entity, table);
+                }
+                // ...then each type's values fill their columns in row order.
+                for (id, pool) in std::mem::take(&mut self.pools).into_iter().enumerate() {
+                    let pool = pool.expect("pool is taken by a running query");
+                    (self.components.info(id as ComponentId).pool_into_tables)(pool, &mut self.archetypes, id as ComponentId);
+                }
+            }
+            (_, to) => {
+                for pool in self.pools.iter_mut().flatten() {
+                    pool.convert(to, &entity_at);
+                }
+            }
+        }
+        self.backend = backend;
+    }
+
+    /// Bytes held by component storage (capacity, not length), per component type, in registry order.
+    pub fn component_bytes(&self, out: &mut Vec<ComponentBytes>) {
+        out.clear();
+        for (id, info) in self.components.infos().iter().enumerate() {
+            let bytes = if self.backend == Backend::Archetype {
+                self.archetypes.component_bytes(id as ComponentId)
+            } else {
+                self.pools[id].as_deref().map_or(0, |p| p.bytes())
+            };
+            out.push(ComponentBytes { name: info.name, bytes });
+        }
+    }
+
+    /// Bytes held by the backend's bookkeeping beyond component values (archetype tables and records, the pool
+    /// table of per-component backends). The allocator is counted apart: see [`Entities::bytes`].
+    pub fn overhead_bytes(&self) -> usize {
+        if self.backend == Backend::Archetype {
+            self.archetypes.overhead_bytes()
+        } else {
+            self.pools.capacity() * std::mem::size_of::<Option<Box<dyn ErasedPool>>>()
+        }
+    }
+
+    /// Total bytes of the current backend's storage: components plus bookkeeping. Allocates nothing.
+    pub fn storage_bytes(&self) -> usize {
+        let components: usize = if self.backend == Backend::Archetype {
+            (0..self.components.len()).map(|id| self.archetypes.component_bytes(id as ComponentId)).sum()
+        } else {
+            self.pools.iter().flatten().map(|p| p.bytes()).sum()
+        };
+        components + self.overhead_bytes()
+    }
+
+    /// A recorder for deferred structural changes, applied by [`World::apply_commands`].
+    pub fn commands(&mut self) -> Commands<'_> {
+        Commands { queue: &mut self.commands, entities: &mut self.entities }
+    }
+
+    /// Applies the recorded commands in order; commands on dead or stale targets are skipped and counted.
+    pub fn apply_commands(&mut self) -> ApplyStats {
+        let mut queue = std::mem::take(&mut self.commands);
+        let stats = queue.apply(self);
+        // Commands recorded while applying (none today) would be in `self.commands`; keep both.
+        let recorded = std::mem::replace(&mut self.commands, queue);
+        debug_assert!(recorded.is_empty(), "a command recorded another while applying");
+        self.totals.applied += stats.applied;
+        self.totals.skipped += stats.skipped;
+        stats
+    }
+
+    /// Drops the recorded commands without applying them; handles they reserved are released.
+    pub fn discard_commands(&mut self) {
+        self.commands.discard(&mut self.entities);
+    }
+
+    /// Commands applied and skipped since the world was made.
+    pub fn command_totals(&self) -> ApplyStats {
+        self.totals
+    }
+
+    /// Inserts or replaces the resource of type `R`.
+    pub fn insert_resource<R: 'static>(&mut self, value: R) -> Option<R> {
+        self.resources.insert(value)
+    }
+
+    /// The resource of type `R`.
+    ///
+    /// # Panics
+    /// If it was never inserted; [`World::get_resource`] returns an `Option`.
+    pub fn resource<R: 'static>(&self) -> &R {
+        self.resources.get().unwrap_or_else(|| missing::<R>())
+    }
+
+    /// The resource of type `R`, mutably. Panics like [`World::resource`].
+    pub fn resource_mut<R: 'static>(&mut self) -> &mut R {
+        self.resources.get_mut().unwrap_or_else(|| missing::<R>())
+    }
+
+    /// The resource of type `R`, if inserted.
+    pub fn get_resource<R: 'static>(&self) -> Option<&R> {
+        self.resources.get()
+    }
+
+    /// The resource of type `R`, mutably, if inserted.
+    pub fn get_resource_mut<R: 'static>(&mut self) -> Option<&mut R> {
+        self.resources.get_mut()
+    }
+
+    /// Removes and returns the resource of type `R`.
+    pub fn remove_resource<R: 'static>(&mut self) -> Option<R> {
+        self.resources.remove()
+    }
+
+    /// Runs `f` with the resource `R` taken out of the world, so `f` can use both. Panics like [`World::resource`].
+    pub fn resource_scope<R: 'static, U>(&mut self, f: impl FnOnce(&mut World, &mut R) -> U) -> U {
+        let mut value = self.resources.remove::<R>().unwrap_or_else(|| missing::<R>());
+        let out = f(self, &mut value);
+        self.resources.insert(value);
+        out
+    }
+
+    /// Despawns every entity (generations bump as usual, so old handles stay dead); keeps resources and backend.
+    pub fn clear(&mut self) {
+        self.discard_commands();
+        self.entities.clear();
+        self.archetypes.clear();
+        for pool in self.pools.iter_mut().flatten() {
+            pool.clear();
+        }
+    }
+
+    /// Panics with a message naming the broken invariant (allocator, pools, tables all agree).
+    pub fn assert_invariants(&self) {
+        if self.backend == Backend::Archetype {
+            self.archetypes.assert_invariants();
+            let rows: usize = self.archetypes.tables().iter().map(|t| t.len()).sum();
+            assert_eq!(rows, self.entities.len() as usize, "archetype rows differ from live entities");
+        } else {
+            assert_eq!(self.pools.len(), self.components.len(), "a registered component has no pool");
+            for (id, pool) in self.pools.iter().enumerate() {
+                let pool = pool.as_deref().expect("a pool was left taken");
+                assert_eq!(pool.backend(), self.backend, "pool {id} is in another backend");
+                let mut indices = Vec::new();
+                pool.collect_indices(&mut indices);
+                assert_eq!(indices.len(), pool.len(), "pool {id} length disagrees with its indices");
+                for index in indices {
+                    assert!(self.entities.alive_at(index).is_some(), "pool {id} holds a value for dead index {index}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,3 @@
+fn main() {
+    println!("swarm: the window arrives with the simulation; see README.md");
+}
