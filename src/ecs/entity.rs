@@ -209,7 +209,9 @@ impl Entities {
     /// Frees a live or reserved entity: bumps the index's generation and puts it on the free list, or retires the
     /// index when its generations are used up. Returns `false` for a stale or unknown handle (nothing changes).
     pub fn free(&mut self, entity: Entity) -> bool {
-        let Some(slot) = self.slots.get_mut(entity.index as usize) else { return false };
+        let Some(slot) = self.slots.get_mut(entity.index as usize) else {
+            return false;
+        };
         if slot.generation != entity.generation {
             return false;
         }
@@ -253,9 +255,11 @@ impl Entities {
 
     /// Live entities in index order.
     pub fn iter(&self) -> impl Iterator<Item = Entity> + '_ {
-        self.slots.iter().enumerate().filter(|(_, slot)| slot.state == State::Alive).map(|(index, slot)| {
-            Entity { index: index as u32, generation: slot.generation }
-        })
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| slot.state == State::Alive)
+            .map(|(index, slot)| Entity { index: index as u32, generation: slot.generation })
     }
 
     /// Number of live entities.

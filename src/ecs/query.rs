@@ -24,12 +24,16 @@
 //! the same value, so it is refused with [`QueryError::Conflict`]; `(&A, &A)` and a filter on a fetched type are
 //! refused the same way (say it once).
 
+// The impls spell out `'w` to read like the trait's signatures they implement.
+#![allow(clippy::needless_lifetimes)]
+
 use super::component::{ComponentId, ComponentSet, Components};
 use super::entity::{Entities, Entity};
 use super::storage::archetype::{Column, ErasedColumn, Table};
 use super::storage::{AnyPool, Backend, ErasedPool, Layout, Pool};
 use super::storage::{BTreeLayout, DenseArrayLayout, HashMapLayout, SparseSetLayout};
 use super::world::World;
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -61,7 +65,9 @@ impl fmt::Display for QueryError {
             QueryError::Conflict { component, mutable: false } => {
                 write!(f, "query conflict: `{component}` is named twice in one query (fetch or filter it once)")
             }
-            QueryError::TooManyTypes => write!(f, "a query names at most {MAX_QUERY_TYPES} component types"),
+            QueryError::TooManyTypes => {
+                write!(f, "a query names at most {MAX_QUERY_TYPES} component types")
+            }
         }
     }
 }
@@ -116,8 +122,8 @@ pub trait Term {
     type Item<'a>;
     /// The typed pool borrow of a per-component layout.
     type PoolRef<'w, L: Layout>;
-    /// An iterator over packed values (sparse-set lock-step walk, archetype columns).
-    type Packed<'w>: Iterator<Item = Self::Item<'w>>;
+    /// Packed values: a slice of a sparse-set pool or of an archetype column, walked by row.
+    type Slice<'w>;
 
     /// Borrows the typed pool out of an erased one (one downcast per query).
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> Self::PoolRef<'w, L>;
@@ -127,12 +133,16 @@ pub trait Term {
     fn len<L: Layout>(pool: &Self::PoolRef<'_, L>) -> usize;
     /// Appends the pool's indices in its iteration order.
     fn collect<L: Layout>(pool: &Self::PoolRef<'_, L>, out: &mut Vec<u32>);
-    /// The packed entity order of the pool, if it has one.
-    fn packed_entities<'a, L: Layout>(pool: &'a mut Self::PoolRef<'_, L>) -> Option<&'a [Entity]>;
-    /// Turns the pool borrow into a walk over its packed values (only called when `packed_entities` is `Some`).
-    fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], Self::Packed<'w>);
-    /// A walk over one archetype column.
-    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> Self::Packed<'w>;
+    /// The packed entity order of the pool and its order stamp, if the layout packs (see [`Pool::order`]).
+    fn order<'a, L: Layout>(pool: &'a Self::PoolRef<'_, L>) -> Option<(&'a [Entity], &'a Cell<u64>)>;
+    /// Turns the pool borrow into its packed values (only called when `order` is `Some`).
+    fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], Self::Slice<'w>);
+    /// One archetype column.
+    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> Self::Slice<'w>;
+    /// The first `len` values (so the loop's bounds checks fold away).
+    fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w>;
+    /// The value at `row`.
+    fn at<'a>(slice: &'a mut Self::Slice<'_>, row: usize) -> Self::Item<'a>;
 }
 
 fn typed<T: 'static>(pool: &mut dyn ErasedPool) -> &mut AnyPool<T> {
@@ -151,7 +161,7 @@ impl<T: 'static> Term for &T {
     const MUTABLE: bool = false;
     type Item<'a> = &'a T;
     type PoolRef<'w, L: Layout> = &'w L::Pool<T>;
-    type Packed<'w> = std::slice::Iter<'w, T>;
+    type Slice<'w> = &'w [T];
 
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w L::Pool<T> {
         L::pool_mut(typed::<T>(pool))
@@ -166,15 +176,22 @@ impl<T: 'static> Term for &T {
     fn collect<L: Layout>(pool: &&L::Pool<T>, out: &mut Vec<u32>) {
         pool.collect_indices(out)
     }
-    fn packed_entities<'a, L: Layout>(pool: &'a mut &L::Pool<T>) -> Option<&'a [Entity]> {
-        pool.packed().map(|(entities, _)| entities)
+    fn order<'a, L: Layout>(pool: &'a &L::Pool<T>) -> Option<(&'a [Entity], &'a Cell<u64>)> {
+        pool.order()
     }
-    fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], std::slice::Iter<'w, T>) {
-        let (entities, values) = pool.packed().expect("into_packed on a layout without packed arrays");
-        (entities, values.iter())
+    fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], &'w [T]) {
+        pool.packed().expect("into_packed on a layout without packed arrays")
     }
-    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> std::slice::Iter<'w, T> {
-        typed_column::<T>(column.as_mut()).iter()
+    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> &'w [T] {
+        typed_column::<T>(column.as_mut())
+    }
+    #[inline]
+    fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w> {
+        &slice[..len]
+    }
+    #[inline]
+    fn at<'a>(slice: &'a mut &[T], row: usize) -> &'a T {
+        &slice[row]
     }
 }
 
@@ -183,7 +200,7 @@ impl<T: 'static> Term for &mut T {
     const MUTABLE: bool = true;
     type Item<'a> = &'a mut T;
     type PoolRef<'w, L: Layout> = &'w mut L::Pool<T>;
-    type Packed<'w> = std::slice::IterMut<'w, T>;
+    type Slice<'w> = &'w mut [T];
 
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w mut L::Pool<T> {
         L::pool_mut(typed::<T>(pool))
@@ -198,15 +215,22 @@ impl<T: 'static> Term for &mut T {
     fn collect<L: Layout>(pool: &&mut L::Pool<T>, out: &mut Vec<u32>) {
         pool.collect_indices(out)
     }
-    fn packed_entities<'a, L: Layout>(pool: &'a mut &mut L::Pool<T>) -> Option<&'a [Entity]> {
-        pool.packed_mut().map(|(entities, _)| entities)
+    fn order<'a, L: Layout>(pool: &'a &mut L::Pool<T>) -> Option<(&'a [Entity], &'a Cell<u64>)> {
+        pool.order()
     }
-    fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], std::slice::IterMut<'w, T>) {
-        let (entities, values) = pool.packed_mut().expect("into_packed on a layout without packed arrays");
-        (entities, values.iter_mut())
+    fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], &'w mut [T]) {
+        pool.packed_mut().expect("into_packed on a layout without packed arrays")
     }
-    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> std::slice::IterMut<'w, T> {
-        typed_column::<T>(column.as_mut()).iter_mut()
+    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> &'w mut [T] {
+        typed_column::<T>(column.as_mut())
+    }
+    #[inline]
+    fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w> {
+        &mut slice[..len]
+    }
+    #[inline]
+    fn at<'a>(slice: &'a mut &mut [T], row: usize) -> &'a mut T {
+        &mut slice[row]
     }
 }
 
@@ -370,26 +394,38 @@ macro_rules! impl_query_data {
                 $(let mut $s = $T::pool_ref::<L>(taken.next().expect("query pool was taken"));)+
                 let filter = F::pools::<L>(taken);
 
-                // Lock-step: every fetched pool is packed in the same entity order (e.g. after `sort_as`).
-                let mut first: Option<&[Entity]> = None;
+                // Lock-step: every fetched pool is packed in the same entity order (e.g. after `sort_as`). Equal
+                // order stamps prove it in O(1); otherwise compare once and, if equal, share the stamp.
                 let mut aligned = true;
-                $(
-                    match ($T::packed_entities::<L>(&mut $s), first) {
-                        (None, _) => aligned = false,
-                        (Some(order), None) => first = Some(order),
-                        (Some(order), Some(expected)) => aligned &= order == expected,
-                    }
-                )+
-                let _ = first;
-                if aligned {
-                    let mut entities_of = None;
-                    $(let (order, mut $d) = $T::into_packed::<L>($s); entities_of.get_or_insert(order);)+
-                    for &entity in entities_of.unwrap_or(&[]) {
-                        $(let $i = $d.next();)+
-                        if let ($(Some($i),)+) = ($($i,)+) {
-                            if F::matches::<L>(&filter, entity.index()) {
-                                f(entity, ($($i,)+));
+                {
+                    let mut first: Option<(&[Entity], &Cell<u64>)> = None;
+                    $(
+                        match ($T::order::<L>(&$s), first) {
+                            (None, _) => aligned = false,
+                            (Some(order), None) => first = Some(order),
+                            (Some((order, stamp)), Some((expected, expected_stamp))) => {
+                                if stamp.get() != expected_stamp.get() {
+                                    if order == expected {
+                                        stamp.set(expected_stamp.get());
+                                    } else {
+                                        aligned = false;
+                                    }
+                                }
                             }
+                        }
+                    )+
+                    let _ = first; // read by the next term; a one-term query never does
+                }
+                if aligned {
+                    let mut rows: Option<&[Entity]> = None;
+                    $(let (order, $d) = $T::into_packed::<L>($s); rows.get_or_insert(order);)+
+                    let rows = rows.unwrap_or(&[]);
+                    let len = rows.len();
+                    $(let mut $d = $T::truncate($d, len);)+
+                    for row in 0..len {
+                        let entity = rows[row];
+                        if F::matches::<L>(&filter, entity.index()) {
+                            f(entity, ($($T::at(&mut $d, row),)+));
                         }
                     }
                     return;
@@ -435,11 +471,10 @@ macro_rules! impl_query_data {
                     }),+];
                     let (rows, columns) = table.parts_mut();
                     let [$($s),+] = columns.get_disjoint_mut(slots).expect("query ids are distinct");
-                    $(let mut $d = $T::column($s);)+
-                    for &entity in rows {
-                        if let ($(Some($i),)+) = ($($d.next(),)+) {
-                            f(entity, ($($i,)+));
-                        }
+                    let len = rows.len();
+                    $(let mut $d = $T::truncate($T::column($s), len);)+
+                    for (row, &entity) in rows.iter().enumerate() {
+                        f(entity, ($($T::at(&mut $d, row),)+));
                     }
                 }
             }
@@ -494,6 +529,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, Q, F> {
         if let Some(error) = access.error.take() {
             return Err(error);
         }
+        world.sync_pools();
         let backend = world.backend();
         let mut context = world.query_context();
         let f = &mut f;

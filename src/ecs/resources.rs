@@ -37,5 +37,8 @@ impl Resources {
 }
 
 pub(crate) fn missing<R>() -> ! {
-    panic!("resource `{}` was never inserted (use insert_resource first, or get_resource for an Option)", type_name::<R>())
+    panic!(
+        "resource `{}` was never inserted (use insert_resource first, or get_resource for an Option)",
+        type_name::<R>()
+    )
 }

@@ -80,6 +80,7 @@ impl<T> SparseSet<T> {
         if self.len() < 2 {
             return;
         }
+        self.touch_order();
         match method {
             SortMethod::InPlace => {
                 let len = self.len();
@@ -105,6 +106,7 @@ impl<T> SparseSet<T> {
     /// next front slot), preceded by a stable partition that moves the extras to the back, which EnTT skips (its
     /// extras end up in whatever order the swaps leave). Allocates one flag per value for that partition.
     pub fn sort_as(&mut self, order: &[Entity]) {
+        self.touch_order();
         let len = self.len();
         // Scratch: `wanted[p]` <=> the entity at position p is in `order`. Kept aligned with the packed arrays.
         let mut wanted = vec![false; len];
@@ -305,7 +307,7 @@ fn sparse_mut(sparse: &mut Pages, index: u32) -> &mut u32 {
 }
 
 fn sort_permutation<T, F: FnMut(&T, &T) -> Ordering>(set: &mut SparseSet<T>, compare: &mut F) {
-    let SparseSet { sparse, entities, values } = set;
+    let SparseSet { sparse, entities, values, .. } = set;
     let len = entities.len();
     // Scratch: 4 bytes per value, allocated per call (the pool has no field to keep it between sorts).
     // Positions fit in u32: sparse stores them as u32.
@@ -338,7 +340,7 @@ fn sort_permutation<T, F: FnMut(&T, &T) -> Ordering>(set: &mut SparseSet<T>, com
 }
 
 fn sort_hybrid<T, F: FnMut(&T, &T) -> Ordering>(set: &mut SparseSet<T>, compare: &mut F) {
-    let SparseSet { sparse, entities, values } = set;
+    let SparseSet { sparse, entities, values, .. } = set;
     let len = entities.len();
     // Sort the entities alone. `sparse` and `values` are untouched meanwhile, so entity e's value is still at
     // values[sparse[e]]: that is the key. Should `compare` (or std's sort) panic, the guard puts the entities

@@ -19,7 +19,9 @@
 //! Zero-sized components (tags) store no payload: `Vec<T>` of a zero-sized `T` never allocates.
 
 use super::entity::Entity;
+use std::cell::Cell;
 use std::mem::size_of;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Indices per sparse page. 4096 entries of 4 bytes: one 16 KiB page per 4096 indices touched.
 pub const PAGE_SIZE: usize = 4096;
@@ -42,6 +44,15 @@ pub struct SparseSet<T> {
     pub(crate) sparse: Vec<Option<Box<[u32; PAGE_SIZE]>>>,
     pub(crate) entities: Vec<Entity>,
     pub(crate) values: Vec<T>,
+    /// A stamp of the packed order: fresh (never seen before) after every change of `entities`' order.
+    /// Queries copy it between pools they found packed alike, so equal stamps mean equal orders.
+    pub(crate) order: Cell<u64>,
+}
+
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
+
+fn fresh_stamp() -> u64 {
+    NEXT_STAMP.fetch_add(1, Ordering::Relaxed)
 }
 
 impl<T> Default for SparseSet<T> {
@@ -52,8 +63,19 @@ impl<T> Default for SparseSet<T> {
 
 impl<T> SparseSet<T> {
     /// An empty set; allocates nothing.
-    pub const fn new() -> Self {
-        Self { sparse: Vec::new(), entities: Vec::new(), values: Vec::new() }
+    pub fn new() -> Self {
+        Self { sparse: Vec::new(), entities: Vec::new(), values: Vec::new(), order: Cell::new(fresh_stamp()) }
+    }
+
+    /// The stamp of the packed order (see the field's doc), for [`Pool::order`](crate::ecs::storage::Pool::order).
+    pub fn order_stamp(&self) -> &Cell<u64> {
+        &self.order
+    }
+
+    /// Marks the packed order as changed.
+    #[inline]
+    pub(crate) fn touch_order(&mut self) {
+        self.order.set(fresh_stamp());
     }
 
     #[inline]
@@ -88,6 +110,7 @@ impl<T> SparseSet<T> {
             return Some(std::mem::replace(&mut self.values[position], value));
         }
         self.set_position(entity.index(), self.entities.len() as u32);
+        self.touch_order();
         self.entities.push(entity);
         self.values.push(value);
         None
@@ -116,6 +139,7 @@ impl<T> SparseSet<T> {
     pub fn remove(&mut self, index: u32) -> Option<T> {
         let position = self.position(index)?;
         let last = *self.entities.last().expect("position() found a value, so the set is not empty");
+        self.touch_order();
         self.entities.swap_remove(position);
         let value = self.values.swap_remove(position);
         if last.index() != index {
@@ -171,12 +195,14 @@ impl<T> SparseSet<T> {
 
     /// Removes everything; keeps the allocations.
     pub fn clear(&mut self) {
+        self.touch_order();
         self.entities.clear();
         self.values.clear();
     }
 
     /// Removes everything, handing each `(entity, value)` to `f` in packed order; keeps the allocations.
     pub fn drain(&mut self, mut f: impl FnMut(Entity, T)) {
+        self.touch_order();
         for (entity, value) in self.entities.drain(..).zip(self.values.drain(..)) {
             f(entity, value);
         }
@@ -194,6 +220,7 @@ impl<T> SparseSet<T> {
         if a == b {
             return;
         }
+        self.touch_order();
         self.entities.swap(a, b);
         self.values.swap(a, b);
         self.set_position(self.entities[a].index(), a as u32);
@@ -222,7 +249,12 @@ impl<T> SparseSet<T> {
 
 impl<T: Clone> Clone for SparseSet<T> {
     fn clone(&self) -> Self {
-        Self { sparse: self.sparse.clone(), entities: self.entities.clone(), values: self.values.clone() }
+        Self {
+            sparse: self.sparse.clone(),
+            entities: self.entities.clone(),
+            values: self.values.clone(),
+            order: self.order.clone(),
+        }
     }
 }
 

@@ -152,11 +152,8 @@ impl World {
     }
 
     fn register<T: 'static>(&mut self) -> ComponentId {
-        let (id, new) = self.components.register::<T>();
-        if new && self.backend != Backend::Archetype {
-            debug_assert_eq!(self.pools.len(), id as usize, "pool table out of step with the registry");
-            self.pools.push(Some(Box::new(AnyPool::<T>::new(self.backend))));
-        }
+        let (id, _) = self.components.register::<T>();
+        self.ensure_pool(id);
         id
     }
 
@@ -226,6 +223,13 @@ impl World {
         Ok(())
     }
 
+    /// Gives every registered component type its pool (types may be registered by queries and bundles first).
+    pub(crate) fn sync_pools(&mut self) {
+        if !self.components.is_empty() {
+            self.ensure_pool(self.components.len() as ComponentId - 1);
+        }
+    }
+
     fn ensure_pool(&mut self, id: ComponentId) {
         if self.backend != Backend::Archetype {
             while self.pools.len() <= id as usize {
@@ -293,7 +297,9 @@ impl World {
             return Err(ComponentError::NoSuchEntity(entity));
         }
         let missing = ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() };
-        let Some(id) = self.components.id::<T>() else { return Err(missing) };
+        let Some(id) = self.components.id::<T>() else {
+            return Err(missing);
+        };
         let value = if self.backend == Backend::Archetype {
             self.archetypes.remove::<T>(entity.index(), id, &self.components)
         } else {
@@ -410,7 +416,11 @@ impl World {
                 // ...then each type's values fill their columns in row order.
                 for (id, pool) in std::mem::take(&mut self.pools).into_iter().enumerate() {
                     let pool = pool.expect("pool is taken by a running query");
-                    (self.components.info(id as ComponentId).pool_into_tables)(pool, &mut self.archetypes, id as ComponentId);
+                    (self.components.info(id as ComponentId).pool_into_tables)(
+                        pool,
+                        &mut self.archetypes,
+                        id as ComponentId,
+                    );
                 }
             }
             (_, to) => {

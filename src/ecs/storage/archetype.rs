@@ -73,7 +73,8 @@ impl<T: 'static> ErasedColumn for Column<T> {
         self.0.swap_remove(row);
     }
     fn move_row_to(&mut self, row: usize, dst: &mut dyn ErasedColumn) {
-        let dst = dst.as_any_mut().downcast_mut::<Column<T>>().expect("moving a row between columns of different types");
+        let dst =
+            dst.as_any_mut().downcast_mut::<Column<T>>().expect("moving a row between columns of different types");
         dst.0.push(self.0.swap_remove(row));
     }
     fn empty_like(&self) -> Box<dyn ErasedColumn> {
@@ -302,7 +303,13 @@ impl Archetypes {
     }
 
     /// Sets component `id` of `entity` (which must have a record) to `value`; returns the previous value.
-    pub fn insert<T: 'static>(&mut self, entity: Entity, id: ComponentId, value: T, components: &Components) -> Option<T> {
+    pub fn insert<T: 'static>(
+        &mut self,
+        entity: Entity,
+        id: ComponentId,
+        value: T,
+        components: &Components,
+    ) -> Option<T> {
         let index = entity.index();
         if let Some(slot) = self.get_mut::<T>(index, id) {
             return Some(std::mem::replace(slot, value));
@@ -376,7 +383,9 @@ impl Archetypes {
 
     /// Removes component `id` from `index`, dropping the value; whether there was one.
     pub fn remove_erased(&mut self, index: u32, id: ComponentId, components: &Components) -> bool {
-        let Some(r) = self.record(index) else { return false };
+        let Some(r) = self.record(index) else {
+            return false;
+        };
         if !self.tables[r.table as usize].set.contains(id) {
             return false;
         }
@@ -389,7 +398,9 @@ impl Archetypes {
 
     /// Drops every value of `index` and forgets its record.
     pub fn despawn(&mut self, index: u32) -> bool {
-        let Some(r) = self.record(index) else { return false };
+        let Some(r) = self.record(index) else {
+            return false;
+        };
         let table = &mut self.tables[r.table as usize];
         for column in &mut table.columns {
             column.swap_remove_drop(r.row as usize);
@@ -403,7 +414,9 @@ impl Archetypes {
     /// (called with the row's entity index). Used when migrating into this backend.
     pub(crate) fn fill_column<T: 'static>(&mut self, id: ComponentId, mut value_of: impl FnMut(u32) -> T) {
         for table in &mut self.tables {
-            let Some(slot) = table.column_slot(id) else { continue };
+            let Some(slot) = table.column_slot(id) else {
+                continue;
+            };
             let column =
                 &mut table.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch").0;
             column.reserve_exact(table.entities.len());
@@ -415,7 +428,9 @@ impl Archetypes {
     /// caller must drop the tables afterwards (used when migrating out of this backend).
     pub(crate) fn drain_column<T: 'static>(&mut self, id: ComponentId, mut f: impl FnMut(Entity, T)) {
         for table in &mut self.tables {
-            let Some(slot) = table.column_slot(id) else { continue };
+            let Some(slot) = table.column_slot(id) else {
+                continue;
+            };
             let column =
                 &mut table.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch").0;
             for (entity, value) in table.entities.iter().zip(column.drain(..)) {

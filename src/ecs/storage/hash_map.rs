@@ -58,7 +58,8 @@ impl<T: 'static> Pool<T> for HashPool<T> {
         if capacity == 0 {
             return 0;
         }
-        let buckets = if capacity < 8 { (capacity + 1).next_power_of_two() } else { (capacity * 8 / 7).next_power_of_two() };
+        let buckets =
+            if capacity < 8 { (capacity + 1).next_power_of_two() } else { (capacity * 8 / 7).next_power_of_two() };
         buckets * (size_of::<(u32, T)>() + 1) + 16
     }
     fn reserve(&mut self, additional: usize) {

@@ -30,6 +30,7 @@ use super::entity::Entity;
 use super::sparse_set::SparseSet;
 use archetype::Archetypes;
 use std::any::Any;
+use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 
@@ -130,6 +131,12 @@ pub trait Pool<T>: Default + 'static {
     fn reserve(&mut self, additional: usize);
     /// The packed entities and values, if this layout has them (sparse set): lets queries walk pools in lock-step.
     fn packed(&self) -> Option<(&[Entity], &[T])> {
+        None
+    }
+    /// The packed entity order and its stamp, if this layout packs. Two pools with equal stamps are packed in the
+    /// same entity order (stamps are fresh on every change of order, and only copied between pools whose orders
+    /// were found equal), which lets a query skip comparing them.
+    fn order(&self) -> Option<(&[Entity], &Cell<u64>)> {
         None
     }
     /// Like [`Pool::packed`], values mutable.
@@ -273,7 +280,9 @@ impl<T: 'static> AnyPool<T> {
         let mut staged: Vec<Option<T>> = Vec::new();
         staged.resize_with(tables.index_bound(), || None);
         with_pool!(&mut *pool, p => Pool::drain(p, |index, value| staged[index as usize] = Some(value)));
-        tables.fill_column(id, |index| staged[index as usize].take().expect("entity record names a table holding a component its pool lacked"));
+        tables.fill_column(id, |index| {
+            staged[index as usize].take().expect("entity record names a table holding a component its pool lacked")
+        });
     }
 
     /// Moves every value of component `id` out of the archetype tables into a new pool of `backend`'s layout.
@@ -394,11 +403,14 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
         Some((self.entities(), self.values()))
     }
     #[inline]
+    fn order(&self) -> Option<(&[Entity], &Cell<u64>)> {
+        Some((self.entities(), self.order_stamp()))
+    }
+    #[inline]
     fn packed_mut(&mut self) -> Option<(&[Entity], &mut [T])> {
         Some(self.parts_mut())
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,327 @@
+//! One conformance suite, run on every storage backend (EnTT style: every test over every policy).
+
+use swarm::ecs::entity::Entities;
+use swarm::ecs::{Backend, ComponentError, Entity, NoSuchEntity, QueryError, With, Without, World, WorldFull};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pos(f32, f32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Vel(f32, f32);
+#[derive(Debug, Clone, PartialEq)]
+struct Name(String);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Red;
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Blue;
+
+fn sorted(mut v: Vec<Entity>) -> Vec<Entity> {
+    v.sort();
+    v
+}
+
+macro_rules! conformance {
+    ($($module:ident => $backend:expr;)*) => {$(
+        mod $module {
+            use super::*;
+
+            fn world() -> World {
+                let mut world = World::with_capacity(10_000);
+                world.set_backend($backend);
+                world
+            }
+
+            #[test]
+            fn spawn_get_insert_remove_despawn() {
+                let mut w = world();
+                let a = w.spawn((Pos(1.0, 2.0), Vel(0.5, 0.0))).unwrap();
+                let b = w.spawn((Pos(3.0, 4.0), Name("b".into()))).unwrap();
+                assert_eq!(w.len(), 2);
+                assert_eq!(w.get::<Pos>(a), Some(&Pos(1.0, 2.0)));
+                assert_eq!(w.get::<Vel>(b), None);
+                w.get_mut::<Pos>(a).unwrap().0 = 9.0;
+                assert_eq!(w.get::<Pos>(a), Some(&Pos(9.0, 2.0)));
+                assert_eq!(w.insert(b, Vel(1.0, 1.0)), Ok(None));
+                assert_eq!(w.insert(b, Vel(2.0, 2.0)), Ok(Some(Vel(1.0, 1.0))));
+                assert_eq!(w.remove::<Name>(b), Ok(Name("b".into())));
+                assert!(matches!(w.remove::<Name>(b), Err(ComponentError::MissingComponent { .. })));
+                assert_eq!(w.get::<Pos>(b), Some(&Pos(3.0, 4.0)), "other components survive a remove");
+                assert_eq!(w.despawn(a), Ok(()));
+                assert_eq!(w.len(), 1);
+                assert_eq!(w.get::<Vel>(b), Some(&Vel(2.0, 2.0)));
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn stale_handles_touch_nothing() {
+                let mut w = world();
+                let a = w.spawn((Pos(1.0, 1.0),)).unwrap();
+                w.despawn(a).unwrap();
+                let b = w.spawn((Pos(2.0, 2.0),)).unwrap();
+                assert_eq!(a.index(), b.index(), "the index is recycled");
+                assert!(!w.is_alive(a));
+                assert_eq!(w.get::<Pos>(a), None);
+                assert_eq!(w.get_mut::<Pos>(a), None);
+                assert_eq!(w.despawn(a), Err(NoSuchEntity(a)));
+                assert_eq!(w.insert(a, Vel(0.0, 0.0)), Err(NoSuchEntity(a)));
+                assert_eq!(w.remove::<Pos>(a), Err(ComponentError::NoSuchEntity(a)));
+                assert_eq!(w.get::<Pos>(b), Some(&Pos(2.0, 2.0)), "the new occupant is untouched");
+                assert_eq!(w.get::<Vel>(b), None);
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn tags_and_filters() {
+                let mut w = world();
+                let red = w.spawn((Pos(0.0, 0.0), Vel(1.0, 0.0), Red)).unwrap();
+                let blue = w.spawn((Pos(0.0, 0.0), Vel(2.0, 0.0), Blue)).unwrap();
+                let still = w.spawn((Pos(5.0, 5.0), Red)).unwrap();
+                w.query::<(&mut Pos, &Vel)>().for_each(|_, (p, v)| p.0 += v.0);
+                assert_eq!(w.get::<Pos>(red), Some(&Pos(1.0, 0.0)));
+                assert_eq!(w.get::<Pos>(blue), Some(&Pos(2.0, 0.0)));
+                let mut reds = Vec::new();
+                w.query::<(&Pos,)>().with::<Red>().for_each(|e, _| reds.push(e));
+                assert_eq!(sorted(reds), sorted(vec![red, still]));
+                let mut not_red = Vec::new();
+                w.query_filtered::<(&Pos,), Without<Red>>().for_each(|e, _| not_red.push(e));
+                assert_eq!(not_red, vec![blue]);
+                let mut moving_reds = Vec::new();
+                w.query_filtered::<(&Vel,), (With<Red>, Without<Blue>)>().for_each(|e, _| moving_reds.push(e));
+                assert_eq!(moving_reds, vec![red]);
+                assert_eq!(w.remove::<Red>(red), Ok(Red));
+                assert!(!w.has::<Red>(red) && w.has::<Pos>(red));
+                assert_eq!(w.query::<(&Pos,)>().with::<Red>().count(), 1);
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn queries_up_to_six_terms_yield_entities() {
+                let mut w = world();
+                let e = w.spawn((1u8, 2u16, 3u32, 4u64, 5i8, 6i16)).unwrap();
+                w.spawn((1u8, 2u16)).unwrap();
+                let mut seen = Vec::new();
+                w.query::<(&u8, &mut u16, &u32, &u64, &i8, &mut i16)>().for_each(|entity, (a, b, c, d, x, y)| {
+                    *b += 1;
+                    *y += 1;
+                    seen.push((entity, *a as i64 + *b as i64 + *c as i64 + *d as i64 + *x as i64 + *y as i64));
+                });
+                assert_eq!(seen, vec![(e, 23)]);
+                assert_eq!(w.query::<(&u16,)>().count(), 2);
+            }
+
+            #[test]
+            fn aliasing_queries_are_refused() {
+                let mut w = world();
+                w.spawn((Pos(0.0, 0.0),)).unwrap();
+                let err = w.query::<(&mut Pos, &Pos)>().try_for_each(|_, _| {}).unwrap_err();
+                assert!(matches!(err, QueryError::Conflict { mutable: true, .. }));
+                let message = err.to_string();
+                assert!(message.contains("Pos") && message.contains("&mut"), "{message}");
+                assert!(w.query::<(&Pos,)>().with::<Pos>().try_for_each(|_, _| {}).is_err());
+                // The world is intact after a refused query.
+                assert_eq!(w.query::<(&Pos,)>().count(), 1);
+                w.assert_invariants();
+            }
+
+            #[test]
+            #[should_panic(expected = "may not alias")]
+            fn aliasing_for_each_panics_with_a_clear_message() {
+                let mut w = world();
+                w.query::<(&Pos, &mut Pos)>().for_each(|_, _| {});
+            }
+
+            #[test]
+            fn full_world_refuses_and_loses_nothing() {
+                let mut w = World::with_capacity(3);
+                w.set_backend($backend);
+                let all: Vec<_> = (0..3).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();
+                assert_eq!(w.spawn((Pos(9.0, 9.0),)), Err(WorldFull { capacity: 3 }));
+                assert_eq!(w.commands().spawn((Pos(9.0, 9.0),)), Err(WorldFull { capacity: 3 }));
+                let mut out = Vec::new();
+                assert!(w.spawn_batch((0..5).map(|_| (Pos(0.0, 0.0),)), &mut out).is_err());
+                assert!(out.is_empty());
+                for (i, e) in all.iter().enumerate() {
+                    assert_eq!(w.get::<Pos>(*e), Some(&Pos(i as f32, 0.0)));
+                }
+                w.despawn(all[0]).unwrap();
+                assert!(w.spawn((Pos(7.0, 7.0),)).is_ok());
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn spawn_batch_matches_spawn() {
+                let mut w = world();
+                let mut out = Vec::new();
+                w.spawn_batch((0..100).map(|i| (Pos(i as f32, 0.0), Vel(0.0, i as f32))), &mut out).unwrap();
+                assert_eq!(out.len(), 100);
+                assert_eq!(w.get::<Vel>(out[42]), Some(&Vel(0.0, 42.0)));
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn exhausted_generations_retire_the_index() {
+                let mut w = World::from_entities(Entities::with_max_generation(10, 2));
+                w.set_backend($backend);
+                let a = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                w.despawn(a).unwrap();
+                let b = w.spawn((Pos(1.0, 0.0),)).unwrap();
+                assert_eq!((b.index(), b.generation().get()), (a.index(), 2));
+                w.despawn(b).unwrap();
+                assert_eq!(w.entities().retired(), 1);
+                let c = w.spawn((Pos(2.0, 0.0),)).unwrap();
+                assert_ne!(c.index(), a.index());
+                assert_eq!(w.get::<Pos>(b), None);
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn command_buffer_edge_cases() {
+                let mut w = world();
+                let a = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                let stale = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                w.despawn(stale).unwrap();
+                let mut c = w.commands();
+                let s = c.spawn((Pos(1.0, 1.0), Red)).unwrap();
+                c.insert(s, Vel(3.0, 3.0)); // targets the reserved entity
+                c.despawn(a);
+                c.despawn(a); // double despawn: once
+                c.insert(a, Vel(0.0, 0.0)); // dead by then: skipped
+                c.insert(stale, Vel(0.0, 0.0)); // stale: skipped
+                c.remove::<Pos>(stale);
+                c.despawn(stale);
+                c.remove::<Red>(s);
+                assert_eq!(c.len(), 9);
+                assert!(!w.is_alive(s), "reserved, not alive before apply");
+                assert_eq!(w.get::<Pos>(s), None);
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped), (4, 5));
+                assert_eq!(w.get::<Vel>(s), Some(&Vel(3.0, 3.0)));
+                assert!(!w.has::<Red>(s) && w.has::<Pos>(s));
+                assert!(!w.is_alive(a));
+                assert_eq!(w.len(), 1);
+                assert_eq!(w.command_totals().skipped, 5);
+                // Applying in order: a spawn despawned later in the same buffer ends dead.
+                let mut c = w.commands();
+                let t = c.spawn((Pos(2.0, 2.0),)).unwrap();
+                c.despawn(t);
+                w.apply_commands();
+                assert!(!w.is_alive(t));
+                // Discarding releases reservations.
+                let before = w.entities().reserved();
+                let u = w.commands().spawn((Pos(0.0, 0.0),)).unwrap();
+                w.discard_commands();
+                assert_eq!(w.entities().reserved(), before);
+                assert!(!w.is_alive(u));
+                assert_eq!(w.apply_commands(), Default::default());
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn types_first_named_by_a_query_regression() {
+                let mut w = world();
+                let e = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                // `Red` and `Vel` are registered by the query before any entity holds them.
+                assert_eq!(w.query::<(&Pos,)>().without::<Red>().count(), 1);
+                assert_eq!(w.query::<(&Vel,)>().count(), 0);
+                w.insert(e, Red).unwrap();
+                w.insert(e, Vel(1.0, 1.0)).unwrap();
+                assert_eq!(w.query::<(&Pos, &Vel)>().with::<Red>().count(), 1);
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn resources() {
+                let mut w = world();
+                assert_eq!(w.insert_resource(5u32), None);
+                *w.resource_mut::<u32>() += 1;
+                assert_eq!(*w.resource::<u32>(), 6);
+                assert_eq!(w.get_resource::<u64>(), None);
+                let doubled = w.resource_scope::<u32, _>(|world, r| {
+                    world.spawn((Pos(0.0, 0.0),)).unwrap();
+                    *r * 2
+                });
+                assert_eq!(doubled, 12);
+                assert_eq!(w.remove_resource::<u32>(), Some(6));
+            }
+
+            #[test]
+            fn memory_is_reported_and_grows() {
+                let mut w = world();
+                w.spawn((Pos(0.0, 0.0),)).unwrap();
+                let small = w.storage_bytes();
+                let mut out = Vec::new();
+                w.spawn_batch((0..5000).map(|i| (Pos(i as f32, 0.0), Vel(0.0, 0.0), Red)), &mut out).unwrap();
+                let big = w.storage_bytes();
+                assert!(big > small, "{big} <= {small}");
+                let mut per = Vec::new();
+                w.component_bytes(&mut per);
+                let pos = per.iter().find(|c| c.name.ends_with("Pos")).unwrap().bytes;
+                assert!(pos >= 5000 * std::mem::size_of::<Pos>(), "Pos reports {pos} bytes for 5001 values");
+            }
+
+            #[test]
+            fn clear_keeps_handles_dead() {
+                let mut w = world();
+                let a = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                w.clear();
+                assert!(!w.is_alive(a) && w.is_empty());
+                let b = w.spawn((Pos(1.0, 0.0),)).unwrap();
+                assert_eq!(w.get::<Pos>(a), None);
+                assert_eq!(w.query::<(&Pos,)>().count(), 1);
+                assert!(w.is_alive(b));
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn switch_to_every_backend_keeps_everything() {
+                let mut w = world();
+                let mut live = Vec::new();
+                for i in 0..300 {
+                    let e = match i % 3 {
+                        0 => w.spawn((Pos(i as f32, 0.0), Vel(1.0, 0.0), Red)).unwrap(),
+                        1 => w.spawn((Pos(i as f32, 0.0), Name(i.to_string()))).unwrap(),
+                        _ => w.spawn((Vel(i as f32, 0.0), Blue)).unwrap(),
+                    };
+                    live.push(e);
+                }
+                let mut stale = Vec::new();
+                for e in live.iter().step_by(7) {
+                    w.despawn(*e).unwrap();
+                    stale.push(*e);
+                }
+                live.retain(|e| !stale.contains(e));
+                let snapshot: Vec<_> = live
+                    .iter()
+                    .map(|&e| (e, w.get::<Pos>(e).copied(), w.get::<Vel>(e).copied(), w.get::<Name>(e).cloned(), w.has::<Red>(e), w.has::<Blue>(e)))
+                    .collect();
+                for to in Backend::ALL {
+                    w.set_backend(to);
+                    assert_eq!(w.backend(), to);
+                    w.assert_invariants();
+                    for (e, pos, vel, name, red, blue) in &snapshot {
+                        assert!(w.is_alive(*e));
+                        assert_eq!(w.get::<Pos>(*e).copied(), *pos, "{to}");
+                        assert_eq!(w.get::<Vel>(*e).copied(), *vel, "{to}");
+                        assert_eq!(w.get::<Name>(*e).cloned(), *name, "{to}");
+                        assert_eq!((w.has::<Red>(*e), w.has::<Blue>(*e)), (*red, *blue), "{to}");
+                    }
+                    for e in &stale {
+                        assert!(!w.is_alive(*e) && w.get::<Pos>(*e).is_none(), "{to}: stale handle came back");
+                    }
+                    assert_eq!(w.len() as usize, live.len());
+                    assert_eq!(w.query::<(&Pos, &Vel)>().with::<Red>().count(), snapshot.iter().filter(|s| s.4).count());
+                }
+                // The free list carried over: the next spawn reuses the last freed index.
+                let e = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                assert!(stale.iter().any(|s| s.index() == e.index()), "free list lost in the switch");
+            }
+        }
+    )*};
+}
+
+conformance! {
+    sparse_set => Backend::SparseSet;
+    hash_map => Backend::HashMap;
+    btree => Backend::BTree;
+    dense_array => Backend::DenseArray;
+    archetype => Backend::Archetype;
+}

@@ -1,0 +1,258 @@
+//! Model tests (slotmap style): seeded random operations on a world and on a plain `HashMap`, compared after every
+//! step, with stale handles kept around and reused as targets. Run on every backend, and once switching backends
+//! mid-run.
+
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::HashMap;
+use swarm::ecs::{Backend, ComponentError, Entity, World};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct A(u32);
+#[derive(Debug, Clone, PartialEq)]
+struct B(String);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Tag;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Row {
+    a: Option<A>,
+    b: Option<B>,
+    tag: bool,
+}
+
+const STEPS: usize = 100_000;
+const CAPACITY: u32 = 200;
+
+fn check_entity(world: &World, model: &HashMap<Entity, Row>, e: Entity) {
+    match model.get(&e) {
+        Some(row) => {
+            assert!(world.is_alive(e), "{e:?} should be alive");
+            assert_eq!(world.get::<A>(e), row.a.as_ref(), "A of {e:?}");
+            assert_eq!(world.get::<B>(e), row.b.as_ref(), "B of {e:?}");
+            assert_eq!(world.has::<Tag>(e), row.tag, "Tag of {e:?}");
+        }
+        None => {
+            assert!(!world.is_alive(e), "{e:?} should be dead");
+            assert!(world.get::<A>(e).is_none() && world.get::<B>(e).is_none() && !world.has::<Tag>(e));
+        }
+    }
+}
+
+fn run_model(seed: u64, start: Backend, switch_every: Option<usize>) {
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let mut world = World::with_capacity(CAPACITY);
+    world.set_backend(start);
+    let mut model: HashMap<Entity, Row> = HashMap::new();
+    let mut handles: Vec<Entity> = Vec::new(); // every handle ever seen, stale ones included
+    let mut switches = 0;
+    for step in 0..STEPS {
+        if let Some(k) = switch_every {
+            if step % k == k - 1 {
+                let to = Backend::ALL[rng.gen_range(0..5)];
+                world.set_backend(to);
+                switches += 1;
+            }
+        }
+        let target = if handles.is_empty() { None } else { Some(handles[rng.gen_range(0..handles.len())]) };
+        match (rng.gen_range(0..10), target) {
+            (0..=2, _) | (_, None) => {
+                let row = Row {
+                    a: rng.gen_bool(0.7).then(|| A(rng.gen())),
+                    b: rng.gen_bool(0.5).then(|| B(rng.gen::<u16>().to_string())),
+                    tag: rng.gen_bool(0.3),
+                };
+                let spawned = match (&row.a, &row.b, row.tag) {
+                    (Some(a), Some(b), true) => world.spawn((*a, b.clone(), Tag)),
+                    (Some(a), Some(b), false) => world.spawn((*a, b.clone())),
+                    (Some(a), None, true) => world.spawn((*a, Tag)),
+                    (Some(a), None, false) => world.spawn((*a,)),
+                    (None, Some(b), true) => world.spawn((b.clone(), Tag)),
+                    (None, Some(b), false) => world.spawn((b.clone(),)),
+                    (None, None, true) => world.spawn((Tag,)),
+                    (None, None, false) => world.spawn(((),)).inspect(|&e| {
+                        world.remove::<()>(e).unwrap();
+                    }),
+                };
+                match spawned {
+                    Ok(e) => {
+                        assert!(!model.contains_key(&e), "a live handle was handed out twice");
+                        model.insert(e, row);
+                        handles.push(e);
+                    }
+                    Err(full) => {
+                        assert_eq!(model.len() as u32, full.capacity, "refused below capacity")
+                    }
+                }
+            }
+            (3, Some(e)) => {
+                let expected = model.remove(&e).is_some();
+                assert_eq!(world.despawn(e).is_ok(), expected, "despawn {e:?}");
+            }
+            (4, Some(e)) => {
+                let v = A(rng.gen());
+                let result = world.insert(e, v);
+                match model.get_mut(&e) {
+                    Some(row) => assert_eq!(result, Ok(row.a.replace(v))),
+                    None => assert!(result.is_err()),
+                }
+            }
+            (5, Some(e)) => {
+                let result = world.insert(e, Tag);
+                match model.get_mut(&e) {
+                    Some(row) => assert_eq!(result.unwrap().is_some(), std::mem::replace(&mut row.tag, true)),
+                    None => assert!(result.is_err()),
+                }
+            }
+            (6, Some(e)) => {
+                let result = world.remove::<A>(e);
+                match model.get_mut(&e) {
+                    Some(row) => match row.a.take() {
+                        Some(a) => assert_eq!(result, Ok(a)),
+                        None => assert!(matches!(result, Err(ComponentError::MissingComponent { .. }))),
+                    },
+                    None => assert_eq!(result, Err(ComponentError::NoSuchEntity(e))),
+                }
+            }
+            (7, Some(e)) => {
+                let result = world.remove::<B>(e).ok();
+                let expected = model.get_mut(&e).and_then(|row| row.b.take());
+                assert_eq!(result, expected);
+                if let Some(row) = model.get_mut(&e) {
+                    if rng.gen_bool(0.5) {
+                        let tagged = std::mem::replace(&mut row.tag, false);
+                        assert_eq!(world.remove::<Tag>(e).is_ok(), tagged);
+                    }
+                }
+            }
+            (8, Some(e)) => {
+                if let Some(a) = world.get_mut::<A>(e) {
+                    a.0 = a.0.wrapping_add(1);
+                    model.get_mut(&e).unwrap().a.as_mut().unwrap().0 = a.0;
+                }
+            }
+            (_, Some(_)) => {
+                // Query: every entity with A and B, not tagged, bumps its A; compare the sets.
+                let mut seen = Vec::new();
+                world.query::<(&mut A, &B)>().without::<Tag>().for_each(|e, (a, _)| {
+                    a.0 = a.0.wrapping_mul(3);
+                    seen.push(e);
+                });
+                seen.sort();
+                let mut expected: Vec<Entity> =
+                    model.iter().filter(|(_, r)| r.a.is_some() && r.b.is_some() && !r.tag).map(|(e, _)| *e).collect();
+                expected.sort();
+                assert_eq!(seen, expected, "query set at step {step}");
+                for e in &expected {
+                    let a = model.get_mut(e).unwrap().a.as_mut().unwrap();
+                    a.0 = a.0.wrapping_mul(3);
+                }
+            }
+        }
+        // After every step: the touched handle, the size, and a sample of the others.
+        if let Some(e) = target {
+            check_entity(&world, &model, e);
+        }
+        assert_eq!(world.len() as usize, model.len(), "live count at step {step}");
+        for _ in 0..4 {
+            if !handles.is_empty() {
+                check_entity(&world, &model, handles[rng.gen_range(0..handles.len())]);
+            }
+        }
+        if step % 500 == 0 {
+            world.assert_invariants();
+            for e in &handles {
+                check_entity(&world, &model, *e);
+            }
+        }
+        if handles.len() > 4 * CAPACITY as usize {
+            // Keep the stale set bounded but nonempty: forget some dead handles.
+            handles.retain(|e| model.contains_key(e) || e.index() % 2 == 0);
+        }
+    }
+    world.assert_invariants();
+    for e in &handles {
+        check_entity(&world, &model, *e);
+    }
+    if switch_every.is_some() {
+        assert!(switches > 10);
+    }
+}
+
+#[test]
+fn model_sparse_set() {
+    run_model(1, Backend::SparseSet, None);
+}
+
+#[test]
+fn model_hash_map() {
+    run_model(2, Backend::HashMap, None);
+}
+
+#[test]
+fn model_btree() {
+    run_model(3, Backend::BTree, None);
+}
+
+#[test]
+fn model_dense_array() {
+    run_model(4, Backend::DenseArray, None);
+}
+
+#[test]
+fn model_archetype() {
+    run_model(5, Backend::Archetype, None);
+}
+
+#[test]
+fn model_switching_backends_mid_run() {
+    run_model(6, Backend::SparseSet, Some(997));
+}
+
+/// Every order of all five backends, with a model following along.
+#[test]
+fn switch_through_all_orders() {
+    let mut world = World::with_capacity(64);
+    let mut model: HashMap<Entity, Row> = HashMap::new();
+    let mut stale = Vec::new();
+    for i in 0..40u32 {
+        let e = world.spawn((A(i), B(i.to_string()))).unwrap();
+        if i % 3 == 0 {
+            world.insert(e, Tag).unwrap();
+        }
+        model.insert(e, Row { a: Some(A(i)), b: Some(B(i.to_string())), tag: i % 3 == 0 });
+    }
+    for e in model.keys().copied().filter(|e| e.index() % 5 == 0).collect::<Vec<_>>() {
+        world.despawn(e).unwrap();
+        model.remove(&e);
+        stale.push(e);
+    }
+    let mut order = Backend::ALL;
+    let mut count = 0;
+    permute(&mut order, 0, &mut |order| {
+        for &b in order {
+            world.set_backend(b);
+            world.assert_invariants();
+        }
+        for (e, _) in model.iter() {
+            check_entity(&world, &model, *e);
+        }
+        for e in &stale {
+            check_entity(&world, &model, *e);
+        }
+        count += 1;
+    });
+    assert_eq!(count, 120);
+}
+
+fn permute(items: &mut [Backend; 5], k: usize, f: &mut impl FnMut(&[Backend; 5])) {
+    if k == items.len() {
+        f(items);
+        return;
+    }
+    for i in k..items.len() {
+        items.swap(k, i);
+        permute(items, k + 1, f);
+        items.swap(k, i);
+    }
+}
