@@ -49,6 +49,31 @@ fn hot_world(backend: Backend, n: usize) -> (World, Vec<Entity>) {
 fn spawn(c: &mut Criterion) {
     let mut group = c.benchmark_group("spawn");
     for n in SIZES {
+        // The floor: push the same four values and a handle into five reserved `Vec`s.
+        group.bench_with_input(BenchmarkId::new("raw-vec", n), &n, |b, &n| {
+            b.iter_batched(
+                || {
+                    (
+                        Vec::with_capacity(n),
+                        Vec::with_capacity(n),
+                        Vec::with_capacity(n),
+                        Vec::with_capacity(n),
+                        Vec::with_capacity(n),
+                    )
+                },
+                |(mut t, mut p, mut r, mut v, mut e)| {
+                    for (i, (a, b, c, d)) in (0..n).map(bundle).enumerate() {
+                        t.push(a);
+                        p.push(b);
+                        r.push(c);
+                        v.push(d);
+                        e.push(i as u64);
+                    }
+                    (t, p, r, v, e)
+                },
+                BatchSize::PerIteration,
+            )
+        });
         for backend in Backend::ALL {
             group.bench_with_input(BenchmarkId::new(backend.name(), n), &n, |b, &n| {
                 b.iter_batched(
@@ -92,7 +117,8 @@ fn insert_remove(c: &mut Criterion) {
     let mut group = c.benchmark_group("insert_remove");
     for n in SIZES {
         for backend in Backend::ALL {
-            let (mut world, handles) = hot_world(backend, n);
+            let (mut world, mut handles) = hot_world(backend, n);
+            handles.sort(); // walk in index order, as a system would
             group.bench_function(BenchmarkId::new(backend.name(), n), |b| {
                 b.iter(|| {
                     for &e in &handles {

@@ -1,9 +1,9 @@
 //! Bundles: the tuples of components an entity is spawned with.
 
 use super::component::{ComponentId, ComponentSet, Components};
-use super::entity::Entity;
+use super::entity::{Entities, Entity, WorldFull};
 use super::storage::archetype::Archetypes;
-use super::storage::{AnyPool, ErasedPool};
+use super::storage::{AnyPool, ErasedPool, Layout, Pool};
 
 /// Most components in one bundle.
 pub const MAX_BUNDLE: usize = 12;
@@ -45,11 +45,25 @@ pub trait Bundle: 'static {
     fn put_pools(self, pools: &mut [Option<Box<dyn ErasedPool>>], ids: &[ComponentId], entity: Entity);
     /// Pushes every component onto its column of `table` (whose row the caller pushes).
     fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]);
+    /// Spawns one entity per bundle into per-component pools of layout `L`, downcasting each pool once for the
+    /// whole batch. Stops at the first entity the allocator refuses.
+    fn put_batch<L: Layout>(
+        bundles: impl Iterator<Item = Self>,
+        pools: &mut [Option<Box<dyn ErasedPool>>],
+        ids: &[ComponentId],
+        entities: &mut Entities,
+        out: &mut Vec<Entity>,
+    ) -> Result<(), WorldFull>
+    where
+        Self: Sized;
 }
 
 fn pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) -> &mut AnyPool<T> {
-    pools[id as usize]
-        .as_deref_mut()
+    typed(&mut pools[id as usize])
+}
+
+fn typed<T: 'static>(pool: &mut Option<Box<dyn ErasedPool>>) -> &mut AnyPool<T> {
+    pool.as_deref_mut()
         .expect("pool is taken")
         .as_any_mut()
         .downcast_mut::<AnyPool<T>>()
@@ -57,7 +71,7 @@ fn pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) 
 }
 
 macro_rules! impl_bundle {
-    ($($T:ident $v:ident $k:tt),+) => {
+    ($($T:ident $v:ident $p:ident $k:tt),+) => {
         impl<$($T: 'static),+> Bundle for ($($T,)+) {
             fn ids(components: &mut Components) -> BundleIds {
                 let mut ids = BundleIds { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY };
@@ -74,15 +88,31 @@ macro_rules! impl_bundle {
                 let ($($v,)+) = self;
                 $(archetypes.push_value::<$T>(table, ids[$k], $v);)+
             }
+            fn put_batch<L: Layout>(
+                bundles: impl Iterator<Item = Self>,
+                pools: &mut [Option<Box<dyn ErasedPool>>],
+                ids: &[ComponentId],
+                entities: &mut Entities,
+                out: &mut Vec<Entity>,
+            ) -> Result<(), WorldFull> {
+                let [$($p),+] = pools.get_disjoint_mut([$(ids[$k] as usize),+]).expect("bundle ids are distinct");
+                $(let $p = L::pool_mut(typed::<$T>($p));)+
+                for ($($v,)+) in bundles {
+                    let entity = entities.alloc()?;
+                    $($p.insert(entity, $v);)+
+                    out.push(entity);
+                }
+                Ok(())
+            }
         }
     };
 }
 
-impl_bundle!(A a 0);
-impl_bundle!(A a 0, B b 1);
-impl_bundle!(A a 0, B b 1, C c 2);
-impl_bundle!(A a 0, B b 1, C c 2, D d 3);
-impl_bundle!(A a 0, B b 1, C c 2, D d 3, E e 4);
-impl_bundle!(A a 0, B b 1, C c 2, D d 3, E e 4, F f 5);
-impl_bundle!(A a 0, B b 1, C c 2, D d 3, E e 4, F f 5, G g 6);
-impl_bundle!(A a 0, B b 1, C c 2, D d 3, E e 4, F f 5, G g 6, H h 7);
+impl_bundle!(A a pa 0);
+impl_bundle!(A a pa 0, B b pb 1);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5, G g pg 6);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5, G g pg 6, H h ph 7);

@@ -292,6 +292,11 @@ impl Entities {
         self.slots.len() as u32
     }
 
+    /// Makes room for `additional` more indices.
+    pub fn reserve_indices(&mut self, additional: usize) {
+        self.slots.reserve(additional.saturating_sub(self.free.len()));
+    }
+
     /// Bytes held by the allocator (capacity, not length).
     pub fn bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>() + self.free.capacity() * 4

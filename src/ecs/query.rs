@@ -29,6 +29,7 @@
 
 use super::component::{ComponentId, ComponentSet, Components};
 use super::entity::{Entities, Entity};
+use super::sparse_set::fresh_stamp;
 use super::storage::archetype::{Column, ErasedColumn, Table};
 use super::storage::{AnyPool, Backend, ErasedPool, Layout, Pool};
 use super::storage::{BTreeLayout, DenseArrayLayout, HashMapLayout, SparseSetLayout};
@@ -399,21 +400,24 @@ macro_rules! impl_query_data {
                 let mut aligned = true;
                 {
                     let mut first: Option<(&[Entity], &Cell<u64>)> = None;
+                    let mut verified = false;
                     $(
                         match ($T::order::<L>(&$s), first) {
                             (None, _) => aligned = false,
                             (Some(order), None) => first = Some(order),
                             (Some((order, stamp)), Some((expected, expected_stamp))) => {
-                                if stamp.get() != expected_stamp.get() {
-                                    if order == expected {
-                                        stamp.set(expected_stamp.get());
-                                    } else {
-                                        aligned = false;
-                                    }
+                                if stamp.get() == 0 || stamp.get() != expected_stamp.get() {
+                                    aligned &= order == expected;
+                                    verified = true;
                                 }
                             }
                         }
                     )+
+                    if aligned && verified {
+                        // Remember the verdict until either pool's order changes (which zeroes its stamp).
+                        let stamp = fresh_stamp();
+                        $(if let Some((_, s)) = $T::order::<L>(&$s) { s.set(stamp); })+
+                    }
                     let _ = first; // read by the next term; a one-term query never does
                 }
                 if aligned {

@@ -44,14 +44,15 @@ pub struct SparseSet<T> {
     pub(crate) sparse: Vec<Option<Box<[u32; PAGE_SIZE]>>>,
     pub(crate) entities: Vec<Entity>,
     pub(crate) values: Vec<T>,
-    /// A stamp of the packed order: fresh (never seen before) after every change of `entities`' order.
-    /// Queries copy it between pools they found packed alike, so equal stamps mean equal orders.
+    /// A stamp of the packed order: 0 ("unknown") after every change of `entities`' order. A query that finds
+    /// pools packed alike gives them all one fresh stamp, so equal nonzero stamps mean equal orders.
     pub(crate) order: Cell<u64>,
 }
 
 static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
 
-fn fresh_stamp() -> u64 {
+/// A stamp no pool has held before.
+pub(crate) fn fresh_stamp() -> u64 {
     NEXT_STAMP.fetch_add(1, Ordering::Relaxed)
 }
 
@@ -64,7 +65,7 @@ impl<T> Default for SparseSet<T> {
 impl<T> SparseSet<T> {
     /// An empty set; allocates nothing.
     pub fn new() -> Self {
-        Self { sparse: Vec::new(), entities: Vec::new(), values: Vec::new(), order: Cell::new(fresh_stamp()) }
+        Self { sparse: Vec::new(), entities: Vec::new(), values: Vec::new(), order: Cell::new(0) }
     }
 
     /// The stamp of the packed order (see the field's doc), for [`Pool::order`](crate::ecs::storage::Pool::order).
@@ -75,7 +76,7 @@ impl<T> SparseSet<T> {
     /// Marks the packed order as changed.
     #[inline]
     pub(crate) fn touch_order(&mut self) {
-        self.order.set(fresh_stamp());
+        self.order.set(0);
     }
 
     #[inline]
@@ -95,6 +96,7 @@ impl<T> SparseSet<T> {
         }
     }
 
+    #[inline]
     fn set_position(&mut self, index: u32, position: u32) {
         let (page, offset) = Self::split(index);
         if page >= self.sparse.len() {
@@ -104,6 +106,7 @@ impl<T> SparseSet<T> {
     }
 
     /// Inserts or replaces `entity`'s value; returns the previous value. The entity handle is stored as given.
+    #[inline]
     pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         if let Some(position) = self.position(entity.index()) {
             self.entities[position] = entity;
@@ -134,6 +137,7 @@ impl<T> SparseSet<T> {
         self.position(index).map(|p| &mut self.values[p])
     }
 
+    #[inline]
     /// Removes `index`'s value by moving the last packed value into its place (swap-and-pop): O(1), but the
     /// order of the packed arrays changes.
     pub fn remove(&mut self, index: u32) -> Option<T> {

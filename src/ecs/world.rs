@@ -8,6 +8,7 @@ use super::query::{Filter, Query, QueryContext, QueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
 use super::storage::{AnyPool, Backend, ErasedPool};
+use super::storage::{BTreeLayout, DenseArrayLayout, HashMapLayout, SparseSetLayout};
 use std::fmt;
 
 /// Why a component could not be removed.
@@ -198,12 +199,16 @@ impl World {
         out: &mut Vec<Entity>,
     ) -> Result<(), WorldFull> {
         let ids = B::ids(&mut self.components);
+        let bundles = bundles.into_iter();
+        let hint = bundles.size_hint().0.min((self.capacity() - self.len()) as usize);
+        out.reserve(hint);
+        self.entities.reserve_indices(hint);
         for id in ids.ids() {
             self.ensure_pool(*id);
+            if let Some(pool) = self.pools.get_mut(*id as usize) {
+                pool.as_deref_mut().expect("pool is taken by a running query").reserve(hint);
+            }
         }
-        let bundles = bundles.into_iter();
-        let hint = bundles.size_hint().0;
-        out.reserve(hint);
         if self.backend == Backend::Archetype {
             let table = self.archetypes.table_for(ids.set, &self.components);
             self.archetypes.reserve_rows(table, hint);
@@ -213,14 +218,18 @@ impl World {
                 bundle.put_table(&mut self.archetypes, table, ids.ids());
                 out.push(entity);
             }
+            Ok(())
         } else {
-            for bundle in bundles {
-                let entity = self.entities.alloc()?;
-                bundle.put_pools(&mut self.pools, ids.ids(), entity);
-                out.push(entity);
+            // One backend dispatch for the batch; each pool is downcast once.
+            let (pools, ids, entities) = (&mut self.pools, ids.ids(), &mut self.entities);
+            match self.backend {
+                Backend::SparseSet => B::put_batch::<SparseSetLayout>(bundles, pools, ids, entities, out),
+                Backend::HashMap => B::put_batch::<HashMapLayout>(bundles, pools, ids, entities, out),
+                Backend::BTree => B::put_batch::<BTreeLayout>(bundles, pools, ids, entities, out),
+                Backend::DenseArray => B::put_batch::<DenseArrayLayout>(bundles, pools, ids, entities, out),
+                Backend::Archetype => unreachable!("handled above"),
             }
         }
-        Ok(())
     }
 
     /// Gives every registered component type its pool (types may be registered by queries and bundles first).

@@ -323,6 +323,8 @@ pub trait ErasedPool: Any {
     fn backend(&self) -> Backend;
     /// Drops every value.
     fn clear(&mut self);
+    /// Makes room for `additional` more values where the layout allows.
+    fn reserve(&mut self, additional: usize);
 }
 
 impl<T: 'static> ErasedPool for AnyPool<T> {
@@ -358,6 +360,9 @@ impl<T: 'static> ErasedPool for AnyPool<T> {
     }
     fn clear(&mut self) {
         with_pool!(self, p => Pool::drain(p, |_, _| {}))
+    }
+    fn reserve(&mut self, additional: usize) {
+        with_pool!(self, p => Pool::reserve(p, additional))
     }
 }
 
