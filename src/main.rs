@@ -1,3 +1,67 @@
-fn main() {
-    println!("swarm: the window arrives with the simulation; see README.md");
+//! The binary: the headless report, or the window.
+
+use std::process::ExitCode;
+use swarm::cli::{BackendChoice, Cli};
+use swarm::ecs::profile::TraceFile;
+use swarm::ecs::Backend;
+use swarm::sim::report;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse_or_exit();
+    if cli.headless {
+        return headless(&cli);
+    }
+    eprintln!("swarm: the window is not built yet; use --headless");
+    ExitCode::FAILURE
+}
+
+fn headless(cli: &Cli) -> ExitCode {
+    let backends: Vec<Backend> = match cli.backend {
+        BackendChoice::All => Backend::ALL.to_vec(),
+        BackendChoice::One(b) => vec![b],
+    };
+    let mut reports = Vec::new();
+    for backend in backends {
+        let settings = cli.run_settings(backend);
+        let mut trace = None;
+        let report = report::run(&settings, |app| {
+            if let Some(path) = &cli.trace {
+                let path = if cli.backend == BackendChoice::All { per_backend(path, backend) } else { path.clone() };
+                match TraceFile::create(app.profiler(), path.clone()) {
+                    Ok(file) => trace = Some((file, path)),
+                    Err(error) => eprintln!("swarm: cannot write trace {}: {error}", path.display()),
+                }
+            }
+        });
+        if let Some((file, path)) = trace {
+            if let Err(error) = file.finish() {
+                eprintln!("swarm: cannot write trace {}: {error}", path.display());
+                return ExitCode::FAILURE;
+            }
+            if !cli.json {
+                eprintln!("trace written to {}", path.display());
+            }
+        }
+        if !cli.json {
+            println!("{report}");
+        }
+        reports.push(report);
+    }
+    if cli.json {
+        println!("{}", serde_json::to_string_pretty(&reports).expect("reports serialize"));
+    } else if reports.len() > 1 {
+        let first = &reports[0].digest;
+        let same = reports.iter().all(|r| &r.digest == first);
+        println!("digests {} across backends", if same { "equal" } else { "DIFFER" });
+        if !same {
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn per_backend(path: &std::path::Path, backend: Backend) -> std::path::PathBuf {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+    let ext = path.extension().and_then(|s| s.to_str()).unwrap_or("json");
+    path.with_file_name(format!("{stem}-{}.{ext}", backend.name()))
 }

@@ -6,10 +6,12 @@
 //! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`query`]);
 //! - the command buffer ([`commands`]) and the app with its stages and plugins ([`app`]).
 
+pub mod app;
 pub mod bundle;
 pub mod commands;
 pub mod component;
 pub mod entity;
+pub mod profile;
 pub mod query;
 pub mod resources;
 pub mod sort;

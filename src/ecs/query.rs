@@ -15,7 +15,7 @@
 //! How a query runs: the world matches its backend **once**, then calls a loop monomorphized for that layout.
 //! - Per-component layouts ([`Layout`]): if every fetched pool keeps packed arrays in the same entity order (a
 //!   sparse set after `sort_as`), the packed value arrays are walked in lock-step. Otherwise the smallest pool
-//!   (fetched or `With`) drives: its indices are copied to a reused scratch buffer, and every other pool is probed
+//!   (fetched or `With`) drives: its entities are copied to a reused scratch buffer, and every other pool is probed
 //!   by index (seed 000's movement system).
 //! - Archetype tables: every table whose set holds the fetched and `With` types and none of the `Without` types is
 //!   walked column by column.
@@ -133,7 +133,7 @@ pub trait Term {
     /// Number of values in the pool.
     fn len<L: Layout>(pool: &Self::PoolRef<'_, L>) -> usize;
     /// Appends the pool's indices in its iteration order.
-    fn collect<L: Layout>(pool: &Self::PoolRef<'_, L>, out: &mut Vec<u32>);
+    fn collect<L: Layout>(pool: &Self::PoolRef<'_, L>, entities: &Entities, out: &mut Vec<Entity>);
     /// The packed entity order of the pool and its order stamp, if the layout packs (see [`Pool::order`]).
     fn order<'a, L: Layout>(pool: &'a Self::PoolRef<'_, L>) -> Option<(&'a [Entity], &'a Cell<u64>)>;
     /// Turns the pool borrow into its packed values (only called when `order` is `Some`).
@@ -174,8 +174,8 @@ impl<T: 'static> Term for &T {
     fn len<L: Layout>(pool: &&L::Pool<T>) -> usize {
         pool.len()
     }
-    fn collect<L: Layout>(pool: &&L::Pool<T>, out: &mut Vec<u32>) {
-        pool.collect_indices(out)
+    fn collect<L: Layout>(pool: &&L::Pool<T>, entities: &Entities, out: &mut Vec<Entity>) {
+        pool.collect_entities(entities, out)
     }
     fn order<'a, L: Layout>(pool: &'a &L::Pool<T>) -> Option<(&'a [Entity], &'a Cell<u64>)> {
         pool.order()
@@ -213,8 +213,8 @@ impl<T: 'static> Term for &mut T {
     fn len<L: Layout>(pool: &&mut L::Pool<T>) -> usize {
         pool.len()
     }
-    fn collect<L: Layout>(pool: &&mut L::Pool<T>, out: &mut Vec<u32>) {
-        pool.collect_indices(out)
+    fn collect<L: Layout>(pool: &&mut L::Pool<T>, entities: &Entities, out: &mut Vec<Entity>) {
+        pool.collect_entities(entities, out)
     }
     fn order<'a, L: Layout>(pool: &'a &mut L::Pool<T>) -> Option<(&'a [Entity], &'a Cell<u64>)> {
         pool.order()
@@ -253,7 +253,13 @@ pub trait Filter {
     /// The smallest `With` pool length (`usize::MAX` if none): a candidate to drive the loop.
     fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize;
     /// Appends the indices of the first `With` pool of length `len`, once (`done` guards it).
-    fn collect<L: Layout>(pools: &Self::Pools<'_, L>, len: usize, done: &mut bool, out: &mut Vec<u32>);
+    fn collect<L: Layout>(
+        pools: &Self::Pools<'_, L>,
+        len: usize,
+        done: &mut bool,
+        entities: &Entities,
+        out: &mut Vec<Entity>,
+    );
 }
 
 impl Filter for () {
@@ -267,7 +273,7 @@ impl Filter for () {
     fn min_len<L: Layout>(_: &()) -> usize {
         usize::MAX
     }
-    fn collect<L: Layout>(_: &(), _: usize, _: &mut bool, _: &mut Vec<u32>) {}
+    fn collect<L: Layout>(_: &(), _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
 }
 
 impl<T: 'static> Filter for With<T> {
@@ -287,9 +293,9 @@ impl<T: 'static> Filter for With<T> {
     fn min_len<L: Layout>(pool: &&L::Pool<T>) -> usize {
         pool.len()
     }
-    fn collect<L: Layout>(pool: &&L::Pool<T>, len: usize, done: &mut bool, out: &mut Vec<u32>) {
+    fn collect<L: Layout>(pool: &&L::Pool<T>, len: usize, done: &mut bool, entities: &Entities, out: &mut Vec<Entity>) {
         if !*done && pool.len() == len {
-            pool.collect_indices(out);
+            pool.collect_entities(entities, out);
             *done = true;
         }
     }
@@ -312,7 +318,7 @@ impl<T: 'static> Filter for Without<T> {
     fn min_len<L: Layout>(_: &&L::Pool<T>) -> usize {
         usize::MAX
     }
-    fn collect<L: Layout>(_: &&L::Pool<T>, _: usize, _: &mut bool, _: &mut Vec<u32>) {}
+    fn collect<L: Layout>(_: &&L::Pool<T>, _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
 }
 
 impl<A: Filter, B: Filter> Filter for (A, B) {
@@ -332,9 +338,15 @@ impl<A: Filter, B: Filter> Filter for (A, B) {
     fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize {
         A::min_len::<L>(&pools.0).min(B::min_len::<L>(&pools.1))
     }
-    fn collect<L: Layout>(pools: &Self::Pools<'_, L>, len: usize, done: &mut bool, out: &mut Vec<u32>) {
-        A::collect::<L>(&pools.0, len, done, out);
-        B::collect::<L>(&pools.1, len, done, out);
+    fn collect<L: Layout>(
+        pools: &Self::Pools<'_, L>,
+        len: usize,
+        done: &mut bool,
+        entities: &Entities,
+        out: &mut Vec<Entity>,
+    ) {
+        A::collect::<L>(&pools.0, len, done, entities, out);
+        B::collect::<L>(&pools.1, len, done, entities, out);
     }
 }
 
@@ -347,7 +359,7 @@ pub struct QueryContext<'w> {
     /// The archetype tables.
     pub tables: &'w mut [Table],
     /// A reused buffer of driver indices.
-    pub scratch: &'w mut Vec<u32>,
+    pub scratch: &'w mut Vec<Entity>,
 }
 
 /// A tuple of [`Term`]s.
@@ -360,7 +372,7 @@ pub trait QueryData {
     fn run_pools<'w, L: Layout, F: Filter, Func>(
         taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>,
         entities: &Entities,
-        scratch: &mut Vec<u32>,
+        scratch: &mut Vec<Entity>,
         f: &mut Func,
     ) where
         Func: for<'a> FnMut(Entity, Self::Item<'a>);
@@ -387,7 +399,7 @@ macro_rules! impl_query_data {
             fn run_pools<'w, L: Layout, F: Filter, Func>(
                 taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>,
                 entities: &Entities,
-                scratch: &mut Vec<u32>,
+                scratch: &mut Vec<Entity>,
                 f: &mut Func,
             ) where
                 Func: for<'a> FnMut(Entity, Self::Item<'a>),
@@ -441,17 +453,17 @@ macro_rules! impl_query_data {
                 let mut done = false;
                 $(
                     if !done && $T::len::<L>(&$s) == smallest {
-                        $T::collect::<L>(&$s, scratch);
+                        $T::collect::<L>(&$s, entities, scratch);
                         done = true;
                     }
                 )+
-                F::collect::<L>(&filter, smallest, &mut done, scratch);
-                for &index in scratch.iter() {
+                F::collect::<L>(&filter, smallest, &mut done, entities, scratch);
+                for &entity in scratch.iter() {
+                    let index = entity.index();
                     if !F::matches::<L>(&filter, index) {
                         continue;
                     }
                     if let ($(Some($i),)+) = ($($T::probe::<L>(&mut $s, index),)+) {
-                        let entity = entities.alive_at(index).expect("a pool holds a value for a dead entity");
                         f(entity, ($($i,)+));
                     }
                 }

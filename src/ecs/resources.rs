@@ -30,6 +30,16 @@ impl Resources {
         self.map.remove(&TypeId::of::<R>()).map(|r| *r.downcast::<R>().expect("keyed by type"))
     }
 
+    /// Takes the boxed resource out (no reallocation: the box goes back with [`Resources::put_boxed`]).
+    pub(crate) fn take_boxed<R: 'static>(&mut self) -> Option<Box<dyn Any>> {
+        self.map.remove(&TypeId::of::<R>())
+    }
+
+    /// Puts back a box taken by [`Resources::take_boxed`].
+    pub(crate) fn put_boxed<R: 'static>(&mut self, value: Box<dyn Any>) {
+        self.map.insert(TypeId::of::<R>(), value);
+    }
+
     /// Whether a resource of type `R` is present.
     pub fn contains<R: 'static>(&self) -> bool {
         self.map.contains_key(&TypeId::of::<R>())

@@ -75,6 +75,7 @@ pub struct World {
     commands: CommandQueue,
     totals: ApplyStats,
     scratch: Vec<u32>,
+    query_scratch: Vec<Entity>,
 }
 
 /// The default capacity of [`World::new`]: about a million entities.
@@ -109,6 +110,7 @@ impl World {
             commands: CommandQueue::default(),
             totals: ApplyStats::default(),
             scratch: Vec::new(),
+            query_scratch: Vec::new(),
         }
     }
 
@@ -365,7 +367,7 @@ impl World {
             entities: &self.entities,
             pools: &mut self.pools,
             tables: self.archetypes.tables_mut(),
-            scratch: &mut self.scratch,
+            scratch: &mut self.query_scratch,
         }
     }
 
@@ -536,9 +538,10 @@ impl World {
 
     /// Runs `f` with the resource `R` taken out of the world, so `f` can use both. Panics like [`World::resource`].
     pub fn resource_scope<R: 'static, U>(&mut self, f: impl FnOnce(&mut World, &mut R) -> U) -> U {
-        let mut value = self.resources.remove::<R>().unwrap_or_else(|| missing::<R>());
-        let out = f(self, &mut value);
-        self.resources.insert(value);
+        // The box itself travels out and back, so a scope allocates nothing.
+        let mut boxed = self.resources.take_boxed::<R>().unwrap_or_else(|| missing::<R>());
+        let out = f(self, boxed.downcast_mut::<R>().expect("resources are keyed by type"));
+        self.resources.put_boxed::<R>(boxed);
         out
     }
 

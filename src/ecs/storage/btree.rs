@@ -1,7 +1,7 @@
 //! The B-tree backend: an ordered map from index to value (seed 000's SortedDictionary / red-black tree row).
 
-use super::Pool;
-use crate::ecs::entity::Entity;
+use super::{handle, Pool};
+use crate::ecs::entity::{Entities, Entity};
 use std::collections::BTreeMap;
 use std::mem::size_of;
 
@@ -45,6 +45,9 @@ impl<T: 'static> Pool<T> for BTreePool<T> {
     }
     fn collect_indices(&self, out: &mut Vec<u32>) {
         out.extend(self.map.keys().copied());
+    }
+    fn collect_entities(&self, entities: &Entities, out: &mut Vec<Entity>) {
+        out.extend(self.map.keys().map(|&i| handle(entities, i)));
     }
     fn drain(&mut self, mut f: impl FnMut(u32, T)) {
         for (index, value) in std::mem::take(&mut self.map) {

@@ -1,7 +1,7 @@
 //! The direct-array backend: `Vec<Option<T>>` indexed by entity index (seed 000; seed 002 section 1).
 
-use super::Pool;
-use crate::ecs::entity::Entity;
+use super::{handle, Pool};
+use crate::ecs::entity::{Entities, Entity};
 use std::mem::size_of;
 
 /// A `Vec<Option<T>>` indexed by entity index: one load per get, no indirection; but memory grows with the
@@ -58,6 +58,9 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
     }
     fn collect_indices(&self, out: &mut Vec<u32>) {
         out.extend(self.slots.iter().enumerate().filter(|(_, s)| s.is_some()).map(|(i, _)| i as u32));
+    }
+    fn collect_entities(&self, entities: &Entities, out: &mut Vec<Entity>) {
+        out.extend(self.slots.iter().enumerate().filter(|(_, s)| s.is_some()).map(|(i, _)| handle(entities, i as u32)));
     }
     fn drain(&mut self, mut f: impl FnMut(u32, T)) {
         for (index, slot) in self.slots.iter_mut().enumerate() {

@@ -26,7 +26,7 @@ pub mod dense_array;
 pub mod hash_map;
 
 use super::component::ComponentId;
-use super::entity::Entity;
+use super::entity::{Entities, Entity};
 use super::sparse_set::SparseSet;
 use archetype::Archetypes;
 use std::any::Any;
@@ -123,6 +123,9 @@ pub trait Pool<T>: Default + 'static {
     }
     /// Appends every index that has a value, in iteration order.
     fn collect_indices(&self, out: &mut Vec<u32>);
+    /// Appends the handle of every entity that has a value, in iteration order (`entities` turns indices back
+    /// into handles where the layout keeps only indices).
+    fn collect_entities(&self, entities: &Entities, out: &mut Vec<Entity>);
     /// Removes every value, handing `(index, value)` to `f` in iteration order.
     fn drain(&mut self, f: impl FnMut(u32, T));
     /// Bytes held (capacity, not length).
@@ -394,6 +397,9 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
     fn collect_indices(&self, out: &mut Vec<u32>) {
         out.extend(self.entities().iter().map(|e| e.index()));
     }
+    fn collect_entities(&self, _: &Entities, out: &mut Vec<Entity>) {
+        out.extend_from_slice(self.entities());
+    }
     fn drain(&mut self, mut f: impl FnMut(u32, T)) {
         SparseSet::drain(self, |entity, value| f(entity.index(), value))
     }
@@ -415,6 +421,12 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
     fn packed_mut(&mut self) -> Option<(&[Entity], &mut [T])> {
         Some(self.parts_mut())
     }
+}
+
+/// The live handle at `index`, for layouts that keep only indices.
+#[inline]
+pub(crate) fn handle(entities: &Entities, index: u32) -> Entity {
+    entities.alive_at(index).expect("a pool holds a value for a dead entity")
 }
 
 #[cfg(test)]

@@ -1,0 +1,128 @@
+//! The command line. One parser for the window and the headless runs; bad flags or values exit non-zero with a
+//! clear message and the usage line.
+
+use crate::ecs::Backend;
+use crate::sim::report::RunSettings;
+use crate::sim::SimConfig;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use std::path::PathBuf;
+
+/// Largest `--entities` accepted: beyond this the arena is solid fighters and memory runs out before insight.
+pub const MAX_ENTITIES: u32 = 2_000_000;
+
+/// A backend name, or `all`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// One backend.
+    One(Backend),
+    /// Each backend in turn (headless only).
+    All,
+}
+
+fn parse_backend(s: &str) -> Result<BackendChoice, String> {
+    if s == "all" {
+        return Ok(BackendChoice::All);
+    }
+    s.parse::<Backend>().map(BackendChoice::One).map_err(|e| format!("{e}, or all"))
+}
+
+/// Swarm: a sparse-set ECS with five live-switchable storage backends, shown by a 2D swarm battle.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "swarm", version, about)]
+pub struct Cli {
+    /// Run without a window and print a report per backend.
+    #[arg(long)]
+    pub headless: bool,
+    /// Frames to run (headless default 600; the window runs until closed unless given).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub frames: Option<u32>,
+    /// Target population of fighters.
+    #[arg(long, default_value_t = 10_000)]
+    pub entities: u32,
+    /// Seed of the run (a run depends only on seed and settings).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Storage backend: sparse-set, hash-map, btree, dense-array, archetype (or all, headless).
+    #[arg(long, default_value = "sparse-set", value_parser = parse_backend)]
+    pub backend: BackendChoice,
+    /// Switch to the next backend live every K frames (headless); the digest must not change.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub switch_every: Option<u32>,
+    /// Print the headless report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a Chrome trace of the system spans to FILE (Perfetto opens it).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Window: run the given frames, save a PNG to FILE, and exit.
+    #[arg(long, value_name = "FILE")]
+    pub screenshot: Option<PathBuf>,
+    /// World capacity (maximum live entities); default fits the population and its particles.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub capacity: Option<u32>,
+    /// Sort the velocity and health pools into the position pool's order every N frames (sparse set; 0 = never).
+    #[arg(long, default_value_t = 0)]
+    pub align_every: u32,
+}
+
+impl Cli {
+    /// Parses `std::env::args`, exiting with a message and the usage line on bad input.
+    pub fn parse_or_exit() -> Self {
+        let cli = Cli::parse();
+        if let Err((kind, message)) = cli.validate() {
+            Cli::command().error(kind, message).exit();
+        }
+        cli
+    }
+
+    /// Checks the combinations clap cannot.
+    pub fn validate(&self) -> Result<(), (ErrorKind, String)> {
+        let conflict = |m: &str| Err((ErrorKind::ArgumentConflict, m.to_string()));
+        if self.entities > MAX_ENTITIES {
+            return Err((
+                ErrorKind::ValueValidation,
+                format!("--entities {} is above the limit of {MAX_ENTITIES}", self.entities),
+            ));
+        }
+        if self.headless {
+            if self.screenshot.is_some() {
+                return conflict("--screenshot needs the window; drop --headless");
+            }
+        } else {
+            if self.backend == BackendChoice::All {
+                return conflict("--backend all runs every backend in turn and needs --headless; the window switches live (keys 1-5)");
+            }
+            if self.json {
+                return conflict("--json prints the headless report; add --headless");
+            }
+            if self.switch_every.is_some() {
+                return conflict("--switch-every is headless; in the window press Tab or 1-5");
+            }
+            if self.screenshot.is_some() && self.frames.is_none() {
+                return conflict("--screenshot needs --frames N (the frame to capture)");
+            }
+        }
+        Ok(())
+    }
+
+    /// The simulation settings these flags ask for.
+    pub fn config(&self) -> SimConfig {
+        let mut config = SimConfig::with_population(self.entities);
+        config.align_every = self.align_every;
+        config
+    }
+
+    /// The headless run for `backend`.
+    pub fn run_settings(&self, backend: Backend) -> RunSettings {
+        let config = self.config();
+        RunSettings {
+            capacity: self.capacity.unwrap_or_else(|| config.default_capacity()),
+            config,
+            seed: self.seed,
+            frames: self.frames.unwrap_or(600),
+            backend,
+            switch_every: self.switch_every,
+        }
+    }
+}

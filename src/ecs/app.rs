@@ -1,0 +1,264 @@
+//! The app, Bevy-plugin style: a world, systems in stages, plugins that add them, and a frame loop.
+//!
+//! ```
+//! use swarm::ecs::app::{App, Stage};
+//! use swarm::ecs::World;
+//! struct Counter(u32);
+//! fn count(world: &mut World) {
+//!     world.resource_mut::<Counter>().0 += 1;
+//! }
+//! fn counting(app: &mut App) {
+//!     app.insert_resource(Counter(0)).add_systems(Stage::Update, count);
+//! }
+//! let mut app = App::new();
+//! app.add_plugins(counting);
+//! app.update();
+//! app.update();
+//! assert_eq!(app.world.resource::<Counter>().0, 2);
+//! ```
+
+use super::profile::Profiler;
+use super::world::World;
+
+/// When a system runs within a frame. Startup runs once, before the first frame's other stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stage {
+    /// Once, before the first frame.
+    Startup,
+    /// Each frame, first.
+    PreUpdate,
+    /// Each frame.
+    Update,
+    /// Each frame, after `Update`.
+    PostUpdate,
+    /// Each frame, last (before commands are applied).
+    Last,
+}
+
+impl Stage {
+    /// The per-frame stages, in order.
+    pub const FRAME: [Stage; 4] = [Stage::PreUpdate, Stage::Update, Stage::PostUpdate, Stage::Last];
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+/// Something that configures an [`App`]: adds systems, resources, other plugins.
+pub trait Plugin {
+    /// Adds this plugin's parts to `app`.
+    fn build(&self, app: &mut App);
+}
+
+impl<F: Fn(&mut App)> Plugin for F {
+    fn build(&self, app: &mut App) {
+        self(app)
+    }
+}
+
+macro_rules! impl_plugin_tuple {
+    ($($P:ident $p:ident),+) => {
+        impl<$($P: Plugin),+> Plugin for ($($P,)+) {
+            fn build(&self, app: &mut App) {
+                let ($($p,)+) = self;
+                $($p.build(app);)+
+            }
+        }
+    };
+}
+impl_plugin_tuple!(A a);
+impl_plugin_tuple!(A a, B b);
+impl_plugin_tuple!(A a, B b, C c);
+impl_plugin_tuple!(A a, B b, C c, D d);
+impl_plugin_tuple!(A a, B b, C c, D d, E e);
+impl_plugin_tuple!(A a, B b, C c, D d, E e, F f);
+impl_plugin_tuple!(A a, B b, C c, D d, E e, F f, G g);
+impl_plugin_tuple!(A a, B b, C c, D d, E e, F f, G g, H h);
+
+/// A system: a function of the world. Its name (for spans and reports) is the function's name.
+pub trait System: 'static {
+    /// Runs the system once.
+    fn run(&mut self, world: &mut World);
+    /// The name in spans and reports.
+    fn name(&self) -> &'static str;
+}
+
+impl<F: FnMut(&mut World) + 'static> System for F {
+    fn run(&mut self, world: &mut World) {
+        self(world)
+    }
+    fn name(&self) -> &'static str {
+        let full = std::any::type_name::<F>();
+        full.rsplit("::").next().unwrap_or(full)
+    }
+}
+
+/// One system or a tuple of systems, added in order.
+pub trait IntoSystems {
+    /// Appends the systems to `out`, in order.
+    fn into_systems(self, out: &mut Vec<Box<dyn System>>);
+}
+
+impl<S: System> IntoSystems for S {
+    fn into_systems(self, out: &mut Vec<Box<dyn System>>) {
+        out.push(Box::new(self));
+    }
+}
+
+macro_rules! impl_into_systems_tuple {
+    ($($S:ident $s:ident),+) => {
+        impl<$($S: System),+> IntoSystems for ($($S,)+) {
+            fn into_systems(self, out: &mut Vec<Box<dyn System>>) {
+                let ($($s,)+) = self;
+                $(out.push(Box::new($s));)+
+            }
+        }
+    };
+}
+impl_into_systems_tuple!(A a, B b);
+impl_into_systems_tuple!(A a, B b, C c);
+impl_into_systems_tuple!(A a, B b, C c, D d);
+impl_into_systems_tuple!(A a, B b, C c, D d, E e);
+impl_into_systems_tuple!(A a, B b, C c, D d, E e, F f);
+
+struct Entry {
+    system: Box<dyn System>,
+    name: &'static str,
+    id: u64,
+}
+
+/// The world plus its systems.
+pub struct App {
+    /// The world the systems run on.
+    pub world: World,
+    stages: [Vec<Entry>; 5],
+    started: bool,
+    frames: u64,
+    profiler: Profiler,
+    apply_id: u64,
+}
+
+impl Default for App {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl App {
+    /// An app with an empty default world.
+    pub fn new() -> Self {
+        Self::with_world(World::new())
+    }
+
+    /// An app around `world`.
+    pub fn with_world(world: World) -> Self {
+        let profiler = Profiler::new();
+        let apply_id = profiler.register("apply_commands");
+        Self { world, stages: Default::default(), started: false, frames: 0, profiler, apply_id }
+    }
+
+    /// Adds a plugin, a `fn(&mut App)`, or a tuple of them.
+    pub fn add_plugins(&mut self, plugins: impl Plugin) -> &mut Self {
+        plugins.build(self);
+        self
+    }
+
+    /// Inserts a resource into the world.
+    pub fn insert_resource<R: 'static>(&mut self, value: R) -> &mut Self {
+        self.world.insert_resource(value);
+        self
+    }
+
+    /// Adds systems to `stage`; within a stage they run in the order added.
+    pub fn add_systems(&mut self, stage: Stage, systems: impl IntoSystems) -> &mut Self {
+        let mut boxed = Vec::new();
+        systems.into_systems(&mut boxed);
+        for system in boxed {
+            let name = system.name();
+            let id = self.profiler.register(name);
+            self.stages[stage.slot()].push(Entry { system, name, id });
+        }
+        self
+    }
+
+    /// The recorder of per-system times.
+    pub fn profiler(&self) -> &Profiler {
+        &self.profiler
+    }
+
+    /// Frames run so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The names of the systems of `stage`, in run order.
+    pub fn system_names(&self, stage: Stage) -> impl Iterator<Item = &'static str> + '_ {
+        self.stages[stage.slot()].iter().map(|e| e.name)
+    }
+
+    /// Runs one frame: Startup systems the first time, then every frame stage in order, then the command buffer.
+    pub fn update(&mut self) {
+        let Self { world, stages, started, profiler, apply_id, .. } = self;
+        if !*started {
+            *started = true;
+            for entry in &mut stages[Stage::Startup.slot()] {
+                profiler.time(entry.name, entry.id, || entry.system.run(world));
+            }
+            world.apply_commands();
+        }
+        for stage in Stage::FRAME {
+            for entry in &mut stages[stage.slot()] {
+                profiler.time(entry.name, entry.id, || entry.system.run(world));
+            }
+        }
+        profiler.time("apply_commands", *apply_id, || world.apply_commands());
+        self.frames += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Log(Vec<&'static str>);
+
+    fn first(world: &mut World) {
+        world.resource_mut::<Log>().0.push("first");
+    }
+    fn second(world: &mut World) {
+        world.resource_mut::<Log>().0.push("second");
+    }
+    fn early(world: &mut World) {
+        world.resource_mut::<Log>().0.push("early");
+    }
+    fn once(world: &mut World) {
+        world.resource_mut::<Log>().0.push("once");
+        world.commands().spawn((1u8,)).unwrap();
+    }
+
+    struct LogPlugin;
+    impl Plugin for LogPlugin {
+        fn build(&self, app: &mut App) {
+            app.insert_resource(Log(Vec::new()));
+        }
+    }
+
+    #[test]
+    fn stages_run_in_order_and_startup_once() {
+        let mut app = App::new();
+        app.add_plugins((LogPlugin, |app: &mut App| {
+            app.add_systems(Stage::Update, (first, second)).add_systems(Stage::PreUpdate, early);
+        }));
+        app.add_systems(Stage::Startup, once);
+        app.update();
+        assert_eq!(app.world.len(), 1, "startup commands are applied");
+        app.update();
+        assert_eq!(app.world.resource::<Log>().0, ["once", "early", "first", "second", "early", "first", "second"]);
+        assert_eq!(app.system_names(Stage::Update).collect::<Vec<_>>(), ["first", "second"]);
+        app.profiler().with_timings(|t| {
+            assert_eq!(t.get("first").unwrap().runs, 2);
+            assert_eq!(t.get("once").unwrap().runs, 1);
+            assert_eq!(t.get("apply_commands").unwrap().runs, 2);
+        });
+    }
+}

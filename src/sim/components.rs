@@ -1,0 +1,49 @@
+//! The simulation's components. Tags (`Red`, `Blue`, `Hunter`, `Particle`) are zero-sized: membership only.
+
+use crate::ecs::Entity;
+use glam::Vec2;
+
+/// Where an entity is, in arena units.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Position(pub Vec2);
+
+/// How fast it moves, in arena units per second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Velocity(pub Vec2);
+
+/// Hit points of a fighter; it dies at zero or below. An integer so damage sums in any order to the same value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Health(pub i32);
+
+/// Team tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Red;
+
+/// Team tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blue;
+
+/// A fighter that chases one enemy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hunter;
+
+/// The enemy a hunter chases. The handle goes stale when that enemy dies, even if its index is reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target(pub Entity);
+
+/// A spark from a death: moves, fades, never collides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Particle;
+
+/// Frames left before a particle disappears.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lifetime(pub u16);
+
+/// Which side a fighter is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Team {
+    /// The red side.
+    Red,
+    /// The blue side.
+    Blue,
+}

@@ -1,0 +1,196 @@
+//! A uniform grid broadphase, rebuilt each frame by counting sort: no allocation once the buffers have grown.
+//!
+//! Similar to `HashMap<(col, row), Vec<Entity>>`, but flat: `items` sorted by cell and `starts[c]..starts[c + 1]`
+//! the range of cell `c`. Cells are `2 * radius` wide, so contacts are found in the 3 x 3 cells around an item.
+
+use crate::ecs::Entity;
+use glam::Vec2;
+
+/// One fighter as the grid sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GridItem {
+    /// Its handle.
+    pub entity: Entity,
+    /// Its position when the grid was built.
+    pub position: Vec2,
+    /// 0 red, 1 blue.
+    pub team: u8,
+}
+
+/// The grid. Invariant: `items[starts[c] as usize..starts[c + 1] as usize]` are exactly the items in cell `c`.
+#[derive(Default)]
+pub struct Grid {
+    cell: f32,
+    cols: i32,
+    rows: i32,
+    starts: Vec<u32>,
+    items: Vec<GridItem>,
+    staged: Vec<GridItem>,
+}
+
+impl Grid {
+    /// Clears the items and sets the geometry.
+    pub fn begin(&mut self, arena: Vec2, cell: f32) {
+        self.cell = cell.max(1.0);
+        self.cols = ((arena.x / self.cell).ceil() as i32).max(1);
+        self.rows = ((arena.y / self.cell).ceil() as i32).max(1);
+        self.staged.clear();
+    }
+
+    /// Adds an item (call between [`Grid::begin`] and [`Grid::finish`]).
+    #[inline]
+    pub fn push(&mut self, item: GridItem) {
+        self.staged.push(item);
+    }
+
+    /// The cell coordinates of a point, clamped to the arena.
+    #[inline]
+    pub fn cell_of(&self, p: Vec2) -> (i32, i32) {
+        (((p.x / self.cell) as i32).clamp(0, self.cols - 1), ((p.y / self.cell) as i32).clamp(0, self.rows - 1))
+    }
+
+    /// Sorts the staged items into cells.
+    pub fn finish(&mut self) {
+        let cells = (self.cols * self.rows) as usize;
+        self.starts.clear();
+        self.starts.resize(cells + 1, 0);
+        for item in &self.staged {
+            let (c, r) = self.cell_of(item.position);
+            self.starts[(r * self.cols + c) as usize + 1] += 1;
+        }
+        for c in 0..cells {
+            self.starts[c + 1] += self.starts[c];
+        }
+        self.items.clear();
+        self.items.resize(
+            self.staged.len(),
+            GridItem { entity: Entity::from_bits(1 << 32).unwrap(), position: Vec2::ZERO, team: 0 },
+        );
+        // Scatter, reusing `starts` as write cursors, then shift it back.
+        for item in &self.staged {
+            let (c, r) = self.cell_of(item.position);
+            let slot = &mut self.starts[(r * self.cols + c) as usize];
+            self.items[*slot as usize] = *item;
+            *slot += 1;
+        }
+        for c in (1..=cells).rev() {
+            self.starts[c] = self.starts[c - 1];
+        }
+        self.starts[0] = 0;
+    }
+
+    /// The items, grouped by cell.
+    pub fn items(&self) -> &[GridItem] {
+        &self.items
+    }
+
+    /// The items of cell `(col, row)`; empty outside the grid.
+    #[inline]
+    pub fn cell_items(&self, col: i32, row: i32) -> &[GridItem] {
+        if col < 0 || row < 0 || col >= self.cols || row >= self.rows {
+            return &[];
+        }
+        let c = (row * self.cols + col) as usize;
+        &self.items[self.starts[c] as usize..self.starts[c + 1] as usize]
+    }
+
+    /// Calls `f(a, b)` once for every pair of items in the same or adjacent cells (each unordered pair once), by
+    /// walking each cell against itself and its four "forward" neighbours (east, and the three below). Pairs in
+    /// one cell and its neighbours come out as slices, so the per-cell setup is paid once, not per item.
+    pub fn for_each_near_pair(&self, mut f: impl FnMut(usize, usize)) {
+        for row in 0..self.rows {
+            for col in 0..self.cols {
+                let c = (row * self.cols + col) as usize;
+                let (start, end) = (self.starts[c] as usize, self.starts[c + 1] as usize);
+                if start == end {
+                    continue;
+                }
+                // Same cell: j > i.
+                for i in start..end {
+                    for j in i + 1..end {
+                        f(i, j);
+                    }
+                }
+                // East neighbour, then the three cells of the next row: each a contiguous range.
+                let east_end = if col + 1 < self.cols { self.starts[c + 2] as usize } else { end };
+                let below = if row + 1 < self.rows {
+                    let first = ((row + 1) * self.cols + (col - 1).max(0)) as usize;
+                    let last = ((row + 1) * self.cols + (col + 1).min(self.cols - 1)) as usize;
+                    self.starts[first] as usize..self.starts[last + 1] as usize
+                } else {
+                    0..0
+                };
+                for i in start..end {
+                    for j in (end..east_end).chain(below.clone()) {
+                        f(i, j);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.starts.capacity() * 4 + (self.items.capacity() + self.staged.capacity()) * std::mem::size_of::<GridItem>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::num::NonZeroU32;
+
+    #[test]
+    fn items_land_in_their_cells() {
+        let mut grid = Grid::default();
+        grid.begin(Vec2::new(100.0, 50.0), 10.0);
+        let points = [(5.0, 5.0), (95.0, 45.0), (15.0, 5.0), (6.0, 6.0), (-3.0, 200.0)];
+        for (i, (x, y)) in points.into_iter().enumerate() {
+            grid.push(GridItem {
+                entity: Entity::from_parts(i as u32, NonZeroU32::MIN),
+                position: Vec2::new(x, y),
+                team: 0,
+            });
+        }
+        grid.finish();
+        assert_eq!(grid.items().len(), 5);
+        let first: Vec<u32> = grid.cell_items(0, 0).iter().map(|i| i.entity.index()).collect();
+        assert_eq!(first, vec![0, 3]);
+        assert_eq!(grid.cell_items(1, 0).len(), 1);
+        assert_eq!(grid.cell_items(9, 4).len(), 1);
+        assert_eq!(grid.cell_items(0, 4).len(), 1, "out-of-arena points clamp to the edge");
+        assert!(grid.cell_items(-1, 0).is_empty());
+    }
+
+    #[test]
+    fn near_pairs_match_brute_force() {
+        let mut grid = Grid::default();
+        grid.begin(Vec2::new(64.0, 64.0), 8.0);
+        let mut x = 12345u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x % 6400) as f32 / 100.0
+        };
+        for i in 0..300 {
+            let p = Vec2::new(next(), next());
+            grid.push(GridItem { entity: Entity::from_parts(i, NonZeroU32::MIN), position: p, team: (i % 2) as u8 });
+        }
+        grid.finish();
+        let items = grid.items();
+        let mut found = std::collections::BTreeSet::new();
+        grid.for_each_near_pair(|i, j| {
+            let (a, b) = (items[i].entity.index(), items[j].entity.index());
+            assert!(found.insert((a.min(b), a.max(b))), "pair ({a}, {b}) visited twice");
+        });
+        // Every pair closer than one cell must be among the near pairs.
+        for a in items {
+            for b in items {
+                if a.entity < b.entity && a.position.distance(b.position) < 8.0 {
+                    assert!(found.contains(&(a.entity.index(), b.entity.index())), "close pair missed");
+                }
+            }
+        }
+    }
+}

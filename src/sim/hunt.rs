@@ -1,0 +1,124 @@
+//! Hunting: hunters steer toward their target; when the target handle has gone stale (the enemy died, even if
+//! its index now belongs to someone else) the lookup fails, the stale handle is counted, and the hunter picks the
+//! nearest enemy from the grid.
+
+use super::collision::Broadphase;
+use super::components::{Hunter, Position, Target, Velocity};
+use super::config::{SimConfig, SimStats};
+use super::grid::Grid;
+use crate::ecs::app::{App, Stage};
+use crate::ecs::{Entity, World};
+use glam::Vec2;
+
+/// Adds [`hunt_targets`] to `Update`.
+pub fn plugin(app: &mut App) {
+    app.insert_resource(HuntScratch::default()).add_systems(Stage::Update, hunt_targets);
+}
+
+/// Hunters to retarget this frame, reused.
+#[derive(Default)]
+pub struct HuntScratch {
+    retarget: Vec<(Entity, Option<Entity>)>,
+}
+
+/// Steers hunters toward their targets; retargets those whose target is stale or missing.
+///
+/// Positions come from the broadphase snapshot built after last frame's movement (nothing has moved since), so
+/// no per-entity world lookups are needed: a target is live if its snapshot slot holds that very handle (the
+/// generation makes a recycled index fail). `despawn_dead` clears the slots of the fighters it despawns, so the
+/// snapshot never vouches for the dead.
+pub fn hunt_targets(world: &mut World) {
+    let config = world.resource::<SimConfig>().clone();
+    world.resource_scope::<HuntScratch, _>(|world, scratch| {
+        world.resource_scope::<Broadphase, _>(|world, broadphase| {
+            let at = &broadphase.fighters;
+            let mut stale = 0u64;
+            scratch.retarget.clear();
+            let retarget = &mut scratch.retarget;
+            world.query::<(&Target, &mut Velocity, &Position)>().with::<Hunter>().for_each(|hunter, (target, v, p)| {
+                match at.get(target.0.index() as usize).copied().flatten() {
+                    Some((e, goal, _)) if e == target.0 => {
+                        let to = goal - p.0;
+                        if to.length_squared() > 1e-6 {
+                            v.0 = to.normalize() * config.hunter_speed;
+                        }
+                    }
+                    _ => {
+                        stale += 1;
+                        retarget.push((hunter, None));
+                    }
+                }
+            });
+            world.query::<(&Position,)>().with::<Hunter>().without::<Target>().for_each(|hunter, _| {
+                retarget.push((hunter, None));
+            });
+
+            // Canonical order, so the commands (and so the world) do not depend on the backend's iteration order.
+            retarget.sort_unstable();
+            for (hunter, choice) in retarget.iter_mut() {
+                if let Some((_, position, team)) = at.get(hunter.index() as usize).copied().flatten() {
+                    *choice = nearest_enemy(&broadphase.grid, at, world, position, team, config.search_cells);
+                }
+            }
+            let mut commands = world.commands();
+            let mut retargets = 0;
+            for &(hunter, choice) in retarget.iter() {
+                match choice {
+                    Some(enemy) => {
+                        commands.insert(hunter, Target(enemy));
+                        retargets += 1;
+                    }
+                    None => commands.remove::<Target>(hunter),
+                }
+            }
+            let stats = world.resource_mut::<SimStats>();
+            stats.stale_caught += stale;
+            stats.retargets += retargets;
+        })
+    });
+}
+
+/// The nearest live enemy within `search_cells` rings of grid cells; ties go to the smaller handle.
+fn nearest_enemy(
+    grid: &Grid,
+    at: &[Option<(Entity, Vec2, u8)>],
+    world: &World,
+    from: Vec2,
+    team: u8,
+    search_cells: i32,
+) -> Option<Entity> {
+    let (col, row) = grid.cell_of(from);
+    let mut best: Option<(f32, Entity)> = None;
+    let mut found_at = None;
+    for ring in 0..=search_cells {
+        for r in row - ring..=row + ring {
+            for c in col - ring..=col + ring {
+                if (r - row).abs() != ring && (c - col).abs() != ring {
+                    continue; // inner cells were searched by earlier rings
+                }
+                for item in grid.cell_items(c, r) {
+                    if item.team == team {
+                        continue;
+                    }
+                    // The grid is from the last frame: check the enemy still lives, and use where it is now.
+                    let Some((e, p, _)) = at.get(item.entity.index() as usize).copied().flatten() else { continue };
+                    if e != item.entity || !world.is_alive(e) {
+                        continue;
+                    }
+                    let d = p.distance_squared(from);
+                    if best.is_none_or(|(bd, be)| (d, e) < (bd, be)) {
+                        best = Some((d, e));
+                    }
+                }
+            }
+        }
+        // A point in the next ring can still be nearer than one found in a ring's corner, so search one more
+        // ring after the first find, then stop (nearest up to that geometry; exact enough to chase).
+        match found_at {
+            None if best.is_some() => found_at = Some(ring),
+            Some(first) if ring > first => break,
+            _ => {}
+        }
+    }
+    best.map(|(_, e)| e)
+}

@@ -1,0 +1,74 @@
+//! The simulation: fighters of two teams, hunters, particles, on a fixed time step. Imports the ECS and glam,
+//! never macroquad, so every system runs headless, in tests and in benches.
+//!
+//! Systems, in frame order: `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `align_pools` ->
+//! `integrate_velocity` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles` (PostUpdate) ->
+//! `count_frame` (Last) -> the command buffer is applied.
+
+pub mod collision;
+pub mod components;
+pub mod config;
+pub mod digest;
+pub mod grid;
+pub mod hunt;
+pub mod lifecycle;
+pub mod movement;
+pub mod report;
+pub mod spawn;
+
+use crate::ecs::app::{App, Plugin};
+use crate::ecs::entity::Entities;
+use crate::ecs::{Backend, World};
+pub use config::{SimConfig, SimRng, SimStats, SpawnRequests, DT};
+pub use digest::digest;
+
+/// The whole simulation as one plugin: its resources and the five system plugins, in order.
+pub struct SimPlugin {
+    /// Settings.
+    pub config: SimConfig,
+    /// The seed of the run's random generator.
+    pub seed: u64,
+}
+
+impl Plugin for SimPlugin {
+    fn build(&self, app: &mut App) {
+        app.insert_resource(self.config.clone())
+            .insert_resource(SimRng::new(self.seed))
+            .insert_resource(SimStats::default())
+            .insert_resource(SpawnRequests::default())
+            .add_plugins((spawn::plugin, hunt::plugin, movement::plugin, collision::plugin, lifecycle::plugin));
+    }
+}
+
+/// An app running the simulation on `backend`, in a world of `capacity` entities.
+pub fn build_app(config: SimConfig, seed: u64, backend: Backend, capacity: u32) -> App {
+    let mut world = World::from_entities(Entities::new(capacity));
+    world.set_backend(backend);
+    let mut app = App::with_world(world);
+    app.add_plugins(SimPlugin { config, seed });
+    app
+}
+
+/// Live entities by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Red fighters.
+    pub red: u32,
+    /// Blue fighters.
+    pub blue: u32,
+    /// Hunters (of both teams).
+    pub hunters: u32,
+    /// Particles.
+    pub particles: u32,
+}
+
+/// Counts live entities by kind (one query per kind).
+pub fn census(world: &mut World) -> Census {
+    use components::{Blue, Hunter, Particle, Red};
+    Census {
+        red: world.query::<(&Red,)>().count() as u32,
+        blue: world.query::<(&Blue,)>().count() as u32,
+        hunters: world.query::<(&Hunter,)>().count() as u32,
+        particles: world.query::<(&Particle,)>().count() as u32,
+    }
+}

@@ -1,0 +1,185 @@
+//! The headless run and its report: frame times, per-system times, population, commands, memory and the digest.
+
+use super::config::{SimConfig, SimStats};
+use super::{build_app, digest};
+use crate::ecs::profile::SpanStat;
+use crate::ecs::Backend;
+use serde::Serialize;
+use std::fmt;
+use std::time::Instant;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunSettings {
+    /// Simulation settings.
+    pub config: SimConfig,
+    /// Random seed.
+    pub seed: u64,
+    /// Frames to simulate (at least 1).
+    pub frames: u32,
+    /// World capacity.
+    pub capacity: u32,
+    /// The backend to start on.
+    pub backend: Backend,
+    /// Switch to the next backend every this many frames (cycling through all five).
+    pub switch_every: Option<u32>,
+}
+
+/// Per-system time.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SystemTime {
+    /// System name.
+    pub name: String,
+    /// Mean milliseconds per frame.
+    pub mean_ms: f64,
+}
+
+/// The report of one run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Report {
+    /// The backend the run started on.
+    pub backend: String,
+    /// Backends switched through (empty without `--switch-every`).
+    pub switches: u32,
+    /// Mean milliseconds per live switch.
+    pub switch_mean_ms: f64,
+    /// Frames simulated.
+    pub frames: u32,
+    /// Frame time, milliseconds: mean, median, 99th percentile, max.
+    pub mean_ms: f64,
+    /// Median frame time.
+    pub p50_ms: f64,
+    /// 99th percentile frame time.
+    pub p99_ms: f64,
+    /// Slowest frame.
+    pub max_ms: f64,
+    /// Mean time per system per frame.
+    pub systems: Vec<SystemTime>,
+    /// Most entities alive at once.
+    pub peak_live: u32,
+    /// Entities alive at the end.
+    pub live: u32,
+    /// Fighters spawned.
+    pub spawned: u64,
+    /// Fighters died.
+    pub deaths: u64,
+    /// Particles spawned.
+    pub particles: u64,
+    /// Spawns refused because the world was full.
+    pub spawn_refused: u64,
+    /// Commands applied.
+    pub commands_applied: u32,
+    /// Commands skipped (dead or stale target).
+    pub commands_skipped: u32,
+    /// Stale target handles caught by hunters.
+    pub stale_caught: u64,
+    /// Storage bytes of the final backend at the end (components + bookkeeping).
+    pub storage_bytes: usize,
+    /// Largest storage bytes seen at a frame's end.
+    pub peak_storage_bytes: usize,
+    /// Bytes of the entity allocator.
+    pub allocator_bytes: usize,
+    /// The world digest after the last frame, as 16 hex digits.
+    pub digest: String,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+/// Runs the simulation without a window and reports. `on_app` sees the app before the first frame (to attach a
+/// trace, say).
+pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::ecs::app::App)) -> Report {
+    let mut app = build_app(settings.config.clone(), settings.seed, settings.backend, settings.capacity);
+    on_app(&app);
+    let mut frame_ms = Vec::with_capacity(settings.frames as usize);
+    let mut peak_storage = 0;
+    let (mut switches, mut switch_ms) = (0u32, 0.0);
+    for frame in 0..settings.frames {
+        if let Some(k) = settings.switch_every {
+            if frame > 0 && frame % k == 0 {
+                let next = app.world.backend().next();
+                let t = Instant::now();
+                app.world.set_backend(next);
+                switch_ms += t.elapsed().as_secs_f64() * 1e3;
+                switches += 1;
+            }
+        }
+        let t = Instant::now();
+        app.update();
+        frame_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        peak_storage = peak_storage.max(app.world.storage_bytes());
+    }
+    let mut sorted = frame_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let mut spans: Vec<SpanStat> = Vec::new();
+    app.profiler().snapshot(&mut spans);
+    let frames = settings.frames.max(1) as f64;
+    let systems = spans.iter().map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames }).collect();
+    let stats = app.world.resource::<SimStats>().clone();
+    let totals = app.world.command_totals();
+    Report {
+        backend: settings.backend.name().to_string(),
+        switches,
+        switch_mean_ms: if switches == 0 { 0.0 } else { switch_ms / switches as f64 },
+        frames: settings.frames,
+        mean_ms: frame_ms.iter().sum::<f64>() / frames,
+        p50_ms: percentile(&sorted, 50.0),
+        p99_ms: percentile(&sorted, 99.0),
+        max_ms: sorted.last().copied().unwrap_or(0.0),
+        systems,
+        peak_live: stats.peak_live,
+        live: app.world.len(),
+        spawned: stats.spawned,
+        deaths: stats.deaths,
+        particles: stats.particles,
+        spawn_refused: stats.spawn_refused,
+        commands_applied: totals.applied,
+        commands_skipped: totals.skipped,
+        stale_caught: stats.stale_caught,
+        storage_bytes: app.world.storage_bytes(),
+        peak_storage_bytes: peak_storage,
+        allocator_bytes: app.world.entities().bytes(),
+        digest: format!("{:016x}", digest(&mut app.world)),
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "== backend: {}", self.backend)?;
+        if self.switches > 0 {
+            write!(f, " (switched live {} times, {:.2} ms per switch)", self.switches, self.switch_mean_ms)?;
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "frames: {}   frame ms: mean {:.3}  p50 {:.3}  p99 {:.3}  max {:.3}",
+            self.frames, self.mean_ms, self.p50_ms, self.p99_ms, self.max_ms
+        )?;
+        writeln!(f, "per-system ms (mean per frame):")?;
+        for s in &self.systems {
+            writeln!(f, "  {:<20} {:>8.3}", s.name, s.mean_ms)?;
+        }
+        writeln!(f, "entities: peak {}  at end {}", self.peak_live, self.live)?;
+        writeln!(
+            f,
+            "spawned {}  deaths {}  particles {}  refused (world full) {}",
+            self.spawned, self.deaths, self.particles, self.spawn_refused
+        )?;
+        writeln!(
+            f,
+            "commands applied {}  skipped {}   stale handles caught {}",
+            self.commands_applied, self.commands_skipped, self.stale_caught
+        )?;
+        writeln!(
+            f,
+            "storage bytes: {} at end, {} peak (+ {} allocator)",
+            self.storage_bytes, self.peak_storage_bytes, self.allocator_bytes
+        )?;
+        writeln!(f, "digest: {}", self.digest)
+    }
+}
