@@ -69,11 +69,27 @@ pub struct Cli {
 impl Cli {
     /// Parses `std::env::args`, exiting with a message and the usage line on bad input.
     pub fn parse_or_exit() -> Self {
-        let cli = Cli::parse();
-        if let Err((kind, message)) = cli.validate() {
-            Cli::command().error(kind, message).exit();
+        let parsed = Cli::try_parse().and_then(|cli| match cli.validate() {
+            Ok(()) => Ok(cli),
+            Err((kind, message)) => Err(Cli::command().error(kind, message)),
+        });
+        match parsed {
+            Ok(cli) => cli,
+            // `--help` and `--version` are "errors" that print to stdout and exit 0.
+            Err(error) if !error.use_stderr() => error.exit(),
+            Err(error) => {
+                // clap prints the usage line with some errors only; every refusal here shows it.
+                let message = error.render().to_string();
+                if message.contains("Usage:") {
+                    eprint!("{message}");
+                } else {
+                    let usage = Cli::command().render_usage();
+                    let message = message.trim_end().trim_end_matches("For more information, try '--help'.").trim_end();
+                    eprintln!("{message}\n\n{usage}\n\nFor more information, try '--help'.");
+                }
+                std::process::exit(error.exit_code());
+            }
         }
-        cli
     }
 
     /// Checks the combinations clap cannot.

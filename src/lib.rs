@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod art;
 pub mod cli;
 pub mod ecs;
 pub mod sim;

@@ -1,4 +1,6 @@
-//! The binary: the headless report, or the window.
+//! The binary: the headless report, or the window. `render/` and this file are the only code that calls macroquad.
+
+mod render;
 
 use std::process::ExitCode;
 use swarm::cli::{BackendChoice, Cli};
@@ -11,10 +13,9 @@ fn main() -> ExitCode {
     if cli.headless {
         return headless(&cli);
     }
-    eprintln!("swarm: the window is not built yet; use --headless");
-    ExitCode::FAILURE
+    macroquad::Window::from_config(render::conf(), render::run(cli));
+    ExitCode::SUCCESS
 }
-
 fn headless(cli: &Cli) -> ExitCode {
     let backends: Vec<Backend> = match cli.backend {
         BackendChoice::All => Backend::ALL.to_vec(),
@@ -23,12 +24,25 @@ fn headless(cli: &Cli) -> ExitCode {
     let mut reports = Vec::new();
     for backend in backends {
         let settings = cli.run_settings(backend);
+        let trace_path = cli.trace.as_ref().map(|path| {
+            if cli.backend == BackendChoice::All {
+                per_backend(path, backend)
+            } else {
+                path.clone()
+            }
+        });
+        // Fail before simulating, not after, if the trace cannot be written.
+        if let Some(path) = &trace_path {
+            if let Err(error) = std::fs::File::create(path) {
+                eprintln!("swarm: cannot write trace {}: {error}", path.display());
+                return ExitCode::FAILURE;
+            }
+        }
         let mut trace = None;
         let report = report::run(&settings, |app| {
-            if let Some(path) = &cli.trace {
-                let path = if cli.backend == BackendChoice::All { per_backend(path, backend) } else { path.clone() };
+            if let Some(path) = &trace_path {
                 match TraceFile::create(app.profiler(), path.clone()) {
-                    Ok(file) => trace = Some((file, path)),
+                    Ok(file) => trace = Some((file, path.clone())),
                     Err(error) => eprintln!("swarm: cannot write trace {}: {error}", path.display()),
                 }
             }

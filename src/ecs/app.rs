@@ -152,7 +152,12 @@ impl App {
 
     /// An app around `world`.
     pub fn with_world(world: World) -> Self {
-        let profiler = Profiler::new();
+        Self::with_profiler(world, Profiler::new())
+    }
+
+    /// An app around `world` that records its spans into `profiler` (shared with whoever else holds it, e.g. a
+    /// window that rebuilds its app on reset but keeps one trace).
+    pub fn with_profiler(world: World, profiler: Profiler) -> Self {
         let apply_id = profiler.register("apply_commands");
         Self { world, stages: Default::default(), started: false, frames: 0, profiler, apply_id }
     }

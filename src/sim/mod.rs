@@ -18,6 +18,7 @@ pub mod spawn;
 
 use crate::ecs::app::{App, Plugin};
 use crate::ecs::entity::Entities;
+use crate::ecs::profile::Profiler;
 use crate::ecs::{Backend, World};
 pub use config::{SimConfig, SimRng, SimStats, SpawnRequests, DT};
 pub use digest::digest;
@@ -42,9 +43,14 @@ impl Plugin for SimPlugin {
 
 /// An app running the simulation on `backend`, in a world of `capacity` entities.
 pub fn build_app(config: SimConfig, seed: u64, backend: Backend, capacity: u32) -> App {
+    build_app_with(config, seed, backend, capacity, Profiler::new())
+}
+
+/// Like [`build_app`], recording spans into an existing `profiler`.
+pub fn build_app_with(config: SimConfig, seed: u64, backend: Backend, capacity: u32, profiler: Profiler) -> App {
     let mut world = World::from_entities(Entities::new(capacity));
     world.set_backend(backend);
-    let mut app = App::with_world(world);
+    let mut app = App::with_profiler(world, profiler);
     app.add_plugins(SimPlugin { config, seed });
     app
 }

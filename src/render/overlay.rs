@@ -1,0 +1,256 @@
+//! The frame-time overlay: FPS, frame ms (mean / p50 / p99 / max over the last frames) and their graph with 60
+//! and 30 FPS guide lines, per-system ms (render and overlay included), the population by kind, spawns and deaths
+//! per second, commands, stale handles, storage bytes, backend and digest; and, after a switch, the previous
+//! backend's last figures beside the current ones.
+//!
+//! Text goes through one reused `String`, so the overlay allocates nothing per frame once warm.
+
+use macroquad::prelude::*;
+use std::fmt::Write;
+use swarm::ecs::profile::Profiler;
+use swarm::ecs::Backend;
+use swarm::sim::Census;
+
+/// How many frames the statistics and the graph cover.
+pub const WINDOW: usize = 300;
+
+/// The last [`WINDOW`] frame times.
+pub struct FrameTimes {
+    ms: Vec<f32>,
+    next: usize,
+    sorted: Vec<f32>,
+}
+
+impl Default for FrameTimes {
+    fn default() -> Self {
+        Self { ms: Vec::with_capacity(WINDOW), next: 0, sorted: Vec::with_capacity(WINDOW) }
+    }
+}
+
+/// Mean, p50, p99 and max of a window of frame times.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameSummary {
+    /// Mean ms.
+    pub mean: f32,
+    /// Median ms.
+    pub p50: f32,
+    /// 99th percentile ms.
+    pub p99: f32,
+    /// Max ms.
+    pub max: f32,
+}
+
+impl FrameTimes {
+    /// Records one frame.
+    pub fn push(&mut self, ms: f32) {
+        if self.ms.len() < WINDOW {
+            self.ms.push(ms);
+        } else {
+            self.ms[self.next] = ms;
+        }
+        self.next = (self.next + 1) % WINDOW;
+    }
+
+    /// Forgets everything (after a backend switch, so the figures are the new backend's alone).
+    pub fn clear(&mut self) {
+        self.ms.clear();
+        self.next = 0;
+    }
+
+    /// The statistics of the window.
+    pub fn summary(&mut self) -> FrameSummary {
+        if self.ms.is_empty() {
+            return FrameSummary::default();
+        }
+        self.sorted.clear();
+        self.sorted.extend_from_slice(&self.ms);
+        self.sorted.sort_by(f32::total_cmp);
+        let at =
+            |p: f32| self.sorted[((p * (self.sorted.len() - 1) as f32).round() as usize).min(self.sorted.len() - 1)];
+        FrameSummary {
+            mean: self.sorted.iter().sum::<f32>() / self.sorted.len() as f32,
+            p50: at(0.5),
+            p99: at(0.99),
+            max: *self.sorted.last().expect("not empty"),
+        }
+    }
+
+    /// Oldest first.
+    fn in_order(&self) -> impl Iterator<Item = f32> + '_ {
+        let split = if self.ms.len() < WINDOW { 0 } else { self.next };
+        self.ms[split..].iter().chain(&self.ms[..split]).copied()
+    }
+}
+
+/// Everything the overlay shows about the running world, gathered by the window each frame.
+#[derive(Clone, Debug, Default)]
+pub struct Readout {
+    /// Backend in use.
+    pub backend: Backend,
+    /// Frames per second (macroquad's).
+    pub fps: i32,
+    /// Frame ms statistics.
+    pub frames: FrameSummary,
+    /// Live entities by kind.
+    pub census: Census,
+    /// Spawns per second over the last second.
+    pub spawns_per_s: f32,
+    /// Deaths per second over the last second.
+    pub deaths_per_s: f32,
+    /// Commands applied and skipped since the start.
+    pub commands: (u32, u32),
+    /// Stale target handles caught.
+    pub stale: u64,
+    /// Storage bytes of the current backend.
+    pub bytes: usize,
+    /// The digest and the frame it was taken at.
+    pub digest: (u64, u64),
+    /// Simulation frames.
+    pub sim_frame: u64,
+    /// Spawns refused (world full).
+    pub refused: u64,
+    /// Paused?
+    pub paused: bool,
+}
+
+/// The last figures of the backend before the latest switch.
+#[derive(Clone, Debug)]
+pub struct Previous {
+    /// Which backend.
+    pub backend: Backend,
+    /// Its frame statistics when it was switched away from.
+    pub frames: FrameSummary,
+    /// Its storage bytes then.
+    pub bytes: usize,
+    /// Its per-system ms then: (row, last ms) for the rows of the profiler.
+    pub systems: Vec<f64>,
+}
+
+/// Draws the overlay in screen space at the top left. `text` is the reused buffer.
+pub fn draw(
+    readout: &Readout,
+    times: &FrameTimes,
+    previous: Option<&Previous>,
+    profiler: &Profiler,
+    text: &mut String,
+) {
+    let (x0, y0, width) = (10.0, 10.0, 430.0);
+    let line = 18.0;
+    let rows = profiler.with_timings(|t| t.stats().len());
+    let lines = 9 + rows + previous.is_some() as usize;
+    let height = lines as f32 * line + 70.0 + line + 8.0;
+    draw_rectangle(x0 - 6.0, y0 - 4.0, width, height, Color::new(0.02, 0.03, 0.06, 0.78));
+    let mut y = y0 + 14.0;
+    let put = |text: &str, color: Color, y: &mut f32| {
+        draw_text(text, x0, *y, 20.0, color);
+        *y += line;
+    };
+    let white = Color::new(0.92, 0.94, 0.98, 1.0);
+    let dim = Color::new(0.62, 0.68, 0.78, 1.0);
+    let amber = Color::new(1.0, 0.78, 0.35, 1.0);
+
+    text.clear();
+    let _ = write!(
+        text,
+        "backend: {}   {} fps{}",
+        readout.backend,
+        readout.fps,
+        if readout.paused { "   PAUSED" } else { "" }
+    );
+    put(text, amber, &mut y);
+    let f = readout.frames;
+    text.clear();
+    let _ = write!(text, "frame ms  avg {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}", f.mean, f.p50, f.p99, f.max);
+    put(text, white, &mut y);
+    if let Some(p) = previous {
+        text.clear();
+        let _ = write!(
+            text,
+            "before ({}): avg {:.2}  p99 {:.2}  max {:.2}",
+            p.backend, p.frames.mean, p.frames.p99, p.frames.max
+        );
+        put(text, dim, &mut y);
+    }
+
+    // The graph: frame ms over the window, with guide lines at 60 and 30 FPS.
+    let (gx, gy, gw, gh) = (x0, y, width - 20.0, 70.0);
+    let top_ms = 40.0;
+    draw_rectangle(gx, gy, gw, gh, Color::new(0.0, 0.0, 0.0, 0.45));
+    for (ms, label) in [(1000.0 / 60.0, "60 fps"), (1000.0 / 30.0, "30 fps")] {
+        let ly = gy + gh - gh * (ms / top_ms);
+        draw_line(gx, ly, gx + gw, ly, 1.0, Color::new(0.5, 0.8, 0.5, 0.7));
+        draw_text(label, gx + gw - 44.0, ly - 2.0, 14.0, Color::new(0.5, 0.8, 0.5, 0.9));
+    }
+    let step = gw / WINDOW as f32;
+    let mut last: Option<(f32, f32)> = None;
+    for (i, ms) in times.in_order().enumerate() {
+        let point = (gx + i as f32 * step, gy + gh - gh * (ms.min(top_ms) / top_ms));
+        if let Some((px, py)) = last {
+            draw_line(px, py, point.0, point.1, 1.5, amber);
+        }
+        last = Some(point);
+    }
+    y += gh + line;
+
+    put("per-system ms (last frame)", dim, &mut y);
+    profiler.with_timings(|timings| {
+        for (row, s) in timings.stats().iter().enumerate() {
+            text.clear();
+            let _ = write!(text, "  {:<20} {:>7.3}", s.name, s.last_ms);
+            if let Some(before) = previous.and_then(|p| p.systems.get(row)) {
+                let _ = write!(text, "   before {before:>7.3}");
+            }
+            put(text, white, &mut y);
+        }
+    });
+    let c = readout.census;
+    text.clear();
+    let _ = write!(text, "live: red {}  blue {}  (hunters {})  particles {}", c.red, c.blue, c.hunters, c.particles);
+    put(text, white, &mut y);
+    text.clear();
+    let _ = write!(
+        text,
+        "per second: spawns {:.0}  deaths {:.0}   refused {}",
+        readout.spawns_per_s, readout.deaths_per_s, readout.refused
+    );
+    put(text, white, &mut y);
+    text.clear();
+    let _ = write!(
+        text,
+        "commands applied {}  skipped {}   stale handles caught {}",
+        readout.commands.0, readout.commands.1, readout.stale
+    );
+    put(text, white, &mut y);
+    text.clear();
+    let _ = write!(text, "storage: {:.1} KiB", readout.bytes as f64 / 1024.0);
+    if let Some(p) = previous {
+        let _ = write!(text, "   before ({}): {:.1} KiB", p.backend, p.bytes as f64 / 1024.0);
+    }
+    put(text, white, &mut y);
+    text.clear();
+    let _ = write!(
+        text,
+        "digest {:016x} @ frame {}   (sim frame {})",
+        readout.digest.0, readout.digest.1, readout.sim_frame
+    );
+    put(text, dim, &mut y);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_over_a_full_window() {
+        let mut t = FrameTimes::default();
+        for i in 0..(WINDOW + 50) {
+            t.push((i % 100) as f32);
+        }
+        let s = t.summary();
+        assert_eq!(s.max, 99.0);
+        assert!((s.p50 - 49.5).abs() <= 1.0, "{s:?}");
+        assert_eq!(t.in_order().count(), WINDOW);
+        t.clear();
+        assert_eq!(t.summary(), FrameSummary::default());
+    }
+}

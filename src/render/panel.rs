@@ -1,0 +1,181 @@
+//! The control panel (macroquad's own UI) and the keyboard: both produce [`Action`]s for the window to apply.
+
+use super::sprites::DrawOrder;
+use macroquad::prelude::*;
+use std::fmt::Write;
+use swarm::ecs::Backend;
+
+/// Something the user asked for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Action {
+    /// Switch the running world to this backend.
+    Backend(Backend),
+    /// Change the target population by this many fighters.
+    Population(i64),
+    /// Pause or resume.
+    TogglePause,
+    /// Advance one simulation frame (while paused).
+    Step,
+    /// Restart the run from its seed.
+    Reset,
+    /// Show or hide the overlay.
+    ToggleOverlay,
+    /// Cycle the draw order (storage order, y-sort by each method).
+    CycleOrder,
+    /// Align the velocity and health pools to the position pool every 30 frames, or stop.
+    ToggleAlign,
+    /// Spawn a burst of fighters at this arena point.
+    Burst(Vec2),
+}
+
+/// The keys, listed in the help line and the README.
+pub const HELP: &str =
+    "1-5 backend  Tab next  Space pause  . step  R reset  O overlay  Y draw order  A align  +/- population  click: burst  Esc quit";
+
+/// What the panel shows besides its buttons.
+pub struct PanelState {
+    /// Current backend.
+    pub backend: Backend,
+    /// Target population.
+    pub population: u32,
+    /// Paused?
+    pub paused: bool,
+    /// Overlay shown?
+    pub overlay: bool,
+    /// Draw order.
+    pub order: DrawOrder,
+    /// Pool alignment on?
+    pub align: bool,
+    /// CPU ms of the last overlay + panel draw.
+    pub ui_ms: f32,
+}
+
+/// Width of the panel in pixels.
+pub const WIDTH: f32 = 250.0;
+const HEIGHT: f32 = 450.0;
+const MARGIN: f32 = 8.0;
+
+fn origin() -> Vec2 {
+    vec2(screen_width() - WIDTH - MARGIN, MARGIN)
+}
+
+/// Whether a screen point is over the panel (clicks there belong to its buttons, not to bursts).
+pub fn contains(point: Vec2) -> bool {
+    Rect::new(origin().x, origin().y, WIDTH, HEIGHT).contains(point)
+}
+
+/// Button labels of the backends (static, so drawing the panel formats nothing for them).
+const BACKEND_LABELS: [&str; 5] = ["1  sparse set", "2  hash map", "3  b-tree", "4  dense array", "5  archetype"];
+
+const TEXT: Color = Color::new(0.92, 0.94, 0.98, 1.0);
+const DIM: Color = Color::new(0.62, 0.68, 0.78, 1.0);
+
+/// An immediate-mode button drawn with the rest of the frame (so screenshots show it): returns whether it was
+/// clicked this frame.
+fn button(rect: Rect, label: &str, selected: bool) -> bool {
+    let hover = rect.contains(mouse_position().into());
+    let fill = match (selected, hover) {
+        (true, _) => Color::new(0.85, 0.55, 0.18, 0.95),
+        (false, true) => Color::new(0.25, 0.30, 0.42, 0.95),
+        (false, false) => Color::new(0.14, 0.17, 0.25, 0.95),
+    };
+    draw_rectangle(rect.x, rect.y, rect.w, rect.h, fill);
+    draw_rectangle_lines(rect.x, rect.y, rect.w, rect.h, 1.0, Color::new(0.4, 0.45, 0.6, 0.8));
+    let color = if selected { Color::new(0.05, 0.05, 0.08, 1.0) } else { TEXT };
+    draw_text(label, rect.x + 8.0, rect.y + rect.h / 2.0 + 6.0, 20.0, color);
+    hover && is_mouse_button_pressed(MouseButton::Left)
+}
+
+/// Draws the panel at the top right; pushes the actions of clicked buttons. `text` is a reused buffer.
+pub fn draw(state: &PanelState, actions: &mut Vec<Action>, text: &mut String) {
+    let Vec2 { x, y: top } = origin();
+    draw_rectangle(x, top, WIDTH, HEIGHT, Color::new(0.02, 0.03, 0.06, 0.82));
+    let (x, w) = (x + 10.0, WIDTH - 20.0);
+    let mut y = top + 22.0;
+    draw_text("storage backend  (1-5, Tab)", x, y, 20.0, DIM);
+    y += 8.0;
+    for (backend, label) in Backend::ALL.into_iter().zip(BACKEND_LABELS) {
+        if button(Rect::new(x, y, w, 26.0), label, backend == state.backend) {
+            actions.push(Action::Backend(backend));
+        }
+        y += 30.0;
+    }
+    y += 18.0;
+    text.clear();
+    let _ = write!(text, "population {}  (+/-)", state.population);
+    draw_text(text.as_str(), x, y, 20.0, DIM);
+    y += 8.0;
+    let quarter = (w - 12.0) / 4.0;
+    for (k, (label, delta)) in [("-1k", -1000), ("-100", -100), ("+100", 100), ("+1k", 1000)].into_iter().enumerate() {
+        if button(Rect::new(x + k as f32 * (quarter + 4.0), y, quarter, 26.0), label, false) {
+            actions.push(Action::Population(delta));
+        }
+    }
+    y += 36.0;
+    let half = (w - 6.0) / 2.0;
+    if button(Rect::new(x, y, half, 26.0), if state.paused { "resume" } else { "pause" }, state.paused) {
+        actions.push(Action::TogglePause);
+    }
+    if button(Rect::new(x + half + 6.0, y, half, 26.0), "step", false) {
+        actions.push(Action::Step);
+    }
+    y += 30.0;
+    if button(Rect::new(x, y, half, 26.0), "reset", false) {
+        actions.push(Action::Reset);
+    }
+    if button(Rect::new(x + half + 6.0, y, half, 26.0), "overlay", state.overlay) {
+        actions.push(Action::ToggleOverlay);
+    }
+    y += 50.0;
+    draw_text("sorting (sparse set only)", x, y, 20.0, DIM);
+    y += 8.0;
+    if button(Rect::new(x, y, w, 26.0), state.order.label(), state.order != DrawOrder::Storage) {
+        actions.push(Action::CycleOrder);
+    }
+    y += 30.0;
+    if button(
+        Rect::new(x, y, w, 26.0),
+        if state.align { "align pools: every 30" } else { "align pools: off" },
+        state.align,
+    ) {
+        actions.push(Action::ToggleAlign);
+    }
+    y += 44.0;
+    text.clear();
+    let _ = write!(text, "overlay+panel {:.3} ms CPU", state.ui_ms);
+    draw_text(text.as_str(), x, y, 20.0, if state.ui_ms < 1.0 { DIM } else { Color::new(1.0, 0.5, 0.4, 1.0) });
+}
+
+/// Reads the keyboard and the mouse. `current` is the backend in use (Tab picks the next); `to_arena` maps a screen point to the arena; `over_ui` says whether the
+/// pointer is over the panel (clicks there are the panel's, not bursts).
+pub fn read_input(current: Backend, to_arena: impl Fn(Vec2) -> Vec2, over_ui: bool, actions: &mut Vec<Action>) {
+    let keys = [KeyCode::Key1, KeyCode::Key2, KeyCode::Key3, KeyCode::Key4, KeyCode::Key5];
+    for (key, backend) in keys.into_iter().zip(Backend::ALL) {
+        if is_key_pressed(key) {
+            actions.push(Action::Backend(backend));
+        }
+    }
+    let pressed = [
+        (KeyCode::Space, Action::TogglePause),
+        (KeyCode::Period, Action::Step),
+        (KeyCode::R, Action::Reset),
+        (KeyCode::O, Action::ToggleOverlay),
+        (KeyCode::Y, Action::CycleOrder),
+        (KeyCode::A, Action::ToggleAlign),
+        (KeyCode::Equal, Action::Population(1000)),
+        (KeyCode::KpAdd, Action::Population(1000)),
+        (KeyCode::Minus, Action::Population(-1000)),
+        (KeyCode::KpSubtract, Action::Population(-1000)),
+    ];
+    for (key, action) in pressed {
+        if is_key_pressed(key) {
+            actions.push(action);
+        }
+    }
+    if is_key_pressed(KeyCode::Tab) {
+        actions.push(Action::Backend(current.next()));
+    }
+    if is_mouse_button_pressed(MouseButton::Left) && !over_ui {
+        actions.push(Action::Burst(to_arena(mouse_position().into())));
+    }
+}

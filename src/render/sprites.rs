@@ -1,0 +1,155 @@
+//! Sprites: textures from `assets/` (or the built-in art when a file is missing or broken), tinted by team and
+//! health, drawn through the camera that fits the arena to the window. No allocation per sprite: one query per
+//! kind, one batched `draw_texture_ex` per entity, and dense team marks in reused buffers.
+
+use macroquad::prelude::*;
+use std::path::Path;
+use swarm::art::Sprite;
+use swarm::ecs::{SortMethod, World};
+use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Velocity};
+use swarm::sim::SimConfig;
+
+/// The three textures, and where they came from.
+pub struct Sprites {
+    fighter: Texture2D,
+    hunter: Texture2D,
+    particle: Texture2D,
+    /// `assets/` or a note on what fell back to the built-in art.
+    pub source: String,
+}
+
+fn load_one(dir: &Path, sprite: Sprite) -> (Texture2D, Option<String>) {
+    let path = dir.join(sprite.file_name());
+    let loaded = std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| Image::from_file_with_format(&bytes, None).map_err(|e| e.to_string()));
+    match loaded {
+        Ok(image) => (Texture2D::from_image(&image), None),
+        Err(error) => {
+            let note = format!("{}: {error}; using the built-in sprite", path.display());
+            eprintln!("swarm: {note}");
+            let n = sprite.size() as u16;
+            (Texture2D::from_rgba8(n, n, &sprite.pixels()), Some(note))
+        }
+    }
+}
+
+impl Sprites {
+    /// Loads the textures from `dir`. A missing or undecodable file is reported (naming it) and replaced by the
+    /// same art generated in code, so the window always opens.
+    pub fn load(dir: &Path) -> Self {
+        let (fighter, a) = load_one(dir, Sprite::Fighter);
+        let (hunter, b) = load_one(dir, Sprite::Hunter);
+        let (particle, c) = load_one(dir, Sprite::Particle);
+        for t in [&fighter, &hunter, &particle] {
+            t.set_filter(FilterMode::Linear);
+        }
+        let notes: Vec<String> = [a, b, c].into_iter().flatten().collect();
+        let source = if notes.is_empty() { format!("{}", dir.display()) } else { notes.join("; ") };
+        Self { fighter, hunter, particle, source }
+    }
+}
+
+/// The camera that shows the whole arena, as large as the window allows, centred (letterboxed).
+pub fn arena_camera(arena: Vec2) -> Camera2D {
+    let (w, h) = (screen_width(), screen_height());
+    let scale = (w / arena.x).min(h / arena.y);
+    Camera2D { target: arena / 2.0, zoom: vec2(2.0 * scale / w, -2.0 * scale / h), ..Default::default() }
+}
+
+/// Reused per-frame buffers: team and hunter marks by entity index.
+#[derive(Default)]
+pub struct DrawScratch {
+    marks: Vec<u8>,
+}
+
+const RED: u8 = 1;
+const BLUE: u8 = 2;
+const HUNTER: u8 = 4;
+
+/// How the sprites are ordered before drawing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrawOrder {
+    /// Whatever order the backend iterates in.
+    Storage,
+    /// Painter's order by y, by sorting the position pool (sparse-set backend) with this method.
+    YSorted(SortMethod),
+}
+
+impl DrawOrder {
+    /// The next choice of the panel's toggle.
+    pub fn next(self) -> Self {
+        match self {
+            DrawOrder::Storage => DrawOrder::YSorted(SortMethod::InPlace),
+            DrawOrder::YSorted(SortMethod::InPlace) => DrawOrder::YSorted(SortMethod::Permutation),
+            DrawOrder::YSorted(SortMethod::Permutation) => DrawOrder::YSorted(SortMethod::Hybrid),
+            DrawOrder::YSorted(SortMethod::Hybrid) => DrawOrder::Storage,
+        }
+    }
+
+    /// For the panel.
+    pub fn label(self) -> &'static str {
+        match self {
+            DrawOrder::Storage => "storage order",
+            DrawOrder::YSorted(SortMethod::InPlace) => "y-sort: in-place",
+            DrawOrder::YSorted(SortMethod::Permutation) => "y-sort: permutation",
+            DrawOrder::YSorted(SortMethod::Hybrid) => "y-sort: hybrid",
+        }
+    }
+}
+
+/// Sorts the position pool by y and puts the health pool in the same order (seed 001's sort + `sort_as`), so the
+/// fighter query, driven by the health pool, yields fighters top to bottom. Sparse-set backend only: returns
+/// whether it sorted.
+pub fn sort_by_y(world: &mut World, method: SortMethod, order: &mut Vec<swarm::ecs::Entity>) -> bool {
+    let Some(positions) = world.sparse_set_mut::<Position>() else { return false };
+    positions.sort_by(method, |a, b| a.0.y.total_cmp(&b.0.y));
+    order.clear();
+    order.extend_from_slice(positions.entities());
+    if let Some(health) = world.sparse_set_mut::<Health>() {
+        health.sort_as(order);
+    }
+    true
+}
+
+/// Draws particles, then fighters (tinted by team, dimmed as they lose health), hunters with their own sprite.
+pub fn draw_world(world: &mut World, sprites: &Sprites, scratch: &mut DrawScratch) {
+    let config = world.resource::<SimConfig>().clone();
+    let marks = &mut scratch.marks;
+    marks.clear();
+    marks.resize(world.entities().index_bound() as usize, 0);
+    world.query::<(&Red,)>().for_each(|e, _| marks[e.index() as usize] |= RED);
+    world.query::<(&Blue,)>().for_each(|e, _| marks[e.index() as usize] |= BLUE);
+    world.query::<(&Hunter,)>().for_each(|e, _| marks[e.index() as usize] |= HUNTER);
+
+    let particle_size = config.radius * 2.2;
+    let life = config.particle_life.max(1) as f32;
+    world.query::<(&Position, &Lifetime)>().for_each(|_, (p, l)| {
+        let fade = l.0 as f32 / life;
+        let tint = Color::new(1.0, 0.55 + 0.4 * fade, 0.2, 0.25 + 0.75 * fade);
+        draw_texture_ex(
+            &sprites.particle,
+            p.0.x - particle_size / 2.0,
+            p.0.y - particle_size / 2.0,
+            tint,
+            DrawTextureParams { dest_size: Some(vec2(particle_size, particle_size)), ..Default::default() },
+        );
+    });
+
+    let size = config.radius * 2.6;
+    let max_health = config.max_health.max(1) as f32;
+    world.query::<(&Position, &Health, &Velocity)>().for_each(|e, (p, h, v)| {
+        let mark = marks[e.index() as usize];
+        let vigour = 0.35 + 0.65 * (h.0.max(0) as f32 / max_health);
+        let (r, g, b) = if mark & RED != 0 { (0.95, 0.30, 0.25) } else { (0.30, 0.55, 1.0) };
+        let tint = Color::new(r * vigour, g * vigour, b * vigour, 1.0);
+        let (texture, s) = if mark & HUNTER != 0 { (&sprites.hunter, size * 1.5) } else { (&sprites.fighter, size) };
+        draw_texture_ex(
+            texture,
+            p.0.x - s / 2.0,
+            p.0.y - s / 2.0,
+            tint,
+            DrawTextureParams { dest_size: Some(vec2(s, s)), rotation: v.0.y.atan2(v.0.x), ..Default::default() },
+        );
+    });
+}

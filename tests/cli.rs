@@ -1,0 +1,88 @@
+//! The command line: bad flags and values exit non-zero with a clear message and the usage line; good ones work.
+
+use std::process::Command;
+
+fn swarm(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_swarm")).args(args).output().expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn refused(args: &[&str], needle: &str) {
+    let (code, _, err) = swarm(args);
+    assert_ne!(code, 0, "{args:?} was accepted");
+    assert!(err.contains(needle), "{args:?}: message lacks {needle:?}:\n{err}");
+    assert!(err.contains("Usage:"), "{args:?}: no usage line:\n{err}");
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    refused(&["--backend", "sparse"], "unknown backend `sparse`");
+    refused(&["--headless", "--frames", "0"], "--frames");
+    refused(&["--headless", "--frames", "ten"], "invalid value 'ten'");
+    refused(&["--headless", "--entities=-5"], "--entities");
+    refused(&["--headless", "--entities", "99999999"], "above the limit");
+    refused(&["--headless", "--switch-every", "0"], "--switch-every");
+    refused(&["--headless", "--seed", "18446744073709551616"], "--seed");
+    refused(&["--nonsense"], "--nonsense");
+    refused(&["--backend", "all"], "needs --headless");
+    refused(&["--json"], "add --headless");
+    refused(&["--headless", "--screenshot", "x.png"], "drop --headless");
+    refused(&["--screenshot", "x.png"], "--frames");
+}
+
+#[test]
+fn headless_reports_every_backend_with_one_digest() {
+    let (code, out, err) = swarm(&["--headless", "--frames", "40", "--entities", "300", "--backend", "all"]);
+    assert_eq!(code, 0, "{err}");
+    for name in ["sparse-set", "hash-map", "btree", "dense-array", "archetype"] {
+        assert!(out.contains(&format!("== backend: {name}")), "no report for {name}:\n{out}");
+    }
+    let digests: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("digest: ")).collect();
+    assert_eq!(digests.len(), 5);
+    assert!(digests.iter().all(|d| *d == digests[0] && d.len() == 16));
+    assert!(out.contains("digests equal across backends"));
+    assert!(out.contains("resolve_collisions"), "per-system times missing:\n{out}");
+}
+
+#[test]
+fn json_report_and_trace_file() {
+    let dir = std::env::temp_dir().join(format!("swarm-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.json");
+    let (code, out, err) = swarm(&[
+        "--headless",
+        "--frames",
+        "20",
+        "--entities",
+        "200",
+        "--json",
+        "--switch-every",
+        "5",
+        "--seed",
+        "18446744073709551615",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let reports: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
+    assert_eq!(reports[0]["frames"], 20);
+    assert_eq!(reports[0]["switches"], 3);
+    assert_eq!(reports[0]["digest"].as_str().unwrap().len(), 16);
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["name"] == "integrate_velocity"));
+    assert!(events.len() >= 20 * 9, "{} trace events for 20 frames", events.len());
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn unwritable_trace_is_an_error_not_a_panic() {
+    let (code, _, err) =
+        swarm(&["--headless", "--frames", "5", "--entities", "10", "--trace", "/nonexistent-dir/t.json"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("/nonexistent-dir/t.json") && !err.contains("panicked"), "{err}");
+}
