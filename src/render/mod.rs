@@ -287,7 +287,7 @@ fn gather(
         rate_clock.4 = (stats.deaths - rate_clock.2) as f32 / elapsed;
         *rate_clock = (Instant::now(), stats.spawned, stats.deaths, rate_clock.3, rate_clock.4);
     }
-    if frame % 60 == 0 {
+    if frame.is_multiple_of(60) {
         readout.digest = (digest(world), stats.frames);
     }
     let totals = world.command_totals();
