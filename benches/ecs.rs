@@ -133,6 +133,22 @@ fn insert_remove(c: &mut Criterion) {
     }
 }
 
+fn insert_remove_batch(c: &mut Criterion) {
+    let mut group = c.benchmark_group("insert_remove_batch");
+    for n in SIZES {
+        for backend in Backend::ALL {
+            let (mut world, mut handles) = hot_world(backend, n);
+            handles.sort();
+            group.bench_function(BenchmarkId::new(backend.name(), n), |b| {
+                b.iter(|| {
+                    world.insert_many(handles.iter().map(|&e| (e, Extra(1.0))));
+                    black_box(world.remove_many::<Extra>(&handles));
+                })
+            });
+        }
+    }
+}
+
 fn get(c: &mut Criterion) {
     let mut group = c.benchmark_group("get_random");
     for n in SIZES {
@@ -221,6 +237,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = spawn, despawn, insert_remove, get, query, switch
+    targets = spawn, despawn, insert_remove, insert_remove_batch, get, query, switch
 }
 criterion_main!(benches);

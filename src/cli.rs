@@ -46,7 +46,7 @@ pub struct Cli {
     /// Storage backend: sparse-set, hash-map, btree, dense-array, archetype (or all, headless).
     #[arg(long, default_value = "sparse-set", value_parser = parse_backend)]
     pub backend: BackendChoice,
-    /// Switch to the next backend live every K frames (headless); the digest must not change.
+    /// Switch to the next backend live every K frames (headless: the digest must not change; window: a demo).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub switch_every: Option<u32>,
     /// Print the headless report as JSON.
@@ -111,9 +111,6 @@ impl Cli {
             }
             if self.json {
                 return conflict("--json prints the headless report; add --headless");
-            }
-            if self.switch_every.is_some() {
-                return conflict("--switch-every is headless; in the window press Tab or 1-5");
             }
             if self.screenshot.is_some() && self.frames.is_none() {
                 return conflict("--screenshot needs --frames N (the frame to capture)");

@@ -229,6 +229,24 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn insert_many_and_remove_many() {
+                let mut w = world();
+                let mut live = Vec::new();
+                w.spawn_batch((0..50).map(|i| (Pos(i as f32, 0.0),)), &mut live).unwrap();
+                let dead = live.pop().unwrap();
+                w.despawn(dead).unwrap();
+                let skipped = w.insert_many(live.iter().chain([&dead]).map(|&e| (e, Vel(1.0, 2.0))));
+                assert_eq!(skipped, 1, "the dead handle is skipped");
+                assert!(live.iter().all(|&e| w.get::<Vel>(e) == Some(&Vel(1.0, 2.0))));
+                assert_eq!(w.remove_many::<Vel>(&live[..10]), 10);
+                assert_eq!(w.remove_many::<Vel>(&live[..10]), 0, "already removed");
+                assert_eq!(w.remove_many::<Vel>(&[dead]), 0);
+                assert_eq!(w.query::<(&Vel,)>().count(), live.len() - 10);
+                assert!(live.iter().all(|&e| w.has::<Pos>(e)));
+                w.assert_invariants();
+            }
+
+            #[test]
             fn resources() {
                 let mut w = world();
                 assert_eq!(w.insert_resource(5u32), None);

@@ -98,22 +98,33 @@ impl<T> SparseSet<T> {
 
     #[inline]
     fn set_position(&mut self, index: u32, position: u32) {
+        *Self::slot_mut(&mut self.sparse, index) = position;
+    }
+
+    /// The sparse entry of `index`, making its page if needed (a function of the field alone, so the packed
+    /// arrays stay borrowable beside it).
+    #[inline]
+    fn slot_mut(sparse: &mut Vec<Option<Box<[u32; PAGE_SIZE]>>>, index: u32) -> &mut u32 {
         let (page, offset) = Self::split(index);
-        if page >= self.sparse.len() {
-            self.sparse.resize_with(page + 1, || None);
+        if page >= sparse.len() {
+            sparse.resize_with(page + 1, || None);
         }
-        self.sparse[page].get_or_insert_with(|| Box::new([EMPTY; PAGE_SIZE]))[offset] = position;
+        &mut sparse[page].get_or_insert_with(|| Box::new([EMPTY; PAGE_SIZE]))[offset]
     }
 
     /// Inserts or replaces `entity`'s value; returns the previous value. The entity handle is stored as given.
     #[inline]
     pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
-        if let Some(position) = self.position(entity.index()) {
+        let len = self.entities.len();
+        // One walk to the sparse entry serves both the membership test and the write.
+        let slot = Self::slot_mut(&mut self.sparse, entity.index());
+        let position = *slot as usize;
+        if position < len && self.entities[position].index() == entity.index() {
             self.entities[position] = entity;
             return Some(std::mem::replace(&mut self.values[position], value));
         }
-        self.set_position(entity.index(), self.entities.len() as u32);
-        self.touch_order();
+        *slot = len as u32;
+        self.order.set(0);
         self.entities.push(entity);
         self.values.push(value);
         None

@@ -7,7 +7,7 @@ use super::entity::{Entities, Entity, NoSuchEntity, WorldFull};
 use super::query::{Filter, Query, QueryContext, QueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
-use super::storage::{AnyPool, Backend, ErasedPool};
+use super::storage::{AnyPool, Backend, ErasedPool, Layout, Pool};
 use super::storage::{BTreeLayout, DenseArrayLayout, HashMapLayout, SparseSetLayout};
 use std::fmt;
 
@@ -317,6 +317,84 @@ impl World {
             self.pool_mut::<T>(id).remove(entity.index())
         };
         value.ok_or(missing)
+    }
+
+    /// Sets component `T` on many entities: the type lookup, the pool's downcast and the backend dispatch happen
+    /// once for the batch instead of once per entity. Dead or stale handles are skipped (their values dropped);
+    /// returns how many were skipped.
+    pub fn insert_many<T: 'static>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
+        let id = self.register::<T>();
+        let entities = &self.entities;
+        let mut skipped = 0;
+        if self.backend == Backend::Archetype {
+            for (entity, value) in items {
+                if entities.is_alive(entity) {
+                    self.archetypes.insert(entity, id, value, &self.components);
+                } else {
+                    skipped += 1;
+                }
+            }
+            return skipped;
+        }
+        fn run<L: Layout, T: 'static>(
+            pool: &mut AnyPool<T>,
+            entities: &Entities,
+            items: impl IntoIterator<Item = (Entity, T)>,
+        ) -> usize {
+            let pool = L::pool_mut(pool);
+            let mut skipped = 0;
+            for (entity, value) in items {
+                if entities.is_alive(entity) {
+                    pool.insert(entity, value);
+                } else {
+                    skipped += 1;
+                }
+            }
+            skipped
+        }
+        let pool = Self::typed_pool::<T>(&mut self.pools, id);
+        skipped += match self.backend {
+            Backend::SparseSet => run::<SparseSetLayout, T>(pool, entities, items),
+            Backend::HashMap => run::<HashMapLayout, T>(pool, entities, items),
+            Backend::BTree => run::<BTreeLayout, T>(pool, entities, items),
+            Backend::DenseArray => run::<DenseArrayLayout, T>(pool, entities, items),
+            Backend::Archetype => unreachable!("handled above"),
+        };
+        skipped
+    }
+
+    /// Removes component `T` from many entities, dropping the values, with one dispatch for the batch. Returns how
+    /// many had it (dead handles and entities without `T` are passed over).
+    pub fn remove_many<T: 'static>(&mut self, targets: &[Entity]) -> usize {
+        let Some(id) = self.components.id::<T>() else { return 0 };
+        let entities = &self.entities;
+        if self.backend == Backend::Archetype {
+            return targets
+                .iter()
+                .filter(|e| entities.is_alive(**e) && self.archetypes.remove_erased(e.index(), id, &self.components))
+                .count();
+        }
+        fn run<L: Layout, T: 'static>(pool: &mut AnyPool<T>, entities: &Entities, targets: &[Entity]) -> usize {
+            let pool = L::pool_mut(pool);
+            targets.iter().filter(|e| entities.is_alive(**e) && pool.remove(e.index()).is_some()).count()
+        }
+        let pool = Self::typed_pool::<T>(&mut self.pools, id);
+        match self.backend {
+            Backend::SparseSet => run::<SparseSetLayout, T>(pool, entities, targets),
+            Backend::HashMap => run::<HashMapLayout, T>(pool, entities, targets),
+            Backend::BTree => run::<BTreeLayout, T>(pool, entities, targets),
+            Backend::DenseArray => run::<DenseArrayLayout, T>(pool, entities, targets),
+            Backend::Archetype => unreachable!("handled above"),
+        }
+    }
+
+    fn typed_pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) -> &mut AnyPool<T> {
+        pools[id as usize]
+            .as_deref_mut()
+            .expect("pool is taken by a running query")
+            .as_any_mut()
+            .downcast_mut::<AnyPool<T>>()
+            .expect("pool type does not match its component id")
     }
 
     /// Component `T` of `entity`; `None` if the handle is stale or the component absent.

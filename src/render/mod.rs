@@ -21,8 +21,11 @@ use swarm::sim::{build_app_with, census, digest, SimConfig, SimStats, SpawnReque
 /// The most simulation steps one rendered frame may run, so a slow frame does not snowball.
 const MAX_STEPS_PER_FRAME: u32 = 4;
 
-/// Where the textures are: `./assets` if present, else the crate's own `assets/`.
+/// Where the textures are: `$SWARM_ASSETS` if set, else `./assets` if present, else the crate's own `assets/`.
 fn assets_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SWARM_ASSETS") {
+        return PathBuf::from(dir);
+    }
     let local = Path::new("assets");
     if local.is_dir() {
         local.to_path_buf()
@@ -121,6 +124,11 @@ pub async fn run(cli: Cli) {
         // Input: keys, panel clicks from the last frame's panel, bursts.
         let over_ui = panel::contains(mouse_position().into());
         panel::read_input(game.app.world.backend(), |p| camera.screen_to_world(p), over_ui, &mut actions);
+        if let Some(k) = game.cli.switch_every {
+            if frame > 0 && frame.is_multiple_of(k) {
+                actions.push(Action::Backend(game.app.world.backend().next()));
+            }
+        }
         for action in actions.drain(..) {
             apply(
                 action,

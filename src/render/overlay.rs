@@ -134,7 +134,7 @@ pub fn draw(
     profiler: &Profiler,
     text: &mut String,
 ) {
-    let (x0, y0, width) = (10.0, 10.0, 430.0);
+    let (x0, y0, width) = (10.0, 10.0, 560.0);
     let line = 18.0;
     let rows = profiler.with_timings(|t| t.stats().len());
     let lines = 9 + rows + previous.is_some() as usize;
