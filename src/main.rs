@@ -59,11 +59,23 @@ fn headless(cli: &Cli) -> ExitCode {
         if !cli.json {
             println!("{report}");
         }
+        if cli.align_every > 0 && backend == Backend::SparseSet {
+            // The same run without alignment, to show what `sort_as` buys movement and collision.
+            let mut plain = settings.clone();
+            plain.config.align_every = 0;
+            let without = report::run(&plain, |_| {});
+            if !cli.json {
+                print_alignment(&report, &without, cli.align_every);
+            }
+            reports.push(report);
+            reports.push(without);
+            continue;
+        }
         reports.push(report);
     }
     if cli.json {
         println!("{}", serde_json::to_string_pretty(&reports).expect("reports serialize"));
-    } else if reports.len() > 1 {
+    } else if cli.backend == BackendChoice::All {
         let first = &reports[0].digest;
         let same = reports.iter().all(|r| &r.digest == first);
         println!("digests {} across backends", if same { "equal" } else { "DIFFER" });
@@ -78,4 +90,15 @@ fn per_backend(path: &std::path::Path, backend: Backend) -> std::path::PathBuf {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
     let ext = path.extension().and_then(|s| s.to_str()).unwrap_or("json");
     path.with_file_name(format!("{stem}-{}.{ext}", backend.name()))
+}
+
+fn print_alignment(with: &report::Report, without: &report::Report, every: u32) {
+    println!("== pool alignment (sort_as every {every} frames) vs none, sparse-set, same seed:");
+    for name in ["align_pools", "integrate_velocity", "build_grid", "resolve_collisions"] {
+        let ms = |r: &report::Report| r.systems.iter().find(|s| s.name == name).map_or(0.0, |s| s.mean_ms);
+        println!("  {:<20} {:>8.3} ms with   {:>8.3} ms without", name, ms(with), ms(without));
+    }
+    println!("  {:<20} {:>8.3} ms with   {:>8.3} ms without", "frame (mean)", with.mean_ms, without.mean_ms);
+    let same = with.digest == without.digest;
+    println!("  digest {} (sorting changes no value)\n", if same { "equal" } else { "DIFFERS" });
 }

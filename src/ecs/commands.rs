@@ -19,7 +19,7 @@
 //! the values (FIFO, in the same order). Values never go through a `Box` per command, and every vector keeps its
 //! capacity when cleared, so after warm-up recording and applying allocate nothing.
 
-use super::bundle::Bundle;
+use super::bundle::{Bundle, BundleIds};
 use super::entity::{Entities, Entity, WorldFull};
 use super::world::World;
 use rustc_hash::FxHashMap;
@@ -50,7 +50,11 @@ trait ErasedQueue: Any {
     fn clear(&mut self);
 }
 
-struct SpawnQueue<B>(VecDeque<B>);
+/// Bundles to spawn, and their component ids, looked up once (a queue belongs to one world).
+struct SpawnQueue<B> {
+    bundles: VecDeque<B>,
+    ids: Option<BundleIds>,
+}
 struct InsertQueue<T>(VecDeque<T>);
 
 impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
@@ -58,11 +62,12 @@ impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
         self
     }
     fn apply_front(&mut self, world: &mut World, entity: Entity) -> bool {
-        let bundle = self.0.pop_front().expect("a spawn op without its bundle");
-        world.spawn_reserved(entity, bundle)
+        let bundle = self.bundles.pop_front().expect("a spawn op without its bundle");
+        let ids = *self.ids.get_or_insert_with(|| world.bundle_ids::<B>());
+        world.spawn_reserved(entity, bundle, &ids)
     }
     fn clear(&mut self) {
-        self.0.clear();
+        self.bundles.clear();
     }
 }
 
@@ -152,8 +157,8 @@ impl Commands<'_> {
     /// Later commands in the same buffer may target it. Fails if the world is full (reservations count).
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
         let entity = self.entities.reserve()?;
-        let (queue, values) = self.queue.queue(|| SpawnQueue::<B>(VecDeque::new()));
-        values.0.push_back(bundle);
+        let (queue, values) = self.queue.queue(|| SpawnQueue::<B> { bundles: VecDeque::new(), ids: None });
+        values.bundles.push_back(bundle);
         self.queue.ops.push(Op::Spawn { entity, queue });
         Ok(entity)
     }

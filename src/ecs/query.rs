@@ -235,6 +235,22 @@ impl<T: 'static> Term for &mut T {
     }
 }
 
+/// How one term of a probing loop reaches its values: by row in the driver's packed array, or by index lookup.
+enum Lane<'w, T: Term, L: Layout> {
+    Packed(T::Slice<'w>),
+    Probe(T::PoolRef<'w, L>),
+}
+
+impl<T: Term, L: Layout> Lane<'_, T, L> {
+    #[inline]
+    fn get(&mut self, row: usize, index: u32) -> Option<T::Item<'_>> {
+        match self {
+            Lane::Packed(values) => Some(T::at(values, row)),
+            Lane::Probe(pool) => T::probe::<L>(pool, index),
+        }
+    }
+}
+
 /// Keeps only entities that have `T` (without borrowing it).
 pub struct With<T>(PhantomData<fn() -> T>);
 /// Keeps only entities that lack `T`.
@@ -447,8 +463,48 @@ macro_rules! impl_query_data {
                     return;
                 }
 
-                // Probe: the smallest pool drives, every pool is probed by index.
+                // Probe: the smallest pool drives.
                 let smallest = F::min_len::<L>(&filter)$(.min($T::len::<L>(&$s)))+;
+
+                // A fetched pool with packed arrays drives by walking them: its own values come by row, and only the
+                // other pools are probed by index (seed 000's movement system).
+                let mut driver = usize::MAX;
+                let mut k = 0;
+                $(
+                    if driver == usize::MAX && $T::len::<L>(&$s) == smallest && $T::order::<L>(&$s).is_some() {
+                        driver = k;
+                    }
+                    k += 1;
+                )+
+                let _ = k;
+                if driver != usize::MAX {
+                    let mut rows: &[Entity] = &[];
+                    let mut k = 0;
+                    $(
+                        let mut $d: Lane<'_, $T, L> = if k == driver {
+                            let (order, values) = $T::into_packed::<L>($s);
+                            rows = order;
+                            Lane::Packed($T::truncate(values, order.len()))
+                        } else {
+                            Lane::Probe($s)
+                        };
+                        k += 1;
+                    )+
+                    let _ = k;
+                    for (row, &entity) in rows.iter().enumerate() {
+                        let index = entity.index();
+                        if !F::matches::<L>(&filter, index) {
+                            continue;
+                        }
+                        if let ($(Some($i),)+) = ($($d.get(row, index),)+) {
+                            f(entity, ($($i,)+));
+                        }
+                    }
+                    return;
+                }
+
+                // Otherwise (a `With` filter is smallest, or the layout does not pack): copy the driver's handles to
+                // the scratch buffer and probe every pool by index.
                 scratch.clear();
                 let mut done = false;
                 $(

@@ -1,6 +1,6 @@
 //! The world: entities, their components in the chosen storage backend, resources and the command buffer.
 
-use super::bundle::Bundle;
+use super::bundle::{Bundle, BundleIds};
 use super::commands::{ApplyStats, CommandQueue, Commands};
 use super::component::{ComponentId, Components};
 use super::entity::{Entities, Entity, NoSuchEntity, WorldFull};
@@ -250,7 +250,7 @@ impl World {
         }
     }
 
-    fn place<B: Bundle>(&mut self, entity: Entity, bundle: B, ids: &super::bundle::BundleIds) {
+    fn place<B: Bundle>(&mut self, entity: Entity, bundle: B, ids: &BundleIds) {
         if self.backend == Backend::Archetype {
             let table = self.archetypes.table_for(ids.set, &self.components);
             self.archetypes.push_row(entity, table);
@@ -264,13 +264,17 @@ impl World {
     }
 
     /// Makes a handle reserved by [`Commands::spawn`] alive with `bundle`. `false` if it is not reserved.
-    pub(crate) fn spawn_reserved<B: Bundle>(&mut self, entity: Entity, bundle: B) -> bool {
+    pub(crate) fn spawn_reserved<B: Bundle>(&mut self, entity: Entity, bundle: B, ids: &BundleIds) -> bool {
         if !self.entities.activate(entity) {
             return false;
         }
-        let ids = B::ids(&mut self.components);
-        self.place(entity, bundle, &ids);
+        self.place(entity, bundle, ids);
         true
+    }
+
+    /// The component ids of bundle type `B`, registering its types.
+    pub(crate) fn bundle_ids<B: Bundle>(&mut self) -> BundleIds {
+        B::ids(&mut self.components)
     }
 
     /// Despawns `entity`, dropping its components. A stale handle is an error and changes nothing.

@@ -52,10 +52,13 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
-    /// Defaults for a target population of `n` fighters.
+    /// Defaults for a target population of `n` fighters. The arena is 1920 x 1080 up to 10,000 fighters and
+    /// grows with the population beyond that (same aspect), so the crowd keeps the density of the default game:
+    /// 100,000 fighters in a 1920 x 1080 arena would be a solid mass where everyone dies every second.
     pub fn with_population(n: u32) -> Self {
+        let scale = (n as f32 / 10_000.0).sqrt().max(1.0);
         Self {
-            arena: Vec2::new(1920.0, 1080.0),
+            arena: Vec2::new(1920.0, 1080.0) * scale,
             target_population: n,
             spawn_per_frame: (n / 20).max(50),
             hunter_every: 10,
@@ -64,8 +67,8 @@ impl SimConfig {
             hunter_speed: 70.0,
             max_health: 100,
             damage: 5,
-            particles_per_death: 4,
-            particle_life: 30,
+            particles_per_death: 3,
+            particle_life: 24,
             burst: 200,
             cell_size: 8.0,
             search_cells: 8,
