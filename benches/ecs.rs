@@ -49,30 +49,26 @@ fn hot_world(backend: Backend, n: usize) -> (World, Vec<Entity>) {
 fn spawn(c: &mut Criterion) {
     let mut group = c.benchmark_group("spawn");
     for n in SIZES {
-        // The floor: push the same four values and a handle into five reserved `Vec`s.
+        // The floor: allocate five `Vec`s and push the same four values and a handle, as a world must (its
+        // allocations happen inside the timed part too).
         group.bench_with_input(BenchmarkId::new("raw-vec", n), &n, |b, &n| {
-            b.iter_batched(
-                || {
-                    (
-                        Vec::with_capacity(n),
-                        Vec::with_capacity(n),
-                        Vec::with_capacity(n),
-                        Vec::with_capacity(n),
-                        Vec::with_capacity(n),
-                    )
-                },
-                |(mut t, mut p, mut r, mut v, mut e)| {
-                    for (i, (a, b, c, d)) in (0..n).map(bundle).enumerate() {
-                        t.push(a);
-                        p.push(b);
-                        r.push(c);
-                        v.push(d);
-                        e.push(i as u64);
-                    }
-                    (t, p, r, v, e)
-                },
-                BatchSize::PerIteration,
-            )
+            b.iter(|| {
+                let (mut t, mut p, mut r, mut v, mut e) = (
+                    Vec::with_capacity(n),
+                    Vec::with_capacity(n),
+                    Vec::with_capacity(n),
+                    Vec::with_capacity(n),
+                    Vec::with_capacity(n),
+                );
+                for (i, (a, b, c, d)) in (0..n).map(bundle).enumerate() {
+                    t.push(a);
+                    p.push(b);
+                    r.push(c);
+                    v.push(d);
+                    e.push(i as u64);
+                }
+                (t, p, r, v, e)
+            })
         });
         for backend in Backend::ALL {
             group.bench_with_input(BenchmarkId::new(backend.name(), n), &n, |b, &n| {
@@ -88,6 +84,26 @@ fn spawn(c: &mut Criterion) {
                     },
                     BatchSize::PerIteration,
                 )
+            });
+        }
+    }
+}
+
+/// Spawning into a world that held as many entities before and was cleared: the pools keep their capacity, so
+/// this is spawning without allocation (a level reload), beside the fresh-world numbers of `spawn`.
+fn spawn_reused(c: &mut Criterion) {
+    let mut group = c.benchmark_group("spawn_into_cleared");
+    for n in SIZES {
+        for backend in Backend::ALL {
+            let mut world = World::with_capacity(n as u32);
+            world.set_backend(backend);
+            let mut out = Vec::with_capacity(n);
+            group.bench_with_input(BenchmarkId::new(backend.name(), n), &n, |b, &n| {
+                b.iter(|| {
+                    world.clear();
+                    out.clear();
+                    world.spawn_batch((0..n).map(bundle), &mut out).unwrap();
+                })
             });
         }
     }
@@ -212,6 +228,8 @@ fn switch(c: &mut Criterion) {
         (Backend::SparseSet, Backend::Archetype),
         (Backend::Archetype, Backend::SparseSet),
         (Backend::HashMap, Backend::SparseSet),
+        (Backend::BTree, Backend::SparseSet),
+        (Backend::Archetype, Backend::BTree),
     ];
     for (from, to) in pairs {
         group.bench_function(format!("{}->{}", from.name(), to.name()), |b| {
@@ -237,6 +255,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = spawn, despawn, insert_remove, insert_remove_batch, get, query, switch
+    targets = spawn, spawn_reused, despawn, insert_remove, insert_remove_batch, get, query, switch
 }
 criterion_main!(benches);

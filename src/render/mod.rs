@@ -157,7 +157,8 @@ pub async fn run(cli: Cli) {
         // World.
         if let DrawOrder::YSorted(method) = order {
             let world = &mut game.app.world;
-            game.profiler.time("y_sort", game.sort_id, || sprites::sort_by_y(world, method, &mut order_buffer));
+            game.profiler
+                .time("y_sort", game.sort_id, || swarm::sim::painter::sort_by_y(world, method, &mut order_buffer));
         }
         clear_background(Color::new(0.035, 0.04, 0.07, 1.0));
         set_camera(&camera);

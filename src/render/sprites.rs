@@ -98,20 +98,6 @@ impl DrawOrder {
     }
 }
 
-/// Sorts the position pool by y and puts the health pool in the same order (seed 001's sort + `sort_as`), so the
-/// fighter query, driven by the health pool, yields fighters top to bottom. Sparse-set backend only: returns
-/// whether it sorted.
-pub fn sort_by_y(world: &mut World, method: SortMethod, order: &mut Vec<swarm::ecs::Entity>) -> bool {
-    let Some(positions) = world.sparse_set_mut::<Position>() else { return false };
-    positions.sort_by(method, |a, b| a.0.y.total_cmp(&b.0.y));
-    order.clear();
-    order.extend_from_slice(positions.entities());
-    if let Some(health) = world.sparse_set_mut::<Health>() {
-        health.sort_as(order);
-    }
-    true
-}
-
 /// Draws particles, then fighters (tinted by team, dimmed as they lose health), hunters with their own sprite.
 pub fn draw_world(world: &mut World, sprites: &Sprites, scratch: &mut DrawScratch) {
     let config = world.resource::<SimConfig>().clone();

@@ -13,6 +13,7 @@ pub mod grid;
 pub mod hunt;
 pub mod lifecycle;
 pub mod movement;
+pub mod painter;
 pub mod report;
 pub mod spawn;
 

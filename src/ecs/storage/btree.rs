@@ -10,6 +10,14 @@ pub struct BTreePool<T> {
     map: BTreeMap<u32, T>,
 }
 
+impl<T> BTreePool<T> {
+    /// A pool holding `pairs`, which must be sorted by index with no repeats (checked in debug builds).
+    pub fn from_sorted(pairs: Vec<(u32, T)>) -> Self {
+        debug_assert!(pairs.windows(2).all(|w| w[0].0 < w[1].0), "pairs are not sorted by index");
+        Self { map: pairs.into_iter().collect() }
+    }
+}
+
 impl<T> Default for BTreePool<T> {
     fn default() -> Self {
         Self { map: BTreeMap::new() }

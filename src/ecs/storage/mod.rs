@@ -266,6 +266,15 @@ impl<T: 'static> AnyPool<T> {
 
     /// Moves every value into a new pool of `backend`'s layout. `entities` turns an index back into its handle.
     pub fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity) {
+        if backend == Backend::BTree {
+            // A B-tree built from sorted pairs is built bottom-up in O(n) (std's bulk build), instead of n
+            // searches and node splits.
+            let mut pairs = Vec::with_capacity(self.len());
+            with_pool!(self, p => Pool::drain(p, |index, value| pairs.push((index, value))));
+            pairs.sort_unstable_by_key(|&(index, _)| index);
+            *self = AnyPool::BTree(BTreePool::from_sorted(pairs));
+            return;
+        }
         let mut next = AnyPool::new(backend);
         with_pool!(&mut next, p => p.reserve(self.len()));
         with_pool!(self, p => Pool::drain(p, |index, value| { next.insert(entity_at(index), value); }));
@@ -290,6 +299,12 @@ impl<T: 'static> AnyPool<T> {
 
     /// Moves every value of component `id` out of the archetype tables into a new pool of `backend`'s layout.
     pub(crate) fn from_tables(tables: &mut Archetypes, id: ComponentId, backend: Backend) -> Box<dyn ErasedPool> {
+        if backend == Backend::BTree {
+            let mut pairs = Vec::new();
+            tables.drain_column::<T>(id, |entity, value| pairs.push((entity.index(), value)));
+            pairs.sort_unstable_by_key(|&(index, _)| index);
+            return Box::new(AnyPool::BTree(BTreePool::from_sorted(pairs)));
+        }
         let mut pool = AnyPool::<T>::new(backend);
         tables.drain_column::<T>(id, |entity, value| {
             pool.insert(entity, value);
