@@ -1,31 +1,11 @@
 //! After warm-up, recording and applying commands allocate nothing (a counting global allocator shows it).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use swarm::ecs::{Backend, World};
 
-struct Counting;
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwards the caller's layout unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwards to the system allocator that made `ptr`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+mod common;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: common::Counting = common::Counting;
 
 #[derive(Clone, Copy)]
 struct Life(u32);
@@ -65,12 +45,12 @@ fn steady_state_commands_allocate_nothing() {
         for _ in 0..50 {
             frame(&mut world, &mut expired);
         }
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = common::allocations();
         let totals_before = world.command_totals();
         for _ in 0..100 {
             frame(&mut world, &mut expired);
         }
-        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let allocations = common::allocations() - before;
         let totals = world.command_totals();
         assert!(totals.applied - totals_before.applied > 10_000, "{backend}: the frames did little work");
         assert!(totals.skipped > totals_before.skipped, "{backend}: double despawns were not skipped");

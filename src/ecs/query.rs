@@ -31,8 +31,7 @@ use super::component::{ComponentId, ComponentSet, Components};
 use super::entity::{Entities, Entity};
 use super::sparse_set::fresh_stamp;
 use super::storage::archetype::{Column, ErasedColumn, Table};
-use super::storage::{AnyPool, Backend, ErasedPool, Layout, Pool};
-use super::storage::{BTreeLayout, DenseArrayLayout, HashMapLayout, SparseSetLayout};
+use super::storage::{dispatch, AnyPool, ErasedPool, Layout, Pool};
 use super::world::World;
 use std::cell::Cell;
 use std::fmt;
@@ -606,13 +605,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, Q, F> {
         let mut context = world.query_context();
         let f = &mut f;
         // The one backend dispatch of the query.
-        match backend {
-            Backend::SparseSet => run::<Q, F, SparseSetLayout, _>(&mut context, &access, f),
-            Backend::HashMap => run::<Q, F, HashMapLayout, _>(&mut context, &access, f),
-            Backend::BTree => run::<Q, F, BTreeLayout, _>(&mut context, &access, f),
-            Backend::DenseArray => run::<Q, F, DenseArrayLayout, _>(&mut context, &access, f),
-            Backend::Archetype => Q::run_tables(context.tables, &access, f),
-        }
+        dispatch!(backend, L => run::<Q, F, L, _>(&mut context, &access, f), tables => Q::run_tables(context.tables, &access, f));
         Ok(())
     }
 

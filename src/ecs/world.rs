@@ -7,8 +7,7 @@ use super::entity::{Entities, Entity, NoSuchEntity, WorldFull};
 use super::query::{Filter, Query, QueryContext, QueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
-use super::storage::{AnyPool, Backend, ErasedPool, Layout, Pool};
-use super::storage::{BTreeLayout, DenseArrayLayout, HashMapLayout, SparseSetLayout};
+use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool};
 use std::fmt;
 
 /// Why a component could not be removed.
@@ -224,13 +223,8 @@ impl World {
         } else {
             // One backend dispatch for the batch; each pool is downcast once.
             let (pools, ids, entities) = (&mut self.pools, ids.ids(), &mut self.entities);
-            match self.backend {
-                Backend::SparseSet => B::put_batch::<SparseSetLayout>(bundles, pools, ids, entities, out),
-                Backend::HashMap => B::put_batch::<HashMapLayout>(bundles, pools, ids, entities, out),
-                Backend::BTree => B::put_batch::<BTreeLayout>(bundles, pools, ids, entities, out),
-                Backend::DenseArray => B::put_batch::<DenseArrayLayout>(bundles, pools, ids, entities, out),
-                Backend::Archetype => unreachable!("handled above"),
-            }
+            dispatch!(self.backend, L => B::put_batch::<L>(bundles, pools, ids, entities, out),
+                tables => unreachable!("handled above"))
         }
     }
 
@@ -329,8 +323,8 @@ impl World {
     pub fn insert_many<T: 'static>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
         let id = self.register::<T>();
         let entities = &self.entities;
-        let mut skipped = 0;
         if self.backend == Backend::Archetype {
+            let mut skipped = 0;
             for (entity, value) in items {
                 if entities.is_alive(entity) {
                     self.archetypes.insert(entity, id, value, &self.components);
@@ -357,14 +351,7 @@ impl World {
             skipped
         }
         let pool = Self::typed_pool::<T>(&mut self.pools, id);
-        skipped += match self.backend {
-            Backend::SparseSet => run::<SparseSetLayout, T>(pool, entities, items),
-            Backend::HashMap => run::<HashMapLayout, T>(pool, entities, items),
-            Backend::BTree => run::<BTreeLayout, T>(pool, entities, items),
-            Backend::DenseArray => run::<DenseArrayLayout, T>(pool, entities, items),
-            Backend::Archetype => unreachable!("handled above"),
-        };
-        skipped
+        dispatch!(self.backend, L => run::<L, T>(pool, entities, items), tables => unreachable!("handled above"))
     }
 
     /// Removes component `T` from many entities, dropping the values, with one dispatch for the batch. Returns how
@@ -383,13 +370,7 @@ impl World {
             targets.iter().filter(|e| entities.is_alive(**e) && pool.remove(e.index()).is_some()).count()
         }
         let pool = Self::typed_pool::<T>(&mut self.pools, id);
-        match self.backend {
-            Backend::SparseSet => run::<SparseSetLayout, T>(pool, entities, targets),
-            Backend::HashMap => run::<HashMapLayout, T>(pool, entities, targets),
-            Backend::BTree => run::<BTreeLayout, T>(pool, entities, targets),
-            Backend::DenseArray => run::<DenseArrayLayout, T>(pool, entities, targets),
-            Backend::Archetype => unreachable!("handled above"),
-        }
+        dispatch!(self.backend, L => run::<L, T>(pool, entities, targets), tables => unreachable!("handled above"))
     }
 
     fn typed_pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) -> &mut AnyPool<T> {

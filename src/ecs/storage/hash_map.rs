@@ -1,7 +1,6 @@
 //! The hash-map backend: `index -> value` in a hash map (seed 000's Dictionary row).
 
-use super::{handle, Pool};
-use crate::ecs::entity::{Entities, Entity};
+use super::Pool;
 use rustc_hash::FxHashMap;
 use std::mem::size_of;
 
@@ -20,35 +19,7 @@ impl<T> Default for HashPool<T> {
 }
 
 impl<T: 'static> Pool<T> for HashPool<T> {
-    #[inline]
-    fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
-        self.map.insert(entity.index(), value)
-    }
-    #[inline]
-    fn get(&self, index: u32) -> Option<&T> {
-        self.map.get(&index)
-    }
-    #[inline]
-    fn get_mut(&mut self, index: u32) -> Option<&mut T> {
-        self.map.get_mut(&index)
-    }
-    #[inline]
-    fn remove(&mut self, index: u32) -> Option<T> {
-        self.map.remove(&index)
-    }
-    #[inline]
-    fn contains(&self, index: u32) -> bool {
-        self.map.contains_key(&index)
-    }
-    fn len(&self) -> usize {
-        self.map.len()
-    }
-    fn collect_indices(&self, out: &mut Vec<u32>) {
-        out.extend(self.map.keys().copied());
-    }
-    fn collect_entities(&self, entities: &Entities, out: &mut Vec<Entity>) {
-        out.extend(self.map.keys().map(|&i| handle(entities, i)));
-    }
+    map_pool_methods!();
     fn drain(&mut self, mut f: impl FnMut(u32, T)) {
         for (index, value) in self.map.drain() {
             f(index, value);

@@ -20,6 +20,42 @@
 //! order, `HashMap` in hash order, and the archetype backend in table order (sorting would have to happen within
 //! a table, which this crate does not do).
 
+/// The `Pool` methods of the two map-backed layouts (a `map` field from `u32` index to `T`), which read the same
+/// because `HashMap` and `BTreeMap` share their verbs.
+macro_rules! map_pool_methods {
+    () => {
+        #[inline]
+        fn insert(&mut self, entity: crate::ecs::entity::Entity, value: T) -> Option<T> {
+            self.map.insert(entity.index(), value)
+        }
+        #[inline]
+        fn get(&self, index: u32) -> Option<&T> {
+            self.map.get(&index)
+        }
+        #[inline]
+        fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+            self.map.get_mut(&index)
+        }
+        #[inline]
+        fn remove(&mut self, index: u32) -> Option<T> {
+            self.map.remove(&index)
+        }
+        #[inline]
+        fn contains(&self, index: u32) -> bool {
+            self.map.contains_key(&index)
+        }
+        fn len(&self) -> usize {
+            self.map.len()
+        }
+        fn collect_indices(&self, out: &mut Vec<u32>) {
+            out.extend(self.map.keys().copied());
+        }
+        fn collect_entities(&self, entities: &crate::ecs::entity::Entities, out: &mut Vec<crate::ecs::entity::Entity>) {
+            out.extend(self.map.keys().map(|&i| crate::ecs::storage::handle(entities, i)));
+        }
+    };
+}
+
 pub mod archetype;
 pub mod btree;
 pub mod dense_array;
@@ -190,6 +226,33 @@ layouts! {
     /// The direct-array layout.
     DenseArrayLayout => DenseArray(DenseArray);
 }
+
+/// Matches `$backend` once and runs `$body` with the type `$L` naming the per-component [`Layout`], or `$tables`
+/// for the archetype backend: the single backend dispatch of a query or a batch.
+macro_rules! dispatch {
+    ($backend:expr, $L:ident => $body:expr, tables => $tables:expr) => {
+        match $backend {
+            $crate::ecs::storage::Backend::SparseSet => {
+                type $L = $crate::ecs::storage::SparseSetLayout;
+                $body
+            }
+            $crate::ecs::storage::Backend::HashMap => {
+                type $L = $crate::ecs::storage::HashMapLayout;
+                $body
+            }
+            $crate::ecs::storage::Backend::BTree => {
+                type $L = $crate::ecs::storage::BTreeLayout;
+                $body
+            }
+            $crate::ecs::storage::Backend::DenseArray => {
+                type $L = $crate::ecs::storage::DenseArrayLayout;
+                $body
+            }
+            $crate::ecs::storage::Backend::Archetype => $tables,
+        }
+    };
+}
+pub(crate) use dispatch;
 
 /// One component type's pool in whichever per-component layout the world uses now.
 pub enum AnyPool<T> {
