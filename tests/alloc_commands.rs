@@ -54,12 +54,12 @@ fn steady_state_commands_allocate_nothing() {
         let totals = world.command_totals();
         assert!(totals.applied - totals_before.applied > 10_000, "{backend}: the frames did little work");
         assert!(totals.skipped > totals_before.skipped, "{backend}: double despawns were not skipped");
-        if matches!(backend, Backend::SparseSet | Backend::DenseArray | Backend::Archetype) {
-            assert_eq!(allocations, 0, "{backend}: {allocations} allocations in 100 steady frames");
+        if backend == Backend::BTree {
+            // B-tree nodes are allocated on insert by design (about 2,300 here). One allocation per command would
+            // add over 70,000 (5 commands per expired entity), so this bound still catches the buffer allocating.
+            assert!(allocations < 10_000, "{backend}: {allocations} allocations in 100 steady frames");
         } else {
-            // Hash and B-tree maps allocate by design (B-tree nodes on insert; hash maps rehash to clear
-            // tombstones), so only the command buffer's own share is bounded for them.
-            assert!(allocations < 100 * 200, "{backend}: {allocations} allocations in 100 steady frames");
+            assert_eq!(allocations, 0, "{backend}: {allocations} allocations in 100 steady frames");
         }
     }
 }

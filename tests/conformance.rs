@@ -247,6 +247,33 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn types_registered_by_refusals_regression() {
+                // A refused query and a refused spawn both register types that then have no pool.
+                let mut w = World::with_capacity(1);
+                w.set_backend($backend);
+                let e = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                assert!(w.query::<(&Vel, &mut Vel)>().try_for_each(|_, _| {}).is_err());
+                assert!(w.spawn((Name("late".into()),)).is_err());
+                assert_eq!(w.get::<Vel>(e), None);
+                assert_eq!(w.get_mut::<Name>(e), None);
+                assert!(matches!(w.remove::<Vel>(e), Err(ComponentError::MissingComponent { .. })));
+                let mut bytes = Vec::new();
+                w.component_bytes(&mut bytes);
+                assert!(bytes.iter().any(|b| b.name.ends_with("Name") && b.bytes == 0));
+                assert!(w.storage_bytes() > 0);
+                w.insert(e, Vel(1.0, 1.0)).unwrap();
+                assert_eq!(w.get::<Vel>(e), Some(&Vel(1.0, 1.0)));
+                w.assert_invariants();
+            }
+
+            #[test]
+            #[should_panic(expected = "names `")]
+            fn duplicate_types_in_a_recorded_spawn_panic_at_once() {
+                let mut w = world();
+                w.commands().spawn((Pos(0.0, 0.0), Pos(1.0, 1.0))).ok();
+            }
+
+            #[test]
             fn resources() {
                 let mut w = world();
                 assert_eq!(w.insert_resource(5u32), None);

@@ -55,7 +55,7 @@ fn run_model(seed: u64, start: Backend, switch_every: Option<usize>) {
             }
         }
         let target = if handles.is_empty() { None } else { Some(handles[rng.gen_range(0..handles.len())]) };
-        match (rng.gen_range(0..10), target) {
+        match (rng.gen_range(0..12), target) {
             (0..=2, _) | (_, None) => {
                 let row = Row {
                     a: rng.gen_bool(0.7).then(|| A(rng.gen())),
@@ -130,6 +130,42 @@ fn run_model(seed: u64, start: Backend, switch_every: Option<usize>) {
                     a.0 = a.0.wrapping_add(1);
                     model.get_mut(&e).unwrap().a.as_mut().unwrap().0 = a.0;
                 }
+            }
+            (10, Some(e)) => {
+                // Through the command buffer: set A on the target, despawn another handle (maybe stale), spawn one.
+                let other = handles[rng.gen_range(0..handles.len())];
+                let v = A(rng.gen());
+                let mut commands = world.commands();
+                commands.insert(e, v);
+                commands.despawn(other);
+                let spawned = commands.spawn((A(7), Tag));
+                let stats = world.apply_commands();
+                let mut expected_skips = 0;
+                match model.get_mut(&e) {
+                    Some(row) => row.a = Some(v),
+                    None => expected_skips += 1,
+                }
+                if model.remove(&other).is_none() {
+                    expected_skips += 1;
+                }
+                match spawned {
+                    Ok(new) => {
+                        model.insert(new, Row { a: Some(A(7)), b: None, tag: true });
+                        handles.push(new);
+                    }
+                    Err(_) => assert!(model.len() as u32 >= CAPACITY - 1, "spawn refused below capacity"),
+                }
+                assert_eq!(stats.skipped, expected_skips, "skipped commands at step {step}");
+            }
+            (11, Some(_)) => {
+                // A filtered query: tagged entities with A; compare the sets.
+                let mut seen = Vec::new();
+                world.query::<(&A,)>().with::<Tag>().for_each(|e, (a,)| seen.push((e, *a)));
+                seen.sort_by_key(|(e, _)| *e);
+                let mut expected: Vec<(Entity, A)> =
+                    model.iter().filter(|(_, r)| r.tag).filter_map(|(e, r)| r.a.map(|a| (*e, a))).collect();
+                expected.sort_by_key(|(e, _)| *e);
+                assert_eq!(seen, expected, "filtered query at step {step}");
             }
             (_, Some(_)) => {
                 // Query: every entity with A and B, not tagged, bumps its A; compare the sets.

@@ -5,7 +5,7 @@ use super::entity::{Entities, Entity, WorldFull};
 use super::storage::archetype::Archetypes;
 use super::storage::{AnyPool, ErasedPool, Layout, Pool};
 
-/// Most components in one bundle.
+/// Room for the ids of one bundle (bundles are implemented for tuples of up to 8).
 pub const MAX_BUNDLE: usize = 12;
 
 /// The component ids of a bundle, in tuple order.
@@ -34,8 +34,10 @@ impl BundleIds {
     }
 }
 
-/// A tuple of up to [`MAX_BUNDLE`] components, each of a distinct `'static` type.
+/// A tuple of up to 8 components, each of a distinct `'static` type.
 pub trait Bundle: 'static {
+    /// Panics if the tuple names a type twice (checked without a registry, e.g. when a command is recorded).
+    fn assert_distinct();
     /// Registers the component types and returns their ids.
     ///
     /// # Panics
@@ -73,6 +75,15 @@ fn typed<T: 'static>(pool: &mut Option<Box<dyn ErasedPool>>) -> &mut AnyPool<T> 
 macro_rules! impl_bundle {
     ($($T:ident $v:ident $p:ident $k:tt),+) => {
         impl<$($T: 'static),+> Bundle for ($($T,)+) {
+            fn assert_distinct() {
+                let types = [$((std::any::TypeId::of::<$T>(), std::any::type_name::<$T>())),+];
+                for (k, (id, name)) in types.iter().enumerate() {
+                    assert!(
+                        types[..k].iter().all(|(other, _)| other != id),
+                        "a bundle names `{name}` twice; each component type may appear once per entity"
+                    );
+                }
+            }
             fn ids(components: &mut Components) -> BundleIds {
                 let mut ids = BundleIds { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY };
                 $(let (id, _) = components.register::<$T>(); ids.push(components, id);)+

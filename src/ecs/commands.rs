@@ -155,7 +155,13 @@ pub struct Commands<'w> {
 impl Commands<'_> {
     /// Records a spawn and returns the entity at once: reserved now, alive after [`World::apply_commands`].
     /// Later commands in the same buffer may target it. Fails if the world is full (reservations count).
+    ///
+    /// # Panics
+    /// If the tuple names a component type twice (now, not when the buffer is applied).
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
+        if !self.queue.queue_of.contains_key(&TypeId::of::<SpawnQueue<B>>()) {
+            B::assert_distinct(); // once per bundle type and buffer
+        }
         let entity = self.entities.reserve()?;
         let (queue, values) = self.queue.queue(|| SpawnQueue::<B> { bundles: VecDeque::new(), ids: None });
         values.bundles.push_back(bundle);

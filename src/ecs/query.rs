@@ -14,9 +14,10 @@
 //!
 //! How a query runs: the world matches its backend **once**, then calls a loop monomorphized for that layout.
 //! - Per-component layouts ([`Layout`]): if every fetched pool keeps packed arrays in the same entity order (a
-//!   sparse set after `sort_as`), the packed value arrays are walked in lock-step. Otherwise the smallest pool
-//!   (fetched or `With`) drives: its entities are copied to a reused scratch buffer, and every other pool is probed
-//!   by index (seed 000's movement system).
+//!   sparse set after `sort_as`) and no `With` pool is smaller, the packed value arrays are walked in lock-step.
+//!   Otherwise the smallest pool (fetched or `With`) drives (seed 000's movement system): a fetched sparse set is
+//!   walked by row and the other pools are probed by index; any other driver's handles are copied to a reused
+//!   scratch buffer and every pool is probed by index.
 //! - Archetype tables: every table whose set holds the fetched and `With` types and none of the `Without` types is
 //!   walked column by column.
 //!
@@ -447,7 +448,9 @@ macro_rules! impl_query_data {
                     }
                     let _ = first; // read by the next term; a one-term query never does
                 }
-                if aligned {
+                // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
+                let fetched = usize::MAX$(.min($T::len::<L>(&$s)))+;
+                if aligned && F::min_len::<L>(&filter) >= fetched {
                     let mut rows: Option<&[Entity]> = None;
                     $(let (order, $d) = $T::into_packed::<L>($s); rows.get_or_insert(order);)+
                     let rows = rows.unwrap_or(&[]);

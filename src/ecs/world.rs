@@ -159,24 +159,18 @@ impl World {
         id
     }
 
+    /// The pool of component `id`; `None` if the type was registered (by a refused query or a refused spawn)
+    /// but never given a pool, which means no entity has it.
     #[inline]
-    fn pool<T: 'static>(&self, id: ComponentId) -> &AnyPool<T> {
-        self.pools[id as usize]
-            .as_deref()
-            .expect("pool is taken by a running query")
-            .as_any()
-            .downcast_ref::<AnyPool<T>>()
-            .expect("pool type does not match its component id")
+    fn pool<T: 'static>(&self, id: ComponentId) -> Option<&AnyPool<T>> {
+        let pool = self.pools.get(id as usize)?.as_deref().expect("pool is taken by a running query");
+        Some(pool.as_any().downcast_ref::<AnyPool<T>>().expect("pool type does not match its component id"))
     }
 
     #[inline]
-    fn pool_mut<T: 'static>(&mut self, id: ComponentId) -> &mut AnyPool<T> {
-        self.pools[id as usize]
-            .as_deref_mut()
-            .expect("pool is taken by a running query")
-            .as_any_mut()
-            .downcast_mut::<AnyPool<T>>()
-            .expect("pool type does not match its component id")
+    fn pool_mut<T: 'static>(&mut self, id: ComponentId) -> Option<&mut AnyPool<T>> {
+        let pool = self.pools.get_mut(id as usize)?.as_deref_mut().expect("pool is taken by a running query");
+        Some(pool.as_any_mut().downcast_mut::<AnyPool<T>>().expect("pool type does not match its component id"))
     }
 
     /// Spawns an entity with the components of `bundle` (a tuple).
@@ -296,7 +290,7 @@ impl World {
         Ok(if self.backend == Backend::Archetype {
             self.archetypes.insert(entity, id, value, &self.components)
         } else {
-            self.pool_mut::<T>(id).insert(entity, value)
+            self.pool_mut::<T>(id).expect("register made the pool").insert(entity, value)
         })
     }
 
@@ -312,7 +306,7 @@ impl World {
         let value = if self.backend == Backend::Archetype {
             self.archetypes.remove::<T>(entity.index(), id, &self.components)
         } else {
-            self.pool_mut::<T>(id).remove(entity.index())
+            self.pool_mut::<T>(id).and_then(|pool| pool.remove(entity.index()))
         };
         value.ok_or(missing)
     }
@@ -392,7 +386,7 @@ impl World {
         if self.backend == Backend::Archetype {
             self.archetypes.get::<T>(entity.index(), id)
         } else {
-            self.pool::<T>(id).get(entity.index())
+            self.pool::<T>(id)?.get(entity.index())
         }
     }
 
@@ -406,7 +400,7 @@ impl World {
         if self.backend == Backend::Archetype {
             self.archetypes.get_mut::<T>(entity.index(), id)
         } else {
-            self.pool_mut::<T>(id).get_mut(entity.index())
+            self.pool_mut::<T>(id)?.get_mut(entity.index())
         }
     }
 
@@ -513,7 +507,7 @@ impl World {
             let bytes = if self.backend == Backend::Archetype {
                 self.archetypes.component_bytes(id as ComponentId)
             } else {
-                self.pools[id].as_deref().map_or(0, |p| p.bytes())
+                self.pools.get(id).and_then(|p| p.as_deref()).map_or(0, |p| p.bytes())
             };
             out.push(ComponentBytes { name: info.name, bytes });
         }
@@ -625,7 +619,7 @@ impl World {
             let rows: usize = self.archetypes.tables().iter().map(|t| t.len()).sum();
             assert_eq!(rows, self.entities.len() as usize, "archetype rows differ from live entities");
         } else {
-            assert_eq!(self.pools.len(), self.components.len(), "a registered component has no pool");
+            assert!(self.pools.len() <= self.components.len(), "more pools than registered components");
             for (id, pool) in self.pools.iter().enumerate() {
                 let pool = pool.as_deref().expect("a pool was left taken");
                 assert_eq!(pool.backend(), self.backend, "pool {id} is in another backend");

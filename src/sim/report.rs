@@ -96,7 +96,8 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::ecs::app::App)) -> Report {
     let mut app = build_app(settings.config.clone(), settings.seed, settings.backend, settings.capacity);
     on_app(&app);
-    let mut frame_ms = Vec::with_capacity(settings.frames as usize);
+    // Grows as needed: a huge --frames must not reserve memory up front.
+    let mut frame_ms = Vec::with_capacity((settings.frames as usize).min(1 << 16));
     let mut peak_storage = 0;
     let (mut switches, mut switch_ms) = (0u32, 0.0);
     for frame in 0..settings.frames {
