@@ -330,12 +330,7 @@ impl<T: 'static> AnyPool<T> {
     /// Moves every value into a new pool of `backend`'s layout. `entities` turns an index back into its handle.
     pub fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity) {
         if backend == Backend::BTree {
-            // A B-tree built from sorted pairs is built bottom-up in O(n) (std's bulk build), instead of n
-            // searches and node splits.
-            let mut pairs = Vec::with_capacity(self.len());
-            with_pool!(self, p => Pool::drain(p, |index, value| pairs.push((index, value))));
-            pairs.sort_unstable_by_key(|&(index, _)| index);
-            *self = AnyPool::BTree(BTreePool::from_sorted(pairs));
+            *self = AnyPool::BTree(staged_btree(|put| with_pool!(self, p => Pool::drain(p, |i, v| put(i, v)))));
             return;
         }
         let mut next = AnyPool::new(backend);
@@ -363,10 +358,8 @@ impl<T: 'static> AnyPool<T> {
     /// Moves every value of component `id` out of the archetype tables into a new pool of `backend`'s layout.
     pub(crate) fn from_tables(tables: &mut Archetypes, id: ComponentId, backend: Backend) -> Box<dyn ErasedPool> {
         if backend == Backend::BTree {
-            let mut pairs = Vec::new();
-            tables.drain_column::<T>(id, |entity, value| pairs.push((entity.index(), value)));
-            pairs.sort_unstable_by_key(|&(index, _)| index);
-            return Box::new(AnyPool::BTree(BTreePool::from_sorted(pairs)));
+            let pool = staged_btree(|put| tables.drain_column::<T>(id, |entity, value| put(entity.index(), value)));
+            return Box::new(AnyPool::BTree(pool));
         }
         let mut pool = AnyPool::<T>::new(backend);
         tables.drain_column::<T>(id, |entity, value| {
@@ -374,6 +367,22 @@ impl<T: 'static> AnyPool<T> {
         });
         Box::new(pool)
     }
+}
+
+/// Builds a B-tree pool from values given in any index order. A B-tree fed sorted pairs is built bottom-up in
+/// O(n) (std's bulk build) instead of by n searches and node splits; the pairs are sorted by staging the values by
+/// index, so each value moves a fixed number of times where a comparison sort would move large components again
+/// and again.
+fn staged_btree<T>(fill: impl FnOnce(&mut dyn FnMut(u32, T))) -> BTreePool<T> {
+    let mut staged: Vec<Option<T>> = Vec::new();
+    fill(&mut |index, value| {
+        let index = index as usize;
+        if index >= staged.len() {
+            staged.resize_with(index + 1, || None);
+        }
+        staged[index] = Some(value);
+    });
+    BTreePool::from_sorted(staged.into_iter().enumerate().filter_map(|(i, v)| v.map(|v| (i as u32, v))).collect())
 }
 
 /// A pool with its component type erased: what the world can do knowing only a [`ComponentId`].
