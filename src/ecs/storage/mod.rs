@@ -330,7 +330,7 @@ impl<T: 'static> AnyPool<T> {
     /// Moves every value into a new pool of `backend`'s layout. `entities` turns an index back into its handle.
     pub fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity) {
         if backend == Backend::BTree {
-            *self = AnyPool::BTree(staged_btree(|put| with_pool!(self, p => Pool::drain(p, |i, v| put(i, v)))));
+            *self = AnyPool::BTree(staged_btree(|put| with_pool!(self, p => Pool::drain(p, &mut *put))));
             return;
         }
         let mut next = AnyPool::new(backend);
