@@ -334,8 +334,14 @@ impl<T: 'static> AnyPool<T> {
             return;
         }
         let mut next = AnyPool::new(backend);
-        with_pool!(&mut next, p => p.reserve(self.len()));
-        with_pool!(self, p => Pool::drain(p, |index, value| { next.insert(entity_at(index), value); }));
+        let len = self.len();
+        // Both layouts matched once, so the loop over the values is monomorphized for the pair.
+        with_pool!(&mut next, to => {
+            Pool::reserve(to, len);
+            with_pool!(&mut *self, from => Pool::drain(from, |index, value| {
+                Pool::insert(to, entity_at(index), value);
+            }))
+        });
         *self = next;
     }
 
