@@ -65,11 +65,7 @@ fn pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) 
 }
 
 fn typed<T: 'static>(pool: &mut Option<Box<dyn ErasedPool>>) -> &mut AnyPool<T> {
-    pool.as_deref_mut()
-        .expect("pool is taken")
-        .as_any_mut()
-        .downcast_mut::<AnyPool<T>>()
-        .expect("pool type does not match its component id")
+    AnyPool::downcast_mut(pool.as_deref_mut().expect("pool is taken by a running query"))
 }
 
 macro_rules! impl_bundle {

@@ -146,13 +146,6 @@ pub trait Term {
     fn at<'a>(slice: &'a mut Self::Slice<'_>, row: usize) -> Self::Item<'a>;
 }
 
-fn typed<T: 'static>(pool: &mut dyn ErasedPool) -> &mut AnyPool<T> {
-    let backend = pool.backend();
-    pool.as_any_mut().downcast_mut::<AnyPool<T>>().unwrap_or_else(|| {
-        unreachable!("pool registered for {} holds another type ({backend:?})", std::any::type_name::<T>())
-    })
-}
-
 fn typed_column<T: 'static>(column: &mut dyn ErasedColumn) -> &mut Vec<T> {
     &mut column.as_any_mut().downcast_mut::<Column<T>>().expect("column type does not match its component id").0
 }
@@ -165,7 +158,7 @@ impl<T: 'static> Term for &T {
     type Slice<'w> = &'w [T];
 
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w L::Pool<T> {
-        L::pool_mut(typed::<T>(pool))
+        L::pool_mut(AnyPool::<T>::downcast_mut(pool))
     }
     #[inline]
     fn probe<'a, L: Layout>(pool: &'a mut &L::Pool<T>, index: u32) -> Option<&'a T> {
@@ -204,7 +197,7 @@ impl<T: 'static> Term for &mut T {
     type Slice<'w> = &'w mut [T];
 
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w mut L::Pool<T> {
-        L::pool_mut(typed::<T>(pool))
+        L::pool_mut(AnyPool::<T>::downcast_mut(pool))
     }
     #[inline]
     fn probe<'a, L: Layout>(pool: &'a mut &mut L::Pool<T>, index: u32) -> Option<&'a mut T> {
@@ -300,7 +293,7 @@ impl<T: 'static> Filter for With<T> {
         access.required.insert(id);
     }
     fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
-        L::pool_mut(typed::<T>(taken.next().expect("filter pool was taken")))
+        L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("filter pool was taken")))
     }
     #[inline]
     fn matches<L: Layout>(pool: &&L::Pool<T>, index: u32) -> bool {
@@ -325,7 +318,7 @@ impl<T: 'static> Filter for Without<T> {
         access.excluded.insert(id);
     }
     fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
-        L::pool_mut(typed::<T>(taken.next().expect("filter pool was taken")))
+        L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("filter pool was taken")))
     }
     #[inline]
     fn matches<L: Layout>(pool: &&L::Pool<T>, index: u32) -> bool {

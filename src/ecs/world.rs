@@ -164,13 +164,13 @@ impl World {
     #[inline]
     fn pool<T: 'static>(&self, id: ComponentId) -> Option<&AnyPool<T>> {
         let pool = self.pools.get(id as usize)?.as_deref().expect("pool is taken by a running query");
-        Some(pool.as_any().downcast_ref::<AnyPool<T>>().expect("pool type does not match its component id"))
+        Some(AnyPool::downcast_ref(pool))
     }
 
     #[inline]
     fn pool_mut<T: 'static>(&mut self, id: ComponentId) -> Option<&mut AnyPool<T>> {
         let pool = self.pools.get_mut(id as usize)?.as_deref_mut().expect("pool is taken by a running query");
-        Some(pool.as_any_mut().downcast_mut::<AnyPool<T>>().expect("pool type does not match its component id"))
+        Some(AnyPool::downcast_mut(pool))
     }
 
     /// Spawns an entity with the components of `bundle` (a tuple).
@@ -344,8 +344,10 @@ impl World {
             }
             skipped
         }
-        let pool = Self::typed_pool::<T>(&mut self.pools, id);
-        dispatch!(self.backend, L => run::<L, T>(pool, entities, items), tables => unreachable!("handled above"))
+        let backend = self.backend;
+        let pool =
+            AnyPool::downcast_mut(self.pools[id as usize].as_deref_mut().expect("pool is taken by a running query"));
+        dispatch!(backend, L => run::<L, T>(pool, entities, items), tables => unreachable!("handled above"))
     }
 
     /// Removes component `T` from many entities, dropping the values, with one dispatch for the batch. Returns how
@@ -363,17 +365,11 @@ impl World {
             let pool = L::pool_mut(pool);
             targets.iter().filter(|e| entities.is_alive(**e) && pool.remove(e.index()).is_some()).count()
         }
-        let pool = Self::typed_pool::<T>(&mut self.pools, id);
-        dispatch!(self.backend, L => run::<L, T>(pool, entities, targets), tables => unreachable!("handled above"))
-    }
-
-    fn typed_pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) -> &mut AnyPool<T> {
-        pools[id as usize]
-            .as_deref_mut()
-            .expect("pool is taken by a running query")
-            .as_any_mut()
-            .downcast_mut::<AnyPool<T>>()
-            .expect("pool type does not match its component id")
+        let backend = self.backend;
+        // A type registered by a refused query or spawn has no pool yet: then nobody has it.
+        let Some(pool) = self.pools.get_mut(id as usize) else { return 0 };
+        let pool = AnyPool::downcast_mut(pool.as_deref_mut().expect("pool is taken by a running query"));
+        dispatch!(backend, L => run::<L, T>(pool, entities, targets), tables => unreachable!("handled above"))
     }
 
     /// Component `T` of `entity`; `None` if the handle is stale or the component absent.

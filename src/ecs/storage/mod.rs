@@ -293,6 +293,27 @@ impl<T: 'static> AnyPool<T> {
         }
     }
 
+    /// The typed pool behind an erased one (one `TypeId` comparison).
+    ///
+    /// # Panics
+    /// If the pool holds another component type: the registry gave two types one id, which is a bug here.
+    #[inline]
+    pub fn downcast_mut(pool: &mut dyn ErasedPool) -> &mut AnyPool<T> {
+        let backend = pool.backend();
+        pool.as_any_mut().downcast_mut::<AnyPool<T>>().unwrap_or_else(|| {
+            unreachable!("pool registered for {} holds another type ({backend:?})", std::any::type_name::<T>())
+        })
+    }
+
+    /// Shared version of [`AnyPool::downcast_mut`].
+    #[inline]
+    pub fn downcast_ref(pool: &dyn ErasedPool) -> &AnyPool<T> {
+        let backend = pool.backend();
+        pool.as_any().downcast_ref::<AnyPool<T>>().unwrap_or_else(|| {
+            unreachable!("pool registered for {} holds another type ({backend:?})", std::any::type_name::<T>())
+        })
+    }
+
     /// Which layout this pool is in.
     pub fn backend(&self) -> Backend {
         match self {
