@@ -145,31 +145,24 @@ pub fn draw(
         draw_text(text, x0, *y, 20.0, color);
         *y += line;
     };
+    // One overlay line: format into the reused buffer, draw it, move down.
+    macro_rules! say {
+        ($color:expr, $($format:tt)*) => {{
+            text.clear();
+            let _ = write!(text, $($format)*);
+            put(text, $color, &mut y);
+        }};
+    }
     let white = Color::new(0.92, 0.94, 0.98, 1.0);
     let dim = Color::new(0.62, 0.68, 0.78, 1.0);
     let amber = Color::new(1.0, 0.78, 0.35, 1.0);
 
-    text.clear();
-    let _ = write!(
-        text,
-        "backend: {}   {} fps{}",
-        readout.backend,
-        readout.fps,
-        if readout.paused { "   PAUSED" } else { "" }
-    );
-    put(text, amber, &mut y);
+    let paused = if readout.paused { "   PAUSED" } else { "" };
+    say!(amber, "backend: {}   {} fps{paused}", readout.backend, readout.fps);
     let f = readout.frames;
-    text.clear();
-    let _ = write!(text, "frame ms  avg {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}", f.mean, f.p50, f.p99, f.max);
-    put(text, white, &mut y);
+    say!(white, "frame ms  avg {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}", f.mean, f.p50, f.p99, f.max);
     if let Some(p) = previous {
-        text.clear();
-        let _ = write!(
-            text,
-            "before ({}): avg {:.2}  p99 {:.2}  max {:.2}",
-            p.backend, p.frames.mean, p.frames.p99, p.frames.max
-        );
-        put(text, dim, &mut y);
+        say!(dim, "before ({}): avg {:.2}  p99 {:.2}  max {:.2}", p.backend, p.frames.mean, p.frames.p99, p.frames.max);
     }
 
     // The graph: frame ms over the window, with guide lines at 60 and 30 FPS.
@@ -204,36 +197,17 @@ pub fn draw(
         }
     });
     let c = readout.census;
-    text.clear();
-    let _ = write!(text, "live: red {}  blue {}  (hunters {})  particles {}", c.red, c.blue, c.hunters, c.particles);
-    put(text, white, &mut y);
-    text.clear();
-    let _ = write!(
-        text,
-        "per second: spawns {:.0}  deaths {:.0}   refused {}",
-        readout.spawns_per_s, readout.deaths_per_s, readout.refused
-    );
-    put(text, white, &mut y);
-    text.clear();
-    let _ = write!(
-        text,
-        "commands applied {}  skipped {}   stale handles caught {}",
-        readout.commands.0, readout.commands.1, readout.stale
-    );
-    put(text, white, &mut y);
+    say!(white, "live: red {}  blue {}  (hunters {})  particles {}", c.red, c.blue, c.hunters, c.particles);
+    let r = readout;
+    say!(white, "per second: spawns {:.0}  deaths {:.0}   refused {}", r.spawns_per_s, r.deaths_per_s, r.refused);
+    say!(white, "commands applied {}  skipped {}   stale handles caught {}", r.commands.0, r.commands.1, r.stale);
     text.clear();
     let _ = write!(text, "storage: {:.1} KiB", readout.bytes as f64 / 1024.0);
     if let Some(p) = previous {
         let _ = write!(text, "   before ({}): {:.1} KiB", p.backend, p.bytes as f64 / 1024.0);
     }
     put(text, white, &mut y);
-    text.clear();
-    let _ = write!(
-        text,
-        "digest {:016x} @ frame {}   (sim frame {})",
-        readout.digest.0, readout.digest.1, readout.sim_frame
-    );
-    put(text, dim, &mut y);
+    say!(dim, "digest {:016x} @ frame {}   (sim frame {})", r.digest.0, r.digest.1, r.sim_frame);
 }
 
 #[cfg(test)]
