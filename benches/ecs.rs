@@ -70,20 +70,24 @@ fn spawn(c: &mut Criterion) {
                 (t, p, r, v, e)
             })
         });
+        // The reference: hecs, the same workload in the same run (a fresh world per iteration, dropped inside the
+        // timed loop as in the common ECS benchmark suites).
+        group.bench_with_input(BenchmarkId::new("hecs", n), &n, |b, &n| {
+            b.iter(|| {
+                let mut world = hecs::World::new();
+                world.spawn_batch((0..n).map(bundle)).for_each(drop);
+                world
+            })
+        });
         for backend in Backend::ALL {
             group.bench_with_input(BenchmarkId::new(backend.name(), n), &n, |b, &n| {
-                b.iter_batched(
-                    || {
-                        let mut w = World::with_capacity(n as u32);
-                        w.set_backend(backend);
-                        (w, Vec::with_capacity(n))
-                    },
-                    |(mut world, mut out)| {
-                        world.spawn_batch((0..n).map(bundle), &mut out).unwrap();
-                        (world, out)
-                    },
-                    BatchSize::PerIteration,
-                )
+                b.iter(|| {
+                    let mut world = World::new();
+                    world.set_backend(backend);
+                    let mut out = Vec::with_capacity(n);
+                    world.spawn_batch((0..n).map(bundle), &mut out).unwrap();
+                    (world, out)
+                })
             });
         }
     }
@@ -129,9 +133,27 @@ fn despawn(c: &mut Criterion) {
     }
 }
 
+/// hecs holding `n` entities of the same four components (the reference beside the backends).
+fn hecs_world(n: usize) -> (hecs::World, Vec<hecs::Entity>) {
+    let mut world = hecs::World::new();
+    let handles = world.spawn_batch((0..n).map(bundle)).collect();
+    (world, handles)
+}
+
 fn insert_remove(c: &mut Criterion) {
     let mut group = c.benchmark_group("insert_remove");
     for n in SIZES {
+        let (mut world, handles) = hecs_world(n);
+        group.bench_function(BenchmarkId::new("hecs", n), |b| {
+            b.iter(|| {
+                for &e in &handles {
+                    world.insert_one(e, Extra(1.0)).unwrap();
+                }
+                for &e in &handles {
+                    black_box(world.remove_one::<Extra>(e).unwrap());
+                }
+            })
+        });
         for backend in Backend::ALL {
             let (mut world, mut handles) = hot_world(backend, n);
             handles.sort(); // walk in index order, as a system would
@@ -196,6 +218,10 @@ fn query(c: &mut Criterion) {
                 }
                 black_box(&mut positions);
             })
+        });
+        let (mut reference, _) = hecs_world(n);
+        group.bench_function(BenchmarkId::new("hecs", n), |b| {
+            b.iter(|| reference.query_mut::<(&mut Position, &Velocity)>().into_iter().for_each(|(p, v)| p.0 += v.0))
         });
         for backend in Backend::ALL {
             // Same order: spawned together, so the sparse-set pools are packed alike (lock-step walk).

@@ -158,6 +158,52 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn spawn_batch_reuses_freed_indices_and_stops_whole_when_full() {
+                let mut w = World::with_capacity(150);
+                w.set_backend($backend);
+                let mut first = Vec::new();
+                w.spawn_batch((0..100).map(|i| (Pos(i as f32, 0.0), Vel(0.0, i as f32))), &mut first).unwrap();
+                for e in first.iter().skip(1).step_by(2) {
+                    w.despawn(*e).unwrap();
+                }
+                // 50 live, room for 100: the first 100 of these 120 fit (the 50 freed indices first), then the
+                // batch stops with an error and every entity it did spawn is whole.
+                let mut second = Vec::new();
+                let result = w.spawn_batch((0..120).map(|i| (Vel(1.0, i as f32), Pos(-(i as f32), 1.0))), &mut second);
+                assert_eq!(result, Err(WorldFull { capacity: 150 }));
+                assert_eq!(second.len(), 100);
+                assert_eq!(w.len(), 150);
+                for (i, e) in second.iter().enumerate() {
+                    assert_eq!(w.get::<Pos>(*e), Some(&Pos(-(i as f32), 1.0)));
+                    assert_eq!(w.get::<Vel>(*e), Some(&Vel(1.0, i as f32)));
+                }
+                for (i, e) in first.iter().enumerate().step_by(2) {
+                    assert_eq!(w.get::<Pos>(*e), Some(&Pos(i as f32, 0.0)));
+                }
+                assert_eq!(w.query::<(&Pos, &Vel)>().count(), 150);
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn spawn_batch_survives_a_panicking_iterator() {
+                let mut w = world();
+                let mut out = Vec::new();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let bundles = (0..10).map(|i| if i == 7 { panic!("bundle 7") } else { (Pos(i as f32, 0.0), Red) });
+                    let _ = w.spawn_batch(bundles, &mut out);
+                }));
+                assert!(outcome.is_err());
+                assert_eq!(out.len(), 7);
+                w.assert_invariants();
+                for (i, e) in out.iter().enumerate() {
+                    assert_eq!(w.get::<Pos>(*e), Some(&Pos(i as f32, 0.0)));
+                    assert!(w.has::<Red>(*e));
+                }
+                assert!(w.spawn((Pos(1.0, 1.0),)).is_ok());
+                w.assert_invariants();
+            }
+
+            #[test]
             fn exhausted_generations_retire_the_index() {
                 let mut w = World::from_entities(Entities::with_max_generation(10, 2));
                 w.set_backend($backend);

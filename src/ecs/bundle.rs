@@ -104,12 +104,19 @@ macro_rules! impl_bundle {
             ) -> Result<(), WorldFull> {
                 let [$($p),+] = pools.get_disjoint_mut([$(ids[$k] as usize),+]).expect("bundle ids are distinct");
                 $(let $p = L::pool_mut(typed::<$T>($p));)+
-                for ($($v,)+) in bundles {
-                    let entity = entities.alloc()?;
-                    $($p.insert(entity, $v);)+
-                    out.push(entity);
-                }
-                Ok(())
+                // Values are staged as plain pushes; each pool then takes the run of fresh entities at once.
+                // The commit runs even if the caller's iterator panics, so no pool is left half-staged.
+                let start = out.len();
+                let staging = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    for ($($v,)+) in bundles {
+                        let entity = entities.alloc()?;
+                        $($p.stage_fresh(entity, $v);)+
+                        out.push(entity);
+                    }
+                    Ok(())
+                }));
+                $($p.commit_fresh(&out[start..]);)+
+                staging.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             }
         }
     };

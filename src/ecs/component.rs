@@ -129,6 +129,7 @@ impl Components {
     ///
     /// # Panics
     /// When a world would hold more than [`MAX_COMPONENTS`] component types.
+    #[inline]
     pub fn register<T: 'static>(&mut self) -> (ComponentId, bool) {
         if let Some(&id) = self.ids.get(&TypeId::of::<T>()) {
             return (id, false);

@@ -200,10 +200,28 @@ impl Entities {
     }
 
     /// Reserves and activates in one step.
+    #[inline]
     pub fn alloc(&mut self) -> Result<Entity, WorldFull> {
-        let entity = self.reserve()?;
-        self.activate(entity);
-        Ok(entity)
+        if self.live + self.reserved >= self.capacity {
+            return Err(WorldFull { capacity: self.capacity });
+        }
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None => match u32::try_from(self.slots.len()) {
+                // A new index is born alive: no trip through `Reserved`.
+                Ok(index) => {
+                    self.slots.push(Slot { generation: NonZeroU32::MIN, state: State::Alive });
+                    self.live += 1;
+                    return Ok(Entity { index, generation: NonZeroU32::MIN });
+                }
+                Err(_) => return Err(WorldFull { capacity: self.capacity }),
+            },
+        };
+        let slot = &mut self.slots[index as usize];
+        debug_assert_eq!(slot.state, State::Free, "free list pointed to a slot that is not free");
+        slot.state = State::Alive;
+        self.live += 1;
+        Ok(Entity { index, generation: slot.generation })
     }
 
     /// Frees a live or reserved entity: bumps the index's generation and puts it on the free list, or retires the

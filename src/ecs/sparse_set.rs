@@ -85,7 +85,7 @@ impl<T> SparseSet<T> {
     }
 
     /// The packed position of `index`, if present.
-    #[inline]
+    #[inline(always)]
     pub fn position(&self, index: u32) -> Option<usize> {
         let (page, offset) = Self::split(index);
         let position = self.sparse.get(page)?.as_ref()?[offset] as usize;
@@ -96,24 +96,35 @@ impl<T> SparseSet<T> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_position(&mut self, index: u32, position: u32) {
         *Self::slot_mut(&mut self.sparse, index) = position;
     }
 
     /// The sparse entry of `index`, making its page if needed (a function of the field alone, so the packed
     /// arrays stay borrowable beside it).
-    #[inline]
+    #[inline(always)]
     fn slot_mut(sparse: &mut Vec<Option<Box<[u32; PAGE_SIZE]>>>, index: u32) -> &mut u32 {
         let (page, offset) = Self::split(index);
+        if !matches!(sparse.get(page), Some(Some(_))) {
+            Self::make_page(sparse, page);
+        }
+        match &mut sparse[page] {
+            Some(slots) => &mut slots[offset],
+            None => unreachable!("make_page made page {page}"),
+        }
+    }
+
+    #[cold]
+    fn make_page(sparse: &mut Vec<Option<Box<[u32; PAGE_SIZE]>>>, page: usize) {
         if page >= sparse.len() {
             sparse.resize_with(page + 1, || None);
         }
-        &mut sparse[page].get_or_insert_with(|| Box::new([EMPTY; PAGE_SIZE]))[offset]
+        sparse[page].get_or_insert_with(|| Box::new([EMPTY; PAGE_SIZE]));
     }
 
     /// Inserts or replaces `entity`'s value; returns the previous value. The entity handle is stored as given.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         let len = self.entities.len();
         // One walk to the sparse entry serves both the membership test and the write.
@@ -128,6 +139,22 @@ impl<T> SparseSet<T> {
         self.entities.push(entity);
         self.values.push(value);
         None
+    }
+
+    /// Gives the values pushed past the end of `entities` (by batch spawning) their entities: `fresh[i]` owns the
+    /// `i`-th of them. The entities must hold no value here yet.
+    pub(crate) fn append_fresh(&mut self, fresh: &[Entity]) {
+        let start = self.entities.len();
+        assert_eq!(start + fresh.len(), self.values.len(), "one staged value per fresh entity");
+        if fresh.is_empty() {
+            return;
+        }
+        debug_assert!(fresh.iter().all(|e| !self.contains(e.index())), "a fresh entity already has a value");
+        self.touch_order();
+        self.entities.extend_from_slice(fresh);
+        for (position, entity) in (start as u32..).zip(fresh) {
+            *Self::slot_mut(&mut self.sparse, entity.index()) = position;
+        }
     }
 
     /// Whether `index` has a value.
@@ -148,7 +175,7 @@ impl<T> SparseSet<T> {
         self.position(index).map(|p| &mut self.values[p])
     }
 
-    #[inline]
+    #[inline(always)]
     /// Removes `index`'s value by moving the last packed value into its place (swap-and-pop): O(1), but the
     /// order of the packed arrays changes.
     pub fn remove(&mut self, index: u32) -> Option<T> {
@@ -160,6 +187,9 @@ impl<T> SparseSet<T> {
         if last.index() != index {
             self.set_position(last.index(), position as u32);
         }
+        // Not needed for correctness (membership is checked against the dense entity), but it lets a later
+        // insert of `index` see "absent" without reading the dense array.
+        self.set_position(index, EMPTY);
         Some(value)
     }
 

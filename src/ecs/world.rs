@@ -153,9 +153,12 @@ impl World {
         self.entities.is_alive(entity)
     }
 
+    #[inline]
     fn register<T: 'static>(&mut self) -> ComponentId {
-        let (id, _) = self.components.register::<T>();
-        self.ensure_pool(id);
+        let (id, new) = self.components.register::<T>();
+        if new || self.pools.len() <= id as usize {
+            self.ensure_pool(id);
+        }
         id
     }
 

@@ -168,6 +168,18 @@ pub trait Pool<T>: Default + 'static {
     fn bytes(&self) -> usize;
     /// Makes room for `additional` more values where the layout allows.
     fn reserve(&mut self, additional: usize);
+    /// Adds the value of an entity that holds none yet (fresh from the allocator). A layout may defer its index
+    /// bookkeeping to [`Pool::commit_fresh`], which must follow before any other call, with the staged entities in
+    /// staging order. Batch spawning uses the pair so a sparse set appends its packed arrays as plain streams.
+    #[inline]
+    fn stage_fresh(&mut self, entity: Entity, value: T) {
+        self.insert(entity, value);
+    }
+    /// Completes the [`Pool::stage_fresh`] calls made since the last commit; `fresh` holds their entities in order.
+    #[inline]
+    fn commit_fresh(&mut self, fresh: &[Entity]) {
+        let _ = fresh;
+    }
     /// The packed entities and values, if this layout has them (sparse set): lets queries walk pools in lock-step.
     fn packed(&self) -> Option<(&[Entity], &[T])> {
         None
@@ -299,19 +311,19 @@ impl<T: 'static> AnyPool<T> {
     /// If the pool holds another component type: the registry gave two types one id, which is a bug here.
     #[inline]
     pub fn downcast_mut(pool: &mut dyn ErasedPool) -> &mut AnyPool<T> {
-        let backend = pool.backend();
-        pool.as_any_mut().downcast_mut::<AnyPool<T>>().unwrap_or_else(|| {
-            unreachable!("pool registered for {} holds another type ({backend:?})", std::any::type_name::<T>())
-        })
+        match pool.as_any_mut().downcast_mut::<AnyPool<T>>() {
+            Some(pool) => pool,
+            None => unreachable!("the pool registered for {} holds another type", std::any::type_name::<T>()),
+        }
     }
 
     /// Shared version of [`AnyPool::downcast_mut`].
     #[inline]
     pub fn downcast_ref(pool: &dyn ErasedPool) -> &AnyPool<T> {
-        let backend = pool.backend();
-        pool.as_any().downcast_ref::<AnyPool<T>>().unwrap_or_else(|| {
-            unreachable!("pool registered for {} holds another type ({backend:?})", std::any::type_name::<T>())
-        })
+        match pool.as_any().downcast_ref::<AnyPool<T>>() {
+            Some(pool) => pool,
+            None => unreachable!("the pool registered for {} holds another type", std::any::type_name::<T>()),
+        }
     }
 
     /// Which layout this pool is in.
@@ -487,6 +499,14 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
     #[inline]
     fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         SparseSet::insert(self, entity, value)
+    }
+    #[inline]
+    fn stage_fresh(&mut self, _entity: Entity, value: T) {
+        self.values.push(value);
+    }
+    #[inline]
+    fn commit_fresh(&mut self, fresh: &[Entity]) {
+        self.append_fresh(fresh);
     }
     #[inline]
     fn get(&self, index: u32) -> Option<&T> {
