@@ -187,6 +187,28 @@ fn insert_remove_batch(c: &mut Criterion) {
     }
 }
 
+/// The same per-entity calls through a view: the type's storage found once, per-call liveness check kept.
+fn insert_remove_view(c: &mut Criterion) {
+    let mut group = c.benchmark_group("insert_remove_view");
+    for n in SIZES {
+        for backend in Backend::ALL {
+            let (mut world, mut handles) = hot_world(backend, n);
+            handles.sort();
+            group.bench_function(BenchmarkId::new(backend.name(), n), |b| {
+                b.iter(|| {
+                    let mut extra = world.view_mut::<Extra>();
+                    for &e in &handles {
+                        extra.insert(e, Extra(1.0)).unwrap();
+                    }
+                    for &e in &handles {
+                        black_box(extra.remove(e).unwrap());
+                    }
+                })
+            });
+        }
+    }
+}
+
 fn get(c: &mut Criterion) {
     let mut group = c.benchmark_group("get_random");
     for n in SIZES {
@@ -281,6 +303,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = spawn, spawn_reused, despawn, insert_remove, insert_remove_batch, get, query, switch
+    targets = spawn, spawn_reused, despawn, insert_remove, insert_remove_view, insert_remove_batch, get, query, switch
 }
 criterion_main!(benches);

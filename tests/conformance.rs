@@ -204,6 +204,39 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn view_matches_the_world_methods_and_refuses_stale_handles() {
+                let mut w = world();
+                let a = w.spawn((Pos(1.0, 0.0), Vel(0.0, 0.0))).unwrap();
+                let b = w.spawn((Pos(2.0, 0.0),)).unwrap();
+                let dead = w.spawn((Pos(3.0, 0.0), Vel(1.0, 1.0))).unwrap();
+                w.despawn(dead).unwrap();
+                let reused = w.spawn((Pos(4.0, 0.0),)).unwrap();
+                assert_eq!(reused.index(), dead.index(), "the freed index is reused, so `dead` is a stale handle");
+                {
+                    let mut vel = w.view_mut::<Vel>();
+                    assert_eq!(vel.get(a), Some(&Vel(0.0, 0.0)));
+                    assert!(!vel.contains(b));
+                    assert_eq!(vel.get(dead), None);
+                    vel.get_mut(a).unwrap().0 = 5.0;
+                    assert_eq!(vel.insert(b, Vel(2.0, 2.0)), Ok(None));
+                    assert_eq!(vel.insert(a, Vel(6.0, 0.0)), Ok(Some(Vel(5.0, 0.0))));
+                    assert_eq!(vel.insert(dead, Vel(9.0, 9.0)), Err(NoSuchEntity(dead)));
+                    assert_eq!(vel.remove(dead), Err(ComponentError::NoSuchEntity(dead)));
+                    assert!(matches!(vel.remove(reused), Err(ComponentError::MissingComponent { .. })));
+                    assert_eq!(vel.remove(b), Ok(Vel(2.0, 2.0)));
+                    assert!(vel.get_mut(dead).is_none());
+                }
+                assert_eq!(w.get::<Vel>(a), Some(&Vel(6.0, 0.0)));
+                assert_eq!(w.get::<Vel>(b), None);
+                assert_eq!(w.get::<Vel>(reused), None);
+                assert_eq!(w.get::<Pos>(reused), Some(&Pos(4.0, 0.0)));
+                // A type the world has not met yet: the view registers it.
+                assert_eq!(w.view_mut::<Name>().insert(b, Name("b".into())), Ok(None));
+                assert_eq!(w.get::<Name>(b), Some(&Name("b".into())));
+                w.assert_invariants();
+            }
+
+            #[test]
             fn exhausted_generations_retire_the_index() {
                 let mut w = World::from_entities(Entities::with_max_generation(10, 2));
                 w.set_backend($backend);

@@ -91,7 +91,8 @@ fn run_model(seed: u64, start: Backend, switch_every: Option<usize>) {
             }
             (4, Some(e)) => {
                 let v = A(rng.gen());
-                let result = world.insert(e, v);
+                // Half the time through a view: it must answer exactly as the world does.
+                let result = if rng.gen_bool(0.5) { world.insert(e, v) } else { world.view_mut::<A>().insert(e, v) };
                 match model.get_mut(&e) {
                     Some(row) => assert_eq!(result, Ok(row.a.replace(v))),
                     None => assert!(result.is_err()),
@@ -105,7 +106,7 @@ fn run_model(seed: u64, start: Backend, switch_every: Option<usize>) {
                 }
             }
             (6, Some(e)) => {
-                let result = world.remove::<A>(e);
+                let result = if rng.gen_bool(0.5) { world.remove::<A>(e) } else { world.view_mut::<A>().remove(e) };
                 match model.get_mut(&e) {
                     Some(row) => match row.a.take() {
                         Some(a) => assert_eq!(result, Ok(a)),

@@ -4,6 +4,7 @@
 //! - [`SparseSet`], the default pool ([`sparse_set`]), and the other layouts ([`storage`]);
 //! - [`World`]: spawn, despawn, insert, remove, get, resources, live backend switch ([`world`]);
 //! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`query`]);
+//! - views of one component type for many per-entity operations ([`view`]);
 //! - the command buffer ([`commands`]) and the app with its stages and plugins ([`app`]).
 
 pub mod app;
@@ -17,6 +18,7 @@ pub mod resources;
 pub mod sort;
 pub mod sparse_set;
 pub mod storage;
+pub mod view;
 pub mod world;
 
 pub use bundle::Bundle;
@@ -27,4 +29,5 @@ pub use query::{Query, QueryError, With, Without};
 pub use sort::SortMethod;
 pub use sparse_set::SparseSet;
 pub use storage::{Backend, UnknownBackend};
+pub use view::ViewMut;
 pub use world::{ComponentBytes, ComponentError, World};

@@ -8,6 +8,7 @@ use super::query::{Filter, Query, QueryContext, QueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
 use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool};
+use super::view::{Store, ViewMut};
 use std::fmt;
 
 /// Why a component could not be removed.
@@ -401,6 +402,22 @@ impl World {
         } else {
             self.pool_mut::<T>(id)?.get_mut(entity.index())
         }
+    }
+
+    /// A view of component `T`: per-entity get / insert / remove with the type's storage found once, for systems
+    /// that touch many chosen entities (registers `T` if new). See [`ViewMut`].
+    ///
+    /// # Panics
+    /// If `T`'s pool is taken by a running query (a view made inside a query's closure over the same world).
+    pub fn view_mut<T: 'static>(&mut self) -> ViewMut<'_, T> {
+        let id = self.register::<T>();
+        let store = if self.backend == Backend::Archetype {
+            Store::Tables { archetypes: &mut self.archetypes, components: &self.components, id }
+        } else {
+            let pool = self.pools[id as usize].as_deref_mut().expect("pool is taken by a running query");
+            Store::Pool(AnyPool::downcast_mut(pool))
+        };
+        ViewMut { entities: &self.entities, store }
     }
 
     /// Whether `entity` is alive and has `T`.

@@ -26,7 +26,13 @@ pub struct Grid {
     starts: Vec<u32>,
     items: Vec<GridItem>,
     staged: Vec<GridItem>,
+    /// The cell of each staged item, computed once.
+    keys: Vec<u32>,
 }
+
+/// What a slot of `items` holds before the scatter fills it (never seen after [`Grid::finish`]).
+const UNFILLED: GridItem =
+    GridItem { entity: Entity::from_parts(u32::MAX, std::num::NonZeroU32::MAX), position: Vec2::ZERO, team: 0 };
 
 impl Grid {
     /// Clears the items and sets the geometry.
@@ -35,11 +41,14 @@ impl Grid {
         self.cols = ((arena.x / self.cell).ceil() as i32).max(1);
         self.rows = ((arena.y / self.cell).ceil() as i32).max(1);
         self.staged.clear();
+        self.keys.clear();
     }
 
     /// Adds an item (call between [`Grid::begin`] and [`Grid::finish`]).
     #[inline]
     pub fn push(&mut self, item: GridItem) {
+        let (c, r) = self.cell_of(item.position);
+        self.keys.push((r * self.cols + c) as u32);
         self.staged.push(item);
     }
 
@@ -49,34 +58,31 @@ impl Grid {
         (((p.x / self.cell) as i32).clamp(0, self.cols - 1), ((p.y / self.cell) as i32).clamp(0, self.rows - 1))
     }
 
-    /// Sorts the staged items into cells.
+    /// Sorts the staged items into cells (a counting sort: count, running sum, scatter), keeping their staged order
+    /// within each cell.
     pub fn finish(&mut self) {
         let cells = (self.cols * self.rows) as usize;
         self.starts.clear();
         self.starts.resize(cells + 1, 0);
-        for item in &self.staged {
-            let (c, r) = self.cell_of(item.position);
-            self.starts[(r * self.cols + c) as usize + 1] += 1;
+        for &key in &self.keys {
+            self.starts[key as usize] += 1;
         }
-        for c in 0..cells {
-            self.starts[c + 1] += self.starts[c];
+        // Running sum, so `starts[c]` is where cell `c` ends; the scatter below walks it back to where it starts.
+        let mut end = 0;
+        for start in &mut self.starts[..cells] {
+            end += *start;
+            *start = end;
         }
-        self.items.clear();
-        self.items.resize(
-            self.staged.len(),
-            GridItem { entity: Entity::from_bits(1 << 32).unwrap(), position: Vec2::ZERO, team: 0 },
-        );
-        // Scatter, reusing `starts` as write cursors, then shift it back.
-        for item in &self.staged {
-            let (c, r) = self.cell_of(item.position);
-            let slot = &mut self.starts[(r * self.cols + c) as usize];
+        self.starts[cells] = end;
+        let n = self.staged.len();
+        self.items.truncate(n);
+        self.items.resize(n, UNFILLED);
+        // Backwards, so each cell keeps the staged order.
+        for (item, &key) in self.staged.iter().zip(&self.keys).rev() {
+            let slot = &mut self.starts[key as usize];
+            *slot -= 1;
             self.items[*slot as usize] = *item;
-            *slot += 1;
         }
-        for c in (1..=cells).rev() {
-            self.starts[c] = self.starts[c - 1];
-        }
-        self.starts[0] = 0;
     }
 
     /// The items, grouped by cell.
@@ -94,14 +100,18 @@ impl Grid {
         &self.items[self.starts[c] as usize..self.starts[c + 1] as usize]
     }
 
-    /// Calls `f(a, b)` once for every pair of items in the same or adjacent cells (each unordered pair once), by
-    /// walking each cell against itself and its four "forward" neighbours (east, and the three below). Pairs in
-    /// one cell and its neighbours come out as slices, so the per-cell setup is paid once, not per item.
+    /// Calls `f(i, j)` (indices into [`Grid::items`]) once for every pair of items in the same or adjacent cells
+    /// (each unordered pair once), by walking each cell against itself and its four "forward" neighbours (east,
+    /// and the three below). The east cell and the three below are each one contiguous range of `items`, so the
+    /// per-cell setup is paid once, not per item.
     pub fn for_each_near_pair(&self, mut f: impl FnMut(usize, usize)) {
-        for row in 0..self.rows {
-            for col in 0..self.cols {
-                let c = (row * self.cols + col) as usize;
-                let (start, end) = (self.starts[c] as usize, self.starts[c + 1] as usize);
+        let cols = self.cols as usize;
+        let starts = &self.starts;
+        for row in 0..self.rows as usize {
+            let last_row = row + 1 == self.rows as usize;
+            for col in 0..cols {
+                let c = row * cols + col;
+                let (start, end) = (starts[c] as usize, starts[c + 1] as usize);
                 if start == end {
                     continue;
                 }
@@ -111,17 +121,20 @@ impl Grid {
                         f(i, j);
                     }
                 }
-                // East neighbour, then the three cells of the next row: each a contiguous range.
-                let east_end = if col + 1 < self.cols { self.starts[c + 2] as usize } else { end };
-                let below = if row + 1 < self.rows {
-                    let first = ((row + 1) * self.cols + (col - 1).max(0)) as usize;
-                    let last = ((row + 1) * self.cols + (col + 1).min(self.cols - 1)) as usize;
-                    self.starts[first] as usize..self.starts[last + 1] as usize
+                // East neighbour, then the three cells of the next row.
+                let east_end = if col + 1 < cols { starts[c + 2] as usize } else { end };
+                let (below_start, below_end) = if last_row {
+                    (0, 0)
                 } else {
-                    0..0
+                    let first = c + cols - (col > 0) as usize;
+                    let last = c + cols + (col + 1 < cols) as usize;
+                    (starts[first] as usize, starts[last + 1] as usize)
                 };
                 for i in start..end {
-                    for j in (end..east_end).chain(below.clone()) {
+                    for j in end..east_end {
+                        f(i, j);
+                    }
+                    for j in below_start..below_end {
                         f(i, j);
                     }
                 }
@@ -131,7 +144,8 @@ impl Grid {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.starts.capacity() * 4 + (self.items.capacity() + self.staged.capacity()) * std::mem::size_of::<GridItem>()
+        (self.starts.capacity() + self.keys.capacity()) * 4
+            + (self.items.capacity() + self.staged.capacity()) * std::mem::size_of::<GridItem>()
     }
 }
 

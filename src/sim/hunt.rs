@@ -5,7 +5,6 @@
 use super::collision::Broadphase;
 use super::components::{Hunter, Position, Target, Velocity};
 use super::config::{SimConfig, SimStats};
-use super::grid::Grid;
 use crate::ecs::app::{App, Stage};
 use crate::ecs::{Entity, World};
 use glam::Vec2;
@@ -31,14 +30,13 @@ pub fn hunt_targets(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     world.resource_scope::<HuntScratch, _>(|world, scratch| {
         world.resource_scope::<Broadphase, _>(|world, broadphase| {
-            let at = &broadphase.fighters;
             let mut stale = 0u64;
             scratch.retarget.clear();
             let retarget = &mut scratch.retarget;
             world.query::<(&Target, &mut Velocity, &Position)>().with::<Hunter>().for_each(|hunter, (target, v, p)| {
-                match at.get(target.0.index() as usize).copied().flatten() {
-                    Some((e, goal, _)) if e == target.0 => {
-                        let to = goal - p.0;
+                match broadphase.fighter(target.0) {
+                    Some(goal) => {
+                        let to = goal.position - p.0;
                         if to.length_squared() > 1e-6 {
                             v.0 = to.normalize() * config.hunter_speed;
                         }
@@ -56,8 +54,8 @@ pub fn hunt_targets(world: &mut World) {
             // Canonical order, so the commands (and so the world) do not depend on the backend's iteration order.
             retarget.sort_unstable();
             for (hunter, choice) in retarget.iter_mut() {
-                if let Some((_, position, team)) = at.get(hunter.index() as usize).copied().flatten() {
-                    *choice = nearest_enemy(&broadphase.grid, at, world, position, team, config.search_cells);
+                if let Some(me) = broadphase.fighter(*hunter) {
+                    *choice = nearest_enemy(broadphase, world, me.position, me.team, config.search_cells);
                 }
             }
             let mut commands = world.commands();
@@ -79,14 +77,8 @@ pub fn hunt_targets(world: &mut World) {
 }
 
 /// The nearest live enemy within `search_cells` rings of grid cells; ties go to the smaller handle.
-fn nearest_enemy(
-    grid: &Grid,
-    at: &[Option<(Entity, Vec2, u8)>],
-    world: &World,
-    from: Vec2,
-    team: u8,
-    search_cells: i32,
-) -> Option<Entity> {
+fn nearest_enemy(broadphase: &Broadphase, world: &World, from: Vec2, team: u8, search_cells: i32) -> Option<Entity> {
+    let grid = &broadphase.grid;
     let (col, row) = grid.cell_of(from);
     let mut best: Option<(f32, Entity)> = None;
     let mut found_at = None;
@@ -100,12 +92,12 @@ fn nearest_enemy(
                     if item.team == team {
                         continue;
                     }
-                    // The grid is from the last frame: check the enemy still lives, and use where it is now.
-                    let Some((e, p, _)) = at.get(item.entity.index() as usize).copied().flatten() else { continue };
-                    if e != item.entity || !world.is_alive(e) {
+                    // The grid is from the last frame: check the enemy was not despawned since.
+                    let e = item.entity;
+                    if broadphase.fighter(e).is_none() || !world.is_alive(e) {
                         continue;
                     }
-                    let d = p.distance_squared(from);
+                    let d = item.position.distance_squared(from);
                     if best.is_none_or(|(bd, be)| (d, e) < (bd, be)) {
                         best = Some((d, e));
                     }

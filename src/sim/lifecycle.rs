@@ -29,18 +29,24 @@ pub fn despawn_dead(world: &mut World) {
     world.resource_scope::<LifeScratch, _>(|world, scratch| {
         let dying = &mut scratch.dying;
         dying.clear();
-        world.query::<(&Health, &Position)>().for_each(|e, (h, p)| {
+        // Only the health pool is walked; the few dying look their position up.
+        world.query::<(&Health,)>().for_each(|e, (h,)| {
             if h.0 <= 0 {
-                dying.push((e, p.0));
+                dying.push((e, Vec2::ZERO));
             }
+        });
+        dying.retain_mut(|(e, at)| match world.get::<Position>(*e) {
+            Some(p) => {
+                *at = p.0;
+                true
+            }
+            None => false, // health without a position: not a fighter this game makes; left alone
         });
         dying.sort_unstable_by_key(|&(e, _)| e);
         // Hunters read the broadphase snapshot next frame: it must not vouch for fighters despawned now.
         if let Some(broadphase) = world.get_resource_mut::<Broadphase>() {
             for &(e, _) in dying.iter() {
-                if let Some(slot) = broadphase.fighters.get_mut(e.index() as usize) {
-                    *slot = None;
-                }
+                broadphase.forget(e);
             }
         }
         let (mut particles, mut refused) = (0u64, 0u64);

@@ -1,0 +1,100 @@
+//! Views: one component type's storage, found once, for many per-entity operations.
+//!
+//! [`World::get_mut`](crate::ecs::World::get_mut) and friends find the type's pool on every call (a hash lookup
+//! and a downcast). A system that touches one component of many chosen entities (apply damage to the hit, tag
+//! the selected) takes a [`ViewMut`] instead, as EnTT code holds a `storage<T>()` or specs code a `WriteStorage`:
+//! the lookup happens once and each call is the pool's own work plus the liveness check of the handle.
+//!
+//! ```
+//! use swarm::ecs::World;
+//! struct Health(i32);
+//! let mut world = World::new();
+//! let a = world.spawn((Health(10),)).unwrap();
+//! let b = world.spawn((Health(10),)).unwrap();
+//! let mut health = world.view_mut::<Health>();
+//! for (e, damage) in [(a, 3), (b, 4), (a, 1)] {
+//!     if let Some(h) = health.get_mut(e) {
+//!         h.0 -= damage;
+//!     }
+//! }
+//! assert_eq!(world.get::<Health>(a).map(|h| h.0), Some(6));
+//! ```
+
+use super::component::{ComponentId, Components};
+use super::entity::{Entities, Entity, NoSuchEntity};
+use super::storage::archetype::Archetypes;
+use super::storage::AnyPool;
+use super::world::ComponentError;
+
+/// Where a view's values live.
+pub(crate) enum Store<'w, T: 'static> {
+    /// A per-component pool (sparse set, hash map, b-tree, direct array).
+    Pool(&'w mut AnyPool<T>),
+    /// A column of every archetype table holding component `id`.
+    Tables { archetypes: &'w mut Archetypes, components: &'w Components, id: ComponentId },
+}
+
+/// Mutable access to component `T` of any live entity, with the type's storage found once. Get one from
+/// [`World::view_mut`](crate::ecs::World::view_mut). Every operation on a stale or dead handle answers "no such
+/// entity" and touches nothing, as the world's own methods do.
+pub struct ViewMut<'w, T: 'static> {
+    pub(crate) entities: &'w Entities,
+    pub(crate) store: Store<'w, T>,
+}
+
+impl<T: 'static> ViewMut<'_, T> {
+    /// `entity`'s value; `None` if the handle is stale or the component absent.
+    #[inline]
+    pub fn get(&self, entity: Entity) -> Option<&T> {
+        if !self.entities.is_alive(entity) {
+            return None;
+        }
+        match &self.store {
+            Store::Pool(pool) => pool.get(entity.index()),
+            Store::Tables { archetypes, id, .. } => archetypes.get::<T>(entity.index(), *id),
+        }
+    }
+
+    /// `entity`'s value, mutably; `None` if the handle is stale or the component absent.
+    #[inline]
+    pub fn get_mut(&mut self, entity: Entity) -> Option<&mut T> {
+        if !self.entities.is_alive(entity) {
+            return None;
+        }
+        match &mut self.store {
+            Store::Pool(pool) => pool.get_mut(entity.index()),
+            Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(entity.index(), *id),
+        }
+    }
+
+    /// Whether `entity` is alive and has the component.
+    #[inline]
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.get(entity).is_some()
+    }
+
+    /// Sets `entity`'s value; returns the previous one.
+    #[inline]
+    pub fn insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
+        if !self.entities.is_alive(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        Ok(match &mut self.store {
+            Store::Pool(pool) => pool.insert(entity, value),
+            Store::Tables { archetypes, components, id } => archetypes.insert(entity, *id, value, components),
+        })
+    }
+
+    /// Removes `entity`'s value and returns it.
+    #[inline]
+    pub fn remove(&mut self, entity: Entity) -> Result<T, ComponentError> {
+        if !self.entities.is_alive(entity) {
+            return Err(ComponentError::NoSuchEntity(entity));
+        }
+        let value = match &mut self.store {
+            Store::Pool(pool) => pool.remove(entity.index()),
+            Store::Tables { archetypes, components, id } => archetypes.remove::<T>(entity.index(), *id, components),
+        };
+        value.ok_or(ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() })
+    }
+}
