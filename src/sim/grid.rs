@@ -119,8 +119,9 @@ impl Grid {
         for row in 0..rows {
             let row_start = row * cols;
             let next = starts[row_start + cols] as usize;
-            for i in starts[row_start] as usize..next {
-                let cell = keys[i] as usize;
+            let first = starts[row_start] as usize;
+            for (i, &cell) in (first..next).zip(&keys[first..next]) {
+                let cell = cell as usize;
                 let col = cell - row_start;
                 // Same row: the rest of this cell and the east cell, one contiguous range.
                 let east_end = if col + 1 < cols { starts[cell + 2] as usize } else { next };
