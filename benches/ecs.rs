@@ -140,71 +140,53 @@ fn hecs_world(n: usize) -> (hecs::World, Vec<hecs::Entity>) {
     (world, handles)
 }
 
+/// Adding then removing a component on every entity, three ways: per call on the world (`insert_remove`, with
+/// hecs beside it), per call through a view (`insert_remove_view`: the type's storage found once, the liveness
+/// check per call kept), and batched (`insert_remove_batch`: `insert_many` / `remove_many`).
 fn insert_remove(c: &mut Criterion) {
-    let mut group = c.benchmark_group("insert_remove");
-    for n in SIZES {
-        let (mut world, handles) = hecs_world(n);
-        group.bench_function(BenchmarkId::new("hecs", n), |b| {
-            b.iter(|| {
-                for &e in &handles {
-                    world.insert_one(e, Extra(1.0)).unwrap();
-                }
-                for &e in &handles {
-                    black_box(world.remove_one::<Extra>(e).unwrap());
-                }
-            })
-        });
-        for backend in Backend::ALL {
-            let (mut world, mut handles) = hot_world(backend, n);
-            handles.sort(); // walk in index order, as a system would
-            group.bench_function(BenchmarkId::new(backend.name(), n), |b| {
-                b.iter(|| {
-                    for &e in &handles {
-                        world.insert(e, Extra(1.0)).unwrap();
-                    }
-                    for &e in &handles {
-                        black_box(world.remove::<Extra>(e).unwrap());
-                    }
-                })
-            });
-        }
-    }
-}
-
-fn insert_remove_batch(c: &mut Criterion) {
-    let mut group = c.benchmark_group("insert_remove_batch");
-    for n in SIZES {
-        for backend in Backend::ALL {
-            let (mut world, mut handles) = hot_world(backend, n);
-            handles.sort();
-            group.bench_function(BenchmarkId::new(backend.name(), n), |b| {
-                b.iter(|| {
-                    world.insert_many(handles.iter().map(|&e| (e, Extra(1.0))));
-                    black_box(world.remove_many::<Extra>(&handles));
-                })
-            });
-        }
-    }
-}
-
-/// The same per-entity calls through a view: the type's storage found once, per-call liveness check kept.
-fn insert_remove_view(c: &mut Criterion) {
-    let mut group = c.benchmark_group("insert_remove_view");
-    for n in SIZES {
-        for backend in Backend::ALL {
-            let (mut world, mut handles) = hot_world(backend, n);
-            handles.sort();
-            group.bench_function(BenchmarkId::new(backend.name(), n), |b| {
-                b.iter(|| {
-                    let mut extra = world.view_mut::<Extra>();
-                    for &e in &handles {
-                        extra.insert(e, Extra(1.0)).unwrap();
-                    }
-                    for &e in &handles {
-                        black_box(extra.remove(e).unwrap());
-                    }
-                })
-            });
+    for way in ["insert_remove", "insert_remove_view", "insert_remove_batch"] {
+        let mut group = c.benchmark_group(way);
+        for n in SIZES {
+            if way == "insert_remove" {
+                let (mut world, handles) = hecs_world(n);
+                group.bench_function(BenchmarkId::new("hecs", n), |b| {
+                    b.iter(|| {
+                        for &e in &handles {
+                            world.insert_one(e, Extra(1.0)).unwrap();
+                        }
+                        for &e in &handles {
+                            black_box(world.remove_one::<Extra>(e).unwrap());
+                        }
+                    })
+                });
+            }
+            for backend in Backend::ALL {
+                let (mut world, mut handles) = hot_world(backend, n);
+                handles.sort(); // walk in index order, as a system would
+                group.bench_function(BenchmarkId::new(backend.name(), n), |b| match way {
+                    "insert_remove" => b.iter(|| {
+                        for &e in &handles {
+                            world.insert(e, Extra(1.0)).unwrap();
+                        }
+                        for &e in &handles {
+                            black_box(world.remove::<Extra>(e).unwrap());
+                        }
+                    }),
+                    "insert_remove_view" => b.iter(|| {
+                        let mut extra = world.view_mut::<Extra>();
+                        for &e in &handles {
+                            extra.insert(e, Extra(1.0)).unwrap();
+                        }
+                        for &e in &handles {
+                            black_box(extra.remove(e).unwrap());
+                        }
+                    }),
+                    _ => b.iter(|| {
+                        world.insert_many(handles.iter().map(|&e| (e, Extra(1.0))));
+                        black_box(world.remove_many::<Extra>(&handles));
+                    }),
+                });
+            }
         }
     }
 }
@@ -303,6 +285,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = spawn, spawn_reused, despawn, insert_remove, insert_remove_view, insert_remove_batch, get, query, switch
+    targets = spawn, spawn_reused, despawn, insert_remove, get, query, switch
 }
 criterion_main!(benches);
