@@ -64,6 +64,7 @@ impl Grid {
         let cells = (self.cols * self.rows) as usize;
         self.starts.clear();
         self.starts.resize(cells + 1, 0);
+        let n = self.staged.len();
         for &key in &self.keys {
             self.starts[key as usize] += 1;
         }
@@ -74,7 +75,6 @@ impl Grid {
             *start = end;
         }
         self.starts[cells] = end;
-        let n = self.staged.len();
         // Scatter 4-byte staged indices (a small array: the random writes stay in cache), then gather the items in
         // order (sequential writes; the random reads overlap). Backwards, so each cell keeps the staged order.
         self.order.truncate(n);
@@ -125,16 +125,19 @@ impl Grid {
                 let col = cell - row_start;
                 // Same row: the rest of this cell and the east cell, one contiguous range.
                 let east_end = if col + 1 < cols { starts[cell + 2] as usize } else { next };
-                for j in i + 1..east_end {
-                    f(i, j);
-                }
                 // Next row: below-left ..= below-right, also one contiguous range.
-                if row + 1 < rows {
+                let (below, below_end) = if row + 1 < rows {
                     let first = cell + cols - (col > 0) as usize;
                     let last = cell + cols + (col + 1 < cols) as usize;
-                    for j in starts[first] as usize..starts[last + 1] as usize {
-                        f(i, j);
-                    }
+                    (starts[first] as usize, starts[last + 1] as usize)
+                } else {
+                    (0, 0)
+                };
+                // Both ranges in one loop, so its exit is the only branch the predictor can miss per item.
+                let here = east_end - (i + 1);
+                for k in 0..here + (below_end - below) {
+                    let j = if k < here { i + 1 + k } else { below + (k - here) };
+                    f(i, j);
                 }
             }
         }
