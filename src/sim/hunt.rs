@@ -23,9 +23,9 @@ pub struct HuntScratch {
 /// Steers hunters toward their targets; retargets those whose target is stale or missing.
 ///
 /// Positions come from the broadphase snapshot built after last frame's movement (nothing has moved since), so
-/// no per-entity world lookups are needed: a target is live if its snapshot slot holds that very handle (the
-/// generation makes a recycled index fail). `despawn_dead` clears the slots of the fighters it despawns, so the
-/// snapshot never vouches for the dead.
+/// no per-entity world lookups are needed: a target is live if the grid item its slot points to holds that very
+/// handle (the generation makes a recycled index fail). `despawn_dead` clears the slots of the fighters it
+/// despawns, so the snapshot never vouches for the dead.
 pub fn hunt_targets(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     world.resource_scope::<HuntScratch, _>(|world, scratch| {
