@@ -164,6 +164,14 @@ impl Entities {
     /// Hands out a handle that is not alive yet ([`Entities::activate`] makes it so). Reserved handles count
     /// against the capacity.
     pub fn reserve(&mut self) -> Result<Entity, WorldFull> {
+        let entity = self.take(State::Reserved)?;
+        self.reserved += 1;
+        Ok(entity)
+    }
+
+    /// A free index (recycled, else new) put in `state`; counters are the caller's.
+    #[inline]
+    fn take(&mut self, state: State) -> Result<Entity, WorldFull> {
         if self.live + self.reserved >= self.capacity {
             return Err(WorldFull { capacity: self.capacity });
         }
@@ -175,14 +183,13 @@ impl Entities {
                 let Ok(index) = u32::try_from(self.slots.len()) else {
                     return Err(WorldFull { capacity: self.capacity });
                 };
-                self.slots.push(Slot { generation: NonZeroU32::MIN, state: State::Free });
-                index
+                self.slots.push(Slot { generation: NonZeroU32::MIN, state });
+                return Ok(Entity { index, generation: NonZeroU32::MIN });
             }
         };
         let slot = &mut self.slots[index as usize];
         debug_assert_eq!(slot.state, State::Free, "free list pointed to a slot that is not free");
-        slot.state = State::Reserved;
-        self.reserved += 1;
+        slot.state = state;
         Ok(Entity { index, generation: slot.generation })
     }
 
@@ -199,29 +206,12 @@ impl Entities {
         }
     }
 
-    /// Reserves and activates in one step.
+    /// Reserves and activates in one step (without passing through `Reserved`).
     #[inline]
     pub fn alloc(&mut self) -> Result<Entity, WorldFull> {
-        if self.live + self.reserved >= self.capacity {
-            return Err(WorldFull { capacity: self.capacity });
-        }
-        let index = match self.free.pop() {
-            Some(index) => index,
-            None => match u32::try_from(self.slots.len()) {
-                // A new index is born alive: no trip through `Reserved`.
-                Ok(index) => {
-                    self.slots.push(Slot { generation: NonZeroU32::MIN, state: State::Alive });
-                    self.live += 1;
-                    return Ok(Entity { index, generation: NonZeroU32::MIN });
-                }
-                Err(_) => return Err(WorldFull { capacity: self.capacity }),
-            },
-        };
-        let slot = &mut self.slots[index as usize];
-        debug_assert_eq!(slot.state, State::Free, "free list pointed to a slot that is not free");
-        slot.state = State::Alive;
+        let entity = self.take(State::Alive)?;
         self.live += 1;
-        Ok(Entity { index, generation: slot.generation })
+        Ok(entity)
     }
 
     /// Frees a live or reserved entity: bumps the index's generation and puts it on the free list, or retires the

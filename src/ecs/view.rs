@@ -34,6 +34,51 @@ pub(crate) enum Store<'w, T: 'static> {
     Tables { archetypes: &'w mut Archetypes, components: &'w Components, id: ComponentId },
 }
 
+/// The per-entity operations, once for both layouts: the world's own `insert` / `remove` / `get_mut` and the
+/// view's go through here.
+impl<'w, T: 'static> Store<'w, T> {
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> Option<&T> {
+        match self {
+            Store::Pool(pool) => pool.get(index),
+            Store::Tables { archetypes, id, .. } => archetypes.get::<T>(index, *id),
+        }
+    }
+
+    /// The value at `index`, for as long as the store's borrow of the world.
+    #[inline]
+    pub(crate) fn into_mut(self, index: u32) -> Option<&'w mut T> {
+        match self {
+            Store::Pool(pool) => pool.get_mut(index),
+            Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, id),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+        match self {
+            Store::Pool(pool) => pool.get_mut(index),
+            Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, *id),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
+        match self {
+            Store::Pool(pool) => pool.insert(entity, value),
+            Store::Tables { archetypes, components, id } => archetypes.insert(entity, *id, value, components),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn remove(&mut self, index: u32) -> Option<T> {
+        match self {
+            Store::Pool(pool) => pool.remove(index),
+            Store::Tables { archetypes, components, id } => archetypes.remove::<T>(index, *id, components),
+        }
+    }
+}
+
 /// Mutable access to component `T` of any live entity, with the type's storage found once. Get one from
 /// [`World::view_mut`](crate::ecs::World::view_mut). Every operation on a stale or dead handle answers "no such
 /// entity" and touches nothing, as the world's own methods do.
@@ -49,10 +94,7 @@ impl<T: 'static> ViewMut<'_, T> {
         if !self.entities.is_alive(entity) {
             return None;
         }
-        match &self.store {
-            Store::Pool(pool) => pool.get(entity.index()),
-            Store::Tables { archetypes, id, .. } => archetypes.get::<T>(entity.index(), *id),
-        }
+        self.store.get(entity.index())
     }
 
     /// `entity`'s value, mutably; `None` if the handle is stale or the component absent.
@@ -61,10 +103,7 @@ impl<T: 'static> ViewMut<'_, T> {
         if !self.entities.is_alive(entity) {
             return None;
         }
-        match &mut self.store {
-            Store::Pool(pool) => pool.get_mut(entity.index()),
-            Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(entity.index(), *id),
-        }
+        self.store.get_mut(entity.index())
     }
 
     /// Whether `entity` is alive and has the component.
@@ -79,10 +118,7 @@ impl<T: 'static> ViewMut<'_, T> {
         if !self.entities.is_alive(entity) {
             return Err(NoSuchEntity(entity));
         }
-        Ok(match &mut self.store {
-            Store::Pool(pool) => pool.insert(entity, value),
-            Store::Tables { archetypes, components, id } => archetypes.insert(entity, *id, value, components),
-        })
+        Ok(self.store.insert(entity, value))
     }
 
     /// Removes `entity`'s value and returns it.
@@ -91,10 +127,7 @@ impl<T: 'static> ViewMut<'_, T> {
         if !self.entities.is_alive(entity) {
             return Err(ComponentError::NoSuchEntity(entity));
         }
-        let value = match &mut self.store {
-            Store::Pool(pool) => pool.remove(entity.index()),
-            Store::Tables { archetypes, components, id } => archetypes.remove::<T>(entity.index(), *id, components),
-        };
-        value.ok_or(ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() })
+        let missing = ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() };
+        self.store.remove(entity.index()).ok_or(missing)
     }
 }

@@ -171,12 +171,6 @@ impl World {
         Some(AnyPool::downcast_ref(pool))
     }
 
-    #[inline]
-    fn pool_mut<T: 'static>(&mut self, id: ComponentId) -> Option<&mut AnyPool<T>> {
-        let pool = self.pools.get_mut(id as usize)?.as_deref_mut().expect("pool is taken by a running query");
-        Some(AnyPool::downcast_mut(pool))
-    }
-
     /// Spawns an entity with the components of `bundle` (a tuple).
     ///
     /// Fails with [`WorldFull`] if the world holds its capacity; nothing in the world changes then.
@@ -291,11 +285,7 @@ impl World {
             return Err(NoSuchEntity(entity));
         }
         let id = self.register::<T>();
-        Ok(if self.backend == Backend::Archetype {
-            self.archetypes.insert(entity, id, value, &self.components)
-        } else {
-            self.pool_mut::<T>(id).expect("register made the pool").insert(entity, value)
-        })
+        Ok(self.store::<T>(id).expect("register made the pool").insert(entity, value))
     }
 
     /// Removes component `T` from `entity` and returns it.
@@ -307,12 +297,7 @@ impl World {
         let Some(id) = self.components.id::<T>() else {
             return Err(missing);
         };
-        let value = if self.backend == Backend::Archetype {
-            self.archetypes.remove::<T>(entity.index(), id, &self.components)
-        } else {
-            self.pool_mut::<T>(id).and_then(|pool| pool.remove(entity.index()))
-        };
-        value.ok_or(missing)
+        self.store::<T>(id).and_then(|mut store| store.remove(entity.index())).ok_or(missing)
     }
 
     /// Sets component `T` on many entities: the type lookup, the pool's downcast and the backend dispatch happen
@@ -397,11 +382,7 @@ impl World {
             return None;
         }
         let id = self.components.id::<T>()?;
-        if self.backend == Backend::Archetype {
-            self.archetypes.get_mut::<T>(entity.index(), id)
-        } else {
-            self.pool_mut::<T>(id)?.get_mut(entity.index())
-        }
+        self.store::<T>(id)?.into_mut(entity.index())
     }
 
     /// A view of component `T`: per-entity get / insert / remove with the type's storage found once, for systems
@@ -411,13 +392,27 @@ impl World {
     /// If `T`'s pool is taken by a running query (a view made inside a query's closure over the same world).
     pub fn view_mut<T: 'static>(&mut self) -> ViewMut<'_, T> {
         let id = self.register::<T>();
+        let (entities, store) = self.entities_and_store::<T>(id);
+        ViewMut { entities, store: store.expect("register made the pool") }
+    }
+
+    /// Where component `id`'s values live in the current layout; `None` if the type was registered (by a refused
+    /// query or spawn) but never given a pool, which means no entity has it.
+    #[inline]
+    fn store<T: 'static>(&mut self, id: ComponentId) -> Option<Store<'_, T>> {
+        self.entities_and_store(id).1
+    }
+
+    #[inline]
+    fn entities_and_store<T: 'static>(&mut self, id: ComponentId) -> (&Entities, Option<Store<'_, T>>) {
         let store = if self.backend == Backend::Archetype {
-            Store::Tables { archetypes: &mut self.archetypes, components: &self.components, id }
+            Some(Store::Tables { archetypes: &mut self.archetypes, components: &self.components, id })
         } else {
-            let pool = self.pools[id as usize].as_deref_mut().expect("pool is taken by a running query");
-            Store::Pool(AnyPool::downcast_mut(pool))
+            self.pools.get_mut(id as usize).map(|pool| {
+                Store::Pool(AnyPool::downcast_mut(pool.as_deref_mut().expect("pool is taken by a running query")))
+            })
         };
-        ViewMut { entities: &self.entities, store }
+        (&self.entities, store)
     }
 
     /// Whether `entity` is alive and has `T`.
