@@ -321,6 +321,8 @@ macro_rules! conformance {
                 assert_eq!(w.remove_many::<Vel>(&live[..10]), 0, "already removed");
                 assert_eq!(w.remove_many::<Vel>(&[dead]), 0);
                 assert_eq!(w.query::<(&Vel,)>().count(), live.len() - 10);
+                assert!(live[..10].iter().all(|&e| !w.has::<Vel>(e)));
+                assert!(live[10..].iter().all(|&e| w.get::<Vel>(e) == Some(&Vel(1.0, 2.0))));
                 assert!(live.iter().all(|&e| w.has::<Pos>(e)));
                 w.assert_invariants();
             }

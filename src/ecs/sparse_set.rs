@@ -193,6 +193,61 @@ impl<T> SparseSet<T> {
         Some(value)
     }
 
+    /// Removes the values of many indices; returns how many were present (an index listed twice counts once).
+    ///
+    /// For a large share of the set, each index is first unlinked from `sparse`, then one pass over the packed
+    /// arrays closes the gaps, keeping the packed order of what remains: sequential work instead of a
+    /// swap-and-pop per index. Few indices (by the iterator's upper size bound), or a type with drop glue (so a
+    /// panicking `drop` cannot leave the two packed arrays unequal), take the swap-and-pop path.
+    pub fn remove_many(&mut self, indices: impl IntoIterator<Item = u32>) -> usize {
+        let indices = indices.into_iter();
+        let many = indices.size_hint().1.map_or(true, |most| most >= self.len() / 8);
+        if !many || std::mem::needs_drop::<T>() {
+            return indices.filter(|&index| self.remove(index).is_some()).count();
+        }
+        let (mut removed, mut first) = (0, usize::MAX);
+        for index in indices {
+            let (page, offset) = Self::split(index);
+            let Some(Some(page)) = self.sparse.get_mut(page) else { continue };
+            let position = page[offset] as usize;
+            if self.entities.get(position).is_some_and(|entity| entity.index() == index) {
+                page[offset] = EMPTY;
+                removed += 1;
+                first = first.min(position);
+            }
+        }
+        if removed == 0 {
+            return 0;
+        }
+        self.touch_order();
+        if removed == self.len() {
+            // Every slot is unlinked already.
+            self.entities.clear();
+            self.values.clear();
+            return removed;
+        }
+        // A packed entry stays iff its sparse slot still points at it.
+        let (sparse, entities, values) = (&self.sparse, &self.entities, &mut self.values);
+        let kept = |entity: &Entity, position: usize| match &sparse[entity.index() as usize / PAGE_SIZE] {
+            Some(page) => page[entity.index() as usize % PAGE_SIZE] as usize == position,
+            None => false,
+        };
+        let mut position = 0;
+        values.retain(|_| {
+            position += 1;
+            kept(&entities[position - 1], position - 1)
+        });
+        let mut position = 0;
+        self.entities.retain(|entity| {
+            position += 1;
+            kept(entity, position - 1)
+        });
+        for (position, entity) in self.entities.iter().enumerate().skip(first) {
+            *Self::slot_mut(&mut self.sparse, entity.index()) = position as u32;
+        }
+        removed
+    }
+
     /// Number of values.
     #[inline]
     pub fn len(&self) -> usize {
@@ -352,6 +407,51 @@ mod tests {
         }
         set.remove(0);
         assert_eq!(set.entities()[0], e(3));
+        set.assert_invariants();
+    }
+
+    #[test]
+    fn remove_many_compacts_in_order_and_counts_each_once() {
+        let mut set = SparseSet::new();
+        for i in 0..40 {
+            set.insert(e(i * 3), i);
+        }
+        // Present, duplicated, absent and never-paged indices together (7 of 40: the compacting path).
+        let targets = [0, 30, 30, 31, 117, 60, 1_000_000];
+        assert_eq!(set.remove_many(targets), 4);
+        set.assert_invariants();
+        let left: Vec<u32> = set.values().to_vec();
+        let expected: Vec<u32> = (0..40).filter(|i| ![0, 10, 39, 20].contains(i)).collect();
+        assert_eq!(left, expected, "the survivors keep their packed order");
+        for i in [0, 30, 117, 60] {
+            assert!(!set.contains(i));
+        }
+        assert_eq!(set.get(3), Some(&1));
+        // Re-inserting after a compaction lands at the end and is found.
+        set.insert(e(30), 7);
+        assert_eq!(set.get(30), Some(&7));
+        set.assert_invariants();
+        // Everything at once empties the set; a few at once take the swap-and-pop path.
+        let all: Vec<u32> = set.entities().iter().map(|e| e.index()).collect();
+        assert_eq!(set.remove_many(all.iter().copied()), all.len());
+        assert!(set.is_empty() && !set.contains(3));
+        for i in 0..64 {
+            set.insert(e(i), i);
+        }
+        assert_eq!(set.remove_many([5]), 1);
+        assert_eq!(set.len(), 63);
+        set.assert_invariants();
+    }
+
+    #[test]
+    fn remove_many_drops_values_with_drop_glue() {
+        let mut set = SparseSet::new();
+        let counter = std::rc::Rc::new(());
+        for i in 0..32 {
+            set.insert(e(i), counter.clone());
+        }
+        assert_eq!(set.remove_many(0..16), 16);
+        assert_eq!(std::rc::Rc::strong_count(&counter), 17);
         set.assert_invariants();
     }
 

@@ -323,6 +323,8 @@ impl World {
             items: impl IntoIterator<Item = (Entity, T)>,
         ) -> usize {
             let pool = L::pool_mut(pool);
+            let items = items.into_iter();
+            pool.reserve(items.size_hint().0);
             let mut skipped = 0;
             for (entity, value) in items {
                 if entities.is_alive(entity) {
@@ -352,7 +354,7 @@ impl World {
         }
         fn run<L: Layout, T: 'static>(pool: &mut AnyPool<T>, entities: &Entities, targets: &[Entity]) -> usize {
             let pool = L::pool_mut(pool);
-            targets.iter().filter(|e| entities.is_alive(**e) && pool.remove(e.index()).is_some()).count()
+            pool.remove_many(targets.iter().filter(|e| entities.is_alive(**e)).map(|e| e.index()))
         }
         let backend = self.backend;
         // A type registered by a refused query or spawn has no pool yet: then nobody has it.

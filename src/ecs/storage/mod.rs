@@ -149,6 +149,11 @@ pub trait Pool<T>: Default + 'static {
     fn get_mut(&mut self, index: u32) -> Option<&mut T>;
     /// Removes and returns the value at `index`.
     fn remove(&mut self, index: u32) -> Option<T>;
+    /// Removes the values at many indices (dropping them); returns how many were present. A layout may do
+    /// better than one [`Pool::remove`] each: a sparse set closes its gaps in one pass.
+    fn remove_many(&mut self, indices: impl Iterator<Item = u32>) -> usize {
+        indices.filter(|&index| self.remove(index).is_some()).count()
+    }
     /// Whether `index` has a value.
     fn contains(&self, index: u32) -> bool;
     /// Number of values.
@@ -519,6 +524,9 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
     #[inline]
     fn remove(&mut self, index: u32) -> Option<T> {
         SparseSet::remove(self, index)
+    }
+    fn remove_many(&mut self, indices: impl Iterator<Item = u32>) -> usize {
+        SparseSet::remove_many(self, indices)
     }
     #[inline]
     fn contains(&self, index: u32) -> bool {
