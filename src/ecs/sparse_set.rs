@@ -201,7 +201,7 @@ impl<T> SparseSet<T> {
     /// panicking `drop` cannot leave the two packed arrays unequal), take the swap-and-pop path.
     pub fn remove_many(&mut self, indices: impl IntoIterator<Item = u32>) -> usize {
         let indices = indices.into_iter();
-        let many = indices.size_hint().1.map_or(true, |most| most >= self.len() / 8);
+        let many = indices.size_hint().1.is_none_or(|most| most >= self.len() / 8);
         if !many || std::mem::needs_drop::<T>() {
             return indices.filter(|&index| self.remove(index).is_some()).count();
         }
