@@ -70,6 +70,36 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn despawn_batch_matches_despawning_one_by_one() {
+                let mut w = world();
+                let mut spawned = Vec::new();
+                w.spawn_batch((0..20).map(|i| (Pos(i as f32, 0.0), Vel(1.0, 1.0))), &mut spawned).unwrap();
+                let tagged = w.spawn((Pos(-1.0, 0.0), Red)).unwrap();
+                let stale = spawned[19];
+                w.despawn(stale).unwrap();
+                // Live ones (with different component sets), a repeat, and a stale handle, in one batch.
+                let batch = [spawned[3], tagged, spawned[0], spawned[3], stale, spawned[7]];
+                assert_eq!(w.despawn_batch(&batch), 4);
+                assert_eq!(w.len(), 16);
+                for e in [spawned[0], spawned[3], spawned[7], tagged] {
+                    assert!(!w.is_alive(e));
+                    assert_eq!(w.get::<Pos>(e), None);
+                }
+                assert_eq!(w.query::<(&Pos,)>().with::<Red>().count(), 0, "the tag went with its entity");
+                let survivors: Vec<Entity> =
+                    spawned.iter().copied().filter(|e| ![0, 3, 7, 19].contains(&(e.index() as usize))).collect();
+                for &e in &survivors {
+                    assert_eq!(w.get::<Vel>(e), Some(&Vel(1.0, 1.0)));
+                    assert_eq!(w.get::<Pos>(e).map(|p| p.0 as u32), Some(e.index()), "values stay with their owners");
+                }
+                assert_eq!(w.query::<(&Pos, &Vel)>().count(), survivors.len());
+                assert_eq!(w.despawn_batch(&batch), 0, "all of them are gone already");
+                let again = w.spawn((Pos(5.0, 5.0),)).unwrap();
+                assert_eq!(w.get::<Pos>(again), Some(&Pos(5.0, 5.0)), "freed indices are reused cleanly");
+                w.assert_invariants();
+            }
+
+            #[test]
             fn tags_and_filters() {
                 let mut w = world();
                 let red = w.spawn((Pos(0.0, 0.0), Vel(1.0, 0.0), Red)).unwrap();

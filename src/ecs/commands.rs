@@ -35,6 +35,16 @@ pub struct ApplyStats {
     pub skipped: u32,
 }
 
+impl ApplyStats {
+    fn count(&mut self, applied: bool) {
+        if applied {
+            self.applied += 1;
+        } else {
+            self.skipped += 1;
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Op {
     Spawn { entity: Entity, queue: u32 },
@@ -90,6 +100,8 @@ pub struct CommandQueue {
     ops: Vec<Op>,
     queues: Vec<Box<dyn ErasedQueue>>,
     queue_of: FxHashMap<TypeId, u32>,
+    /// The run of despawns being applied, reused.
+    despawns: Vec<Entity>,
 }
 
 impl CommandQueue {
@@ -114,20 +126,29 @@ impl CommandQueue {
     }
 
     /// Applies every command in recorded order, then clears (keeping capacity).
+    ///
+    /// A run of consecutive despawns goes to [`World::despawn_batch`] as one batch, which visits each pool once
+    /// for the run; the result is the same as despawning them one by one.
     pub(crate) fn apply(&mut self, world: &mut World) -> ApplyStats {
         let mut stats = ApplyStats::default();
-        for op in self.ops.drain(..) {
-            let applied = match op {
+        let mut ops = self.ops.drain(..).peekable();
+        while let Some(op) = ops.next() {
+            match op {
                 Op::Spawn { entity, queue } | Op::Insert { entity, queue } => {
-                    self.queues[queue as usize].apply_front(world, entity)
+                    stats.count(self.queues[queue as usize].apply_front(world, entity));
                 }
-                Op::Remove { entity, remove } => remove(world, entity),
-                Op::Despawn(entity) => world.despawn(entity).is_ok(),
-            };
-            if applied {
-                stats.applied += 1;
-            } else {
-                stats.skipped += 1;
+                Op::Remove { entity, remove } => stats.count(remove(world, entity)),
+                Op::Despawn(entity) => {
+                    self.despawns.clear();
+                    self.despawns.push(entity);
+                    while let Some(&Op::Despawn(next)) = ops.peek() {
+                        self.despawns.push(next);
+                        ops.next();
+                    }
+                    let despawned = world.despawn_batch(&self.despawns) as u32;
+                    stats.applied += despawned;
+                    stats.skipped += self.despawns.len() as u32 - despawned;
+                }
             }
         }
         stats

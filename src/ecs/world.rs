@@ -279,6 +279,40 @@ impl World {
         Ok(())
     }
 
+    /// Despawns every live entity of `targets`; returns how many (dead or stale handles, and repeats, are passed
+    /// over). The same as [`World::despawn`] on each in turn, but each pool is visited once for the whole batch
+    /// (one dynamic call, its sparse pages walked together) instead of once per entity.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// let mut world = World::new();
+    /// let a = world.spawn((1u8,)).unwrap();
+    /// let b = world.spawn((2u8, 'b')).unwrap();
+    /// assert_eq!(world.despawn_batch(&[a, b, a]), 2);
+    /// assert!(world.is_empty());
+    /// ```
+    pub fn despawn_batch(&mut self, targets: &[Entity]) -> usize {
+        let mut indices = std::mem::take(&mut self.scratch);
+        indices.clear();
+        for &entity in targets {
+            if self.entities.is_alive(entity) {
+                if self.backend == Backend::Archetype {
+                    self.archetypes.despawn(entity.index());
+                }
+                self.entities.free(entity);
+                indices.push(entity.index());
+            }
+        }
+        if self.backend != Backend::Archetype {
+            for pool in self.pools.iter_mut().flatten() {
+                pool.remove_indices(&indices);
+            }
+        }
+        let count = indices.len();
+        self.scratch = indices;
+        count
+    }
+
     /// Sets component `T` of `entity`; returns the previous value.
     pub fn insert<T: 'static>(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
         if !self.entities.is_alive(entity) {

@@ -52,8 +52,11 @@ pub fn despawn_dead(world: &mut World) {
         let (mut particles, mut refused) = (0u64, 0u64);
         world.resource_scope::<SimRng, _>(|world, rng| {
             let mut commands = world.commands();
-            for &(e, at) in dying.iter() {
+            // All the despawns first: one run, which the command buffer applies pool by pool.
+            for &(e, _) in dying.iter() {
                 commands.despawn(e);
+            }
+            for &(_, at) in dying.iter() {
                 for _ in 0..config.particles_per_death {
                     let v = Vec2::from_angle(rng.0.gen_range(0.0..std::f32::consts::TAU)) * rng.0.gen_range(20.0..90.0);
                     let life = config.particle_life - rng.0.gen_range(0..=config.particle_life / 3);

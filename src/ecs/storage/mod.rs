@@ -439,6 +439,8 @@ pub trait ErasedPool: Any {
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     /// Drops the value at `index`; whether there was one.
     fn remove_index(&mut self, index: u32) -> bool;
+    /// Drops the values at `indices` (absent ones are passed over): one dynamic call for the lot.
+    fn remove_indices(&mut self, indices: &[u32]);
     /// Whether `index` has a value.
     fn contains(&self, index: u32) -> bool;
     /// Number of values.
@@ -473,6 +475,13 @@ impl<T: 'static> ErasedPool for AnyPool<T> {
     }
     fn remove_index(&mut self, index: u32) -> bool {
         self.remove(index).is_some()
+    }
+    fn remove_indices(&mut self, indices: &[u32]) {
+        with_pool!(self, p => {
+            for &index in indices {
+                Pool::remove(p, index);
+            }
+        })
     }
     fn contains(&self, index: u32) -> bool {
         with_pool!(self, p => Pool::contains(p, index))
