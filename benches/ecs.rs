@@ -129,6 +129,17 @@ fn despawn(c: &mut Criterion) {
                     BatchSize::PerIteration,
                 )
             });
+            // The same, as one batch: each pool visited once (what the command buffer does with a run of despawns).
+            group.bench_with_input(BenchmarkId::new(format!("{}-batch", backend.name()), n), &n, |b, &n| {
+                b.iter_batched(
+                    || hot_world(backend, n),
+                    |(mut world, handles)| {
+                        assert_eq!(world.despawn_batch(&handles), handles.len());
+                        world
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
         }
     }
 }

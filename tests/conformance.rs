@@ -71,32 +71,79 @@ macro_rules! conformance {
 
             #[test]
             fn despawn_batch_matches_despawning_one_by_one() {
+                // Two worlds built alike; one despawns the batch, the other the same targets one by one.
+                let build = || {
+                    let mut w = world();
+                    let mut spawned = Vec::new();
+                    w.spawn_batch((0..20).map(|i| (Pos(i as f32, 0.0), Vel(1.0, i as f32))), &mut spawned).unwrap();
+                    let tagged = w.spawn((Pos(-1.0, 0.0), Red)).unwrap();
+                    // A stale handle whose index is live again, and a reserved (not yet alive) handle.
+                    let stale = spawned[19];
+                    w.despawn(stale).unwrap();
+                    let occupant = w.spawn((Pos(19.0, 0.0), Vel(1.0, 19.0))).unwrap();
+                    assert_eq!(occupant.index(), stale.index());
+                    let reserved = w.commands().spawn((Pos(0.0, 0.0),)).unwrap();
+                    let targets = vec![spawned[3], tagged, spawned[0], spawned[3], stale, reserved, spawned[7]];
+                    (w, targets, occupant, reserved)
+                };
+                let (mut batch, targets, occupant, reserved) = build();
+                let (mut single, _, _, _) = build();
+                assert_eq!(batch.despawn_batch(&targets), 4, "live targets only, each once");
+                let despawned = targets.iter().filter(|&&e| single.despawn(e).is_ok()).count();
+                assert_eq!(despawned, 4);
+                for w in [&mut batch, &mut single] {
+                    assert_eq!(w.len(), 17);
+                    assert!(targets.iter().all(|&e| !w.is_alive(e)));
+                    assert_eq!(w.get::<Pos>(occupant), Some(&Pos(19.0, 0.0)), "the index's new owner is untouched");
+                    assert_eq!(w.query::<(&Pos,)>().with::<Red>().count(), 0, "the tag went with its entity");
+                    w.assert_invariants();
+                }
+                // Same survivors, same values, same iteration order, same free list.
+                let rows = |w: &mut World| {
+                    let mut rows = Vec::new();
+                    w.query::<(&Pos, &Vel)>().for_each(|e, (p, v)| rows.push((e, p.0, v.1)));
+                    rows
+                };
+                assert_eq!(rows(&mut batch), rows(&mut single));
+                assert_eq!(rows(&mut batch).len(), 17);
+                let next = |w: &mut World| (0..5).map(|_| w.spawn((Pos(5.0, 5.0),)).unwrap()).collect::<Vec<_>>();
+                assert_eq!(next(&mut batch), next(&mut single), "indices are freed in the same order");
+                // The reserved handle was skipped, not freed: it still comes alive when the buffer is applied.
+                batch.apply_commands();
+                assert!(batch.is_alive(reserved));
+                assert_eq!(batch.despawn_batch(&targets[..5]), 0, "all of them are gone already");
+                batch.assert_invariants();
+            }
+
+            #[test]
+            fn a_panicking_component_drop_leaves_the_world_consistent() {
+                struct Bomb(bool);
+                impl Drop for Bomb {
+                    fn drop(&mut self) {
+                        if self.0 {
+                            panic!("a component's drop panicked");
+                        }
+                    }
+                }
                 let mut w = world();
-                let mut spawned = Vec::new();
-                w.spawn_batch((0..20).map(|i| (Pos(i as f32, 0.0), Vel(1.0, 1.0))), &mut spawned).unwrap();
-                let tagged = w.spawn((Pos(-1.0, 0.0), Red)).unwrap();
-                let stale = spawned[19];
-                w.despawn(stale).unwrap();
-                // Live ones (with different component sets), a repeat, and a stale handle, in one batch.
-                let batch = [spawned[3], tagged, spawned[0], spawned[3], stale, spawned[7]];
-                assert_eq!(w.despawn_batch(&batch), 4);
-                assert_eq!(w.len(), 16);
-                for e in [spawned[0], spawned[3], spawned[7], tagged] {
-                    assert!(!w.is_alive(e));
-                    assert_eq!(w.get::<Pos>(e), None);
-                }
-                assert_eq!(w.query::<(&Pos,)>().with::<Red>().count(), 0, "the tag went with its entity");
-                let survivors: Vec<Entity> =
-                    spawned.iter().copied().filter(|e| ![0, 3, 7, 19].contains(&(e.index() as usize))).collect();
-                for &e in &survivors {
-                    assert_eq!(w.get::<Vel>(e), Some(&Vel(1.0, 1.0)));
-                    assert_eq!(w.get::<Pos>(e).map(|p| p.0 as u32), Some(e.index()), "values stay with their owners");
-                }
-                assert_eq!(w.query::<(&Pos, &Vel)>().count(), survivors.len());
-                assert_eq!(w.despawn_batch(&batch), 0, "all of them are gone already");
-                let again = w.spawn((Pos(5.0, 5.0),)).unwrap();
-                assert_eq!(w.get::<Pos>(again), Some(&Pos(5.0, 5.0)), "freed indices are reused cleanly");
+                let a = w.spawn((Pos(0.0, 0.0), Bomb(false))).unwrap();
+                let b = w.spawn((Pos(1.0, 0.0), Bomb(true))).unwrap();
+                let c = w.spawn((Pos(2.0, 0.0),)).unwrap();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.despawn_batch(&[a, b, c])));
+                assert!(outcome.is_err(), "the panic reaches the caller");
+                // Whoever was freed has no values left; whoever still has values is alive.
                 w.assert_invariants();
+                let again = w.spawn((Pos(9.0, 9.0),)).unwrap();
+                assert_eq!(w.get::<Pos>(again), Some(&Pos(9.0, 9.0)));
+                assert!(!w.has::<Bomb>(again), "a reused index inherits nothing");
+                w.assert_invariants();
+                // Removing the component alone: the entity keeps the rest, whole.
+                let d = w.spawn((Pos(3.0, 0.0), Bomb(true), Vel(1.0, 1.0))).unwrap();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.remove_many::<Bomb>(&[d])));
+                assert!(outcome.is_err());
+                w.assert_invariants();
+                assert!(w.is_alive(d) && !w.has::<Bomb>(d));
+                assert_eq!((w.get::<Pos>(d), w.get::<Vel>(d)), (Some(&Pos(3.0, 0.0)), Some(&Vel(1.0, 1.0))));
             }
 
             #[test]
@@ -308,6 +355,19 @@ macro_rules! conformance {
                 assert!(!w.is_alive(a));
                 assert_eq!(w.len(), 1);
                 assert_eq!(w.command_totals().skipped, 5);
+                // A run of despawns (live, stale, repeated) broken by an insert: the insert sees the run applied.
+                let (x, y) = (w.spawn((Pos(0.0, 0.0),)).unwrap(), w.spawn((Pos(0.0, 0.0),)).unwrap());
+                let mut c = w.commands();
+                c.despawn(x);
+                c.despawn(stale);
+                c.despawn(x);
+                c.insert(x, Vel(0.0, 0.0)); // x is dead by now: skipped
+                c.despawn(y);
+                c.insert(s, Vel(4.0, 4.0));
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped), (3, 3));
+                assert!(!w.is_alive(x) && !w.is_alive(y));
+                assert_eq!(w.get::<Vel>(s), Some(&Vel(4.0, 4.0)));
                 // Applying in order: a spawn despawned later in the same buffer ends dead.
                 let mut c = w.commands();
                 let t = c.spawn((Pos(2.0, 2.0),)).unwrap();

@@ -89,7 +89,8 @@ impl<T> SparseSet<T> {
     pub fn position(&self, index: u32) -> Option<usize> {
         let (page, offset) = Self::split(index);
         let position = self.sparse.get(page)?.as_ref()?[offset] as usize;
-        // Testing the dense entity makes stale sparse entries harmless: removal never clears them.
+        // Testing the dense entity makes a stale sparse entry harmless (removal clears its slot, but an entry
+        // is only trusted once the dense entity at its position agrees).
         match self.entities.get(position) {
             Some(entity) if entity.index() == index => Some(position),
             _ => None,
@@ -195,10 +196,12 @@ impl<T> SparseSet<T> {
 
     /// Removes the values of many indices; returns how many were present (an index listed twice counts once).
     ///
-    /// For a large share of the set, each index is first unlinked from `sparse`, then one pass over the packed
-    /// arrays closes the gaps, keeping the packed order of what remains: sequential work instead of a
-    /// swap-and-pop per index. Few indices (by the iterator's upper size bound), or a type with drop glue (so a
-    /// panicking `drop` cannot leave the two packed arrays unequal), take the swap-and-pop path.
+    /// For a batch of at least an eighth of the set (by the iterator's upper size bound), each index is first
+    /// unlinked from `sparse`; then the packed values and the packed entities are each compacted by one
+    /// sequential `retain`, and the sparse entries of the survivors that moved are rewritten. The survivors keep
+    /// their packed order (unlike swap-and-pop), and removing every value is a clear. Smaller batches, and types
+    /// with drop glue (so a panicking `drop` cannot leave the two packed arrays unequal), take a swap-and-pop per
+    /// index.
     pub fn remove_many(&mut self, indices: impl IntoIterator<Item = u32>) -> usize {
         let indices = indices.into_iter();
         let many = indices.size_hint().1.is_none_or(|most| most >= self.len() / 8);
@@ -440,6 +443,18 @@ mod tests {
         }
         assert_eq!(set.remove_many([5]), 1);
         assert_eq!(set.len(), 63);
+        assert_eq!(set.entities()[5], e(63), "a small batch is a swap-and-pop");
+        set.assert_invariants();
+        // An iterator without an upper bound compacts; gaps start mid-way and the last value survives.
+        let mut wanted = [20u32, 21, 40, 41, 42, 43, 44, 45].into_iter();
+        let unbounded = std::iter::from_fn(move || wanted.next());
+        assert_eq!(unbounded.size_hint().1, None);
+        assert_eq!(set.remove_many(unbounded), 8);
+        let left: Vec<u32> = set.values().to_vec();
+        let mut expected: Vec<u32> = (0..64).filter(|i| *i != 5 && *i != 63).collect();
+        expected.insert(5, 63);
+        expected.retain(|i| ![20, 21, 40, 41, 42, 43, 44, 45].contains(i));
+        assert_eq!(left, expected);
         set.assert_invariants();
     }
 

@@ -269,19 +269,24 @@ impl World {
             return Err(NoSuchEntity(entity));
         }
         if self.backend == Backend::Archetype {
+            // The row goes whole even if a component's `drop` panics (`Archetypes::despawn` finishes first), so
+            // the handle can be freed first.
+            self.entities.free(entity);
             self.archetypes.despawn(entity.index());
         } else {
+            // Values first: if a `drop` panics, the entity stays alive (partly stripped), and is never freed with
+            // values left behind for the index's next owner.
             for pool in self.pools.iter_mut().flatten() {
                 pool.remove_index(entity.index());
             }
+            self.entities.free(entity);
         }
-        self.entities.free(entity);
         Ok(())
     }
 
     /// Despawns every live entity of `targets`; returns how many (dead or stale handles, and repeats, are passed
-    /// over). The same as [`World::despawn`] on each in turn, but each pool is visited once for the whole batch
-    /// (one dynamic call, its sparse pages walked together) instead of once per entity.
+    /// over). The same as [`World::despawn`] on each in turn (pools see the removals in the same order), but with
+    /// one dynamic call per pool for the whole batch instead of one per entity and pool.
     ///
     /// ```
     /// use swarm::ecs::World;
@@ -292,25 +297,20 @@ impl World {
     /// assert!(world.is_empty());
     /// ```
     pub fn despawn_batch(&mut self, targets: &[Entity]) -> usize {
+        if self.backend == Backend::Archetype {
+            return targets.iter().filter(|&&entity| self.despawn(entity).is_ok()).count();
+        }
+        // Components go first and handles are freed after, as in `despawn`: if a component's `drop` panics, the
+        // entities are still alive (partly stripped), never freed with values left behind for the index's next
+        // owner. A repeated target is removed twice (the second finds nothing) and freed once.
         let mut indices = std::mem::take(&mut self.scratch);
         indices.clear();
-        for &entity in targets {
-            if self.entities.is_alive(entity) {
-                if self.backend == Backend::Archetype {
-                    self.archetypes.despawn(entity.index());
-                }
-                self.entities.free(entity);
-                indices.push(entity.index());
-            }
+        indices.extend(targets.iter().filter(|e| self.entities.is_alive(**e)).map(|e| e.index()));
+        for pool in self.pools.iter_mut().flatten() {
+            pool.remove_indices(&indices);
         }
-        if self.backend != Backend::Archetype {
-            for pool in self.pools.iter_mut().flatten() {
-                pool.remove_indices(&indices);
-            }
-        }
-        let count = indices.len();
         self.scratch = indices;
-        count
+        targets.iter().filter(|&&entity| self.entities.is_alive(entity) && self.entities.free(entity)).count()
     }
 
     /// Sets component `T` of `entity`; returns the previous value.

@@ -367,18 +367,22 @@ impl Archetypes {
             let (a, b) = self.tables.split_at_mut(from);
             (&mut b[0], &mut a[to as usize])
         };
+        // A panicking `drop` of a component left behind must not stop the move half-way: it goes on afterwards.
+        let mut panic = None;
         for (slot, (id, column)) in src.set.iter().zip(src.columns.iter_mut()).enumerate() {
             if slot == skip {
                 continue;
             }
             match dst.column_slot(id) {
                 Some(dst_slot) => column.move_row_to(row, dst.columns[dst_slot].as_mut()),
-                None => column.swap_remove_drop(row),
+                None => keep_panic(&mut panic, || column.swap_remove_drop(row)),
             }
         }
         let entity = src.entities[row];
         self.remove_row_entity(from as u32, row);
-        self.push_row(entity, to)
+        let new_row = self.push_row(entity, to);
+        resume(panic);
+        new_row
     }
 
     /// Removes component `id` from `index`, dropping the value; whether there was one.
@@ -402,11 +406,14 @@ impl Archetypes {
             return false;
         };
         let table = &mut self.tables[r.table as usize];
+        // Every column loses the row even if a component's `drop` panics; the panic goes on afterwards.
+        let mut panic = None;
         for column in &mut table.columns {
-            column.swap_remove_drop(r.row as usize);
+            keep_panic(&mut panic, || column.swap_remove_drop(r.row as usize));
         }
         self.remove_row_entity(r.table, r.row as usize);
         self.records[index as usize].table = NO_TABLE;
+        resume(panic);
         true
     }
 
@@ -481,6 +488,21 @@ impl Archetypes {
                 );
             }
         }
+    }
+}
+
+/// Runs `f`, which may drop a component value; a panic from it is kept in `first` (the first one wins) instead of
+/// unwinding, so the caller can finish its bookkeeping before [`resume`] passes it on.
+fn keep_panic(first: &mut Option<Box<dyn Any + Send>>, f: impl FnOnce()) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        first.get_or_insert(payload);
+    }
+}
+
+/// Passes on a panic kept by [`keep_panic`].
+fn resume(panic: Option<Box<dyn Any + Send>>) {
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
     }
 }
 

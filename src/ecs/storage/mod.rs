@@ -150,7 +150,8 @@ pub trait Pool<T>: Default + 'static {
     /// Removes and returns the value at `index`.
     fn remove(&mut self, index: u32) -> Option<T>;
     /// Removes the values at many indices (dropping them); returns how many were present. A layout may do
-    /// better than one [`Pool::remove`] each: a sparse set closes its gaps in one pass.
+    /// better than one [`Pool::remove`] each: a sparse set unlinks a large batch first and then closes the gaps
+    /// in one sweep of its packed arrays (see [`SparseSet::remove_many`](crate::ecs::SparseSet::remove_many)).
     fn remove_many(&mut self, indices: impl Iterator<Item = u32>) -> usize {
         indices.filter(|&index| self.remove(index).is_some()).count()
     }
