@@ -374,12 +374,18 @@ impl<T: 'static> AnyPool<T> {
         }
         let mut next = AnyPool::new(backend);
         let len = self.len();
-        // Both layouts matched once, so the loop over the values is monomorphized for the pair.
+        // Both layouts matched once, so the loop over the values is monomorphized for the pair. The new pool is
+        // empty, so every value goes in as a fresh entity's (a sparse set appends them as plain pushes and writes
+        // its sparse entries in one pass at the end).
+        let mut fresh = Vec::with_capacity(len);
         with_pool!(&mut next, to => {
             Pool::reserve(to, len);
             with_pool!(&mut *self, from => Pool::drain(from, |index, value| {
-                Pool::insert(to, entity_at(index), value);
-            }))
+                let entity = entity_at(index);
+                Pool::stage_fresh(to, entity, value);
+                fresh.push(entity);
+            }));
+            Pool::commit_fresh(to, &fresh);
         });
         *self = next;
     }
@@ -407,8 +413,13 @@ impl<T: 'static> AnyPool<T> {
             return Box::new(AnyPool::BTree(pool));
         }
         let mut pool = AnyPool::<T>::new(backend);
-        tables.drain_column::<T>(id, |entity, value| {
-            pool.insert(entity, value);
+        let mut fresh = Vec::new();
+        with_pool!(&mut pool, to => {
+            tables.drain_column::<T>(id, |entity, value| {
+                Pool::stage_fresh(to, entity, value);
+                fresh.push(entity);
+            });
+            Pool::commit_fresh(to, &fresh);
         });
         Box::new(pool)
     }
