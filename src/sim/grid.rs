@@ -105,6 +105,18 @@ impl Grid {
         &self.items[self.starts[c] as usize..self.starts[c + 1] as usize]
     }
 
+    /// Where the items of cells `first_col..=last_col` of `row` are in [`Grid::items`] (one range: cells are
+    /// sorted row by row); columns outside the grid are left out, and a row outside it is empty.
+    #[inline]
+    pub fn row_range(&self, row: i32, first_col: i32, last_col: i32) -> std::ops::Range<usize> {
+        let (first, last) = (first_col.max(0), last_col.min(self.cols - 1));
+        if row < 0 || row >= self.rows || first > last {
+            return 0..0;
+        }
+        let base = (row * self.cols) as usize;
+        self.starts[base + first as usize] as usize..self.starts[base + last as usize + 1] as usize
+    }
+
     /// Calls `f(i, j)` (indices into [`Grid::items`]) once for every pair of items in the same or adjacent cells
     /// (each unordered pair once).
     ///
@@ -175,6 +187,11 @@ mod tests {
         assert_eq!(grid.cell_items(9, 4).len(), 1);
         assert_eq!(grid.cell_items(0, 4).len(), 1, "out-of-arena points clamp to the edge");
         assert!(grid.cell_items(-1, 0).is_empty());
+        // A row's run of cells is one range, clamped to the grid.
+        assert_eq!(grid.row_range(0, -3, 1), 0..3, "cells (0, 0) and (1, 0) hold three items");
+        assert_eq!(grid.row_range(0, 1, 1).len(), grid.cell_items(1, 0).len());
+        assert_eq!(grid.row_range(4, 0, 99).len(), 2);
+        assert!(grid.row_range(5, 0, 9).is_empty() && grid.row_range(0, 5, 4).is_empty());
     }
 
     #[test]
