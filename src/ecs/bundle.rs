@@ -65,7 +65,7 @@ fn pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) 
 }
 
 fn typed<T: 'static>(pool: &mut Option<Box<dyn ErasedPool>>) -> &mut AnyPool<T> {
-    AnyPool::downcast_mut(pool.as_deref_mut().expect("pool is taken by a running query"))
+    AnyPool::in_slot(pool)
 }
 
 macro_rules! impl_bundle {

@@ -231,9 +231,9 @@ impl<T> SparseSet<T> {
         }
         // A packed entry stays iff its sparse slot still points at it.
         let (sparse, entities, values) = (&self.sparse, &self.entities, &mut self.values);
-        let kept = |entity: &Entity, position: usize| match &sparse[entity.index() as usize / PAGE_SIZE] {
-            Some(page) => page[entity.index() as usize % PAGE_SIZE] as usize == position,
-            None => false,
+        let kept = |entity: &Entity, position: usize| {
+            let (page, offset) = Self::split(entity.index());
+            sparse[page].as_ref().is_some_and(|page| page[offset] as usize == position)
         };
         let mut position = 0;
         values.retain(|_| {

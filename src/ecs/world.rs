@@ -74,8 +74,10 @@ pub struct World {
     resources: Resources,
     commands: CommandQueue,
     totals: ApplyStats,
+    /// Reused index buffer (backend switches).
     scratch: Vec<u32>,
-    query_scratch: Vec<Entity>,
+    /// Reused handle buffer (a query's driver handles, a batch despawn's live targets).
+    handle_scratch: Vec<Entity>,
 }
 
 /// The default capacity of [`World::new`]: about a million entities.
@@ -110,7 +112,7 @@ impl World {
             commands: CommandQueue::default(),
             totals: ApplyStats::default(),
             scratch: Vec::new(),
-            query_scratch: Vec::new(),
+            handle_scratch: Vec::new(),
         }
     }
 
@@ -302,15 +304,17 @@ impl World {
         }
         // Components go first and handles are freed after, as in `despawn`: if a component's `drop` panics, the
         // entities are still alive (partly stripped), never freed with values left behind for the index's next
-        // owner. A repeated target is removed twice (the second finds nothing) and freed once.
-        let mut indices = std::mem::take(&mut self.scratch);
-        indices.clear();
-        indices.extend(targets.iter().filter(|e| self.entities.is_alive(**e)).map(|e| e.index()));
+        // owner. A repeated target is removed twice (the second finds nothing) and freed once (`free` refuses a
+        // handle whose generation has moved on).
+        let mut live = std::mem::take(&mut self.handle_scratch);
+        live.clear();
+        live.extend(targets.iter().filter(|&&entity| self.entities.is_alive(entity)));
         for pool in self.pools.iter_mut().flatten() {
-            pool.remove_indices(&indices);
+            pool.remove_entities(&live);
         }
-        self.scratch = indices;
-        targets.iter().filter(|&&entity| self.entities.is_alive(entity) && self.entities.free(entity)).count()
+        let despawned = live.iter().filter(|&&entity| self.entities.free(entity)).count();
+        self.handle_scratch = live;
+        despawned
     }
 
     /// Sets component `T` of `entity`; returns the previous value.
@@ -370,8 +374,7 @@ impl World {
             skipped
         }
         let backend = self.backend;
-        let pool =
-            AnyPool::downcast_mut(self.pools[id as usize].as_deref_mut().expect("pool is taken by a running query"));
+        let pool = AnyPool::in_slot(&mut self.pools[id as usize]);
         dispatch!(backend, L => run::<L, T>(pool, entities, items), tables => unreachable!("handled above"))
     }
 
@@ -393,7 +396,7 @@ impl World {
         let backend = self.backend;
         // A type registered by a refused query or spawn has no pool yet: then nobody has it.
         let Some(pool) = self.pools.get_mut(id as usize) else { return 0 };
-        let pool = AnyPool::downcast_mut(pool.as_deref_mut().expect("pool is taken by a running query"));
+        let pool = AnyPool::in_slot(pool);
         dispatch!(backend, L => run::<L, T>(pool, entities, targets), tables => unreachable!("handled above"))
     }
 
@@ -444,9 +447,7 @@ impl World {
         let store = if self.backend == Backend::Archetype {
             Some(Store::Tables { archetypes: &mut self.archetypes, components: &self.components, id })
         } else {
-            self.pools.get_mut(id as usize).map(|pool| {
-                Store::Pool(AnyPool::downcast_mut(pool.as_deref_mut().expect("pool is taken by a running query")))
-            })
+            self.pools.get_mut(id as usize).map(|pool| Store::Pool(AnyPool::in_slot(pool)))
         };
         (&self.entities, store)
     }
@@ -471,7 +472,7 @@ impl World {
             entities: &self.entities,
             pools: &mut self.pools,
             tables: self.archetypes.tables_mut(),
-            scratch: &mut self.query_scratch,
+            scratch: &mut self.handle_scratch,
         }
     }
 

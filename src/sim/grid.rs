@@ -98,11 +98,7 @@ impl Grid {
     /// The items of cell `(col, row)`; empty outside the grid.
     #[inline]
     pub fn cell_items(&self, col: i32, row: i32) -> &[GridItem] {
-        if col < 0 || row < 0 || col >= self.cols || row >= self.rows {
-            return &[];
-        }
-        let c = (row * self.cols + col) as usize;
-        &self.items[self.starts[c] as usize..self.starts[c + 1] as usize]
+        &self.items[self.row_range(row, col, col)]
     }
 
     /// Where the items of cells `first_col..=last_col` of `row` are in [`Grid::items`] (one range: cells are

@@ -323,6 +323,15 @@ impl<T: 'static> AnyPool<T> {
         }
     }
 
+    /// The typed pool in one of the world's pool slots.
+    ///
+    /// # Panics
+    /// If the slot is empty because a running query has taken the pool, or holds another type.
+    #[inline]
+    pub(crate) fn in_slot(slot: &mut Option<Box<dyn ErasedPool>>) -> &mut AnyPool<T> {
+        Self::downcast_mut(slot.as_deref_mut().expect("pool is taken by a running query"))
+    }
+
     /// Shared version of [`AnyPool::downcast_mut`].
     #[inline]
     pub fn downcast_ref(pool: &dyn ErasedPool) -> &AnyPool<T> {
@@ -451,8 +460,9 @@ pub trait ErasedPool: Any {
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     /// Drops the value at `index`; whether there was one.
     fn remove_index(&mut self, index: u32) -> bool;
-    /// Drops the values at `indices` (absent ones are passed over): one dynamic call for the lot.
-    fn remove_indices(&mut self, indices: &[u32]);
+    /// Drops the values of `entities`, by index, in order (absent ones are passed over): one dynamic call for
+    /// the lot.
+    fn remove_entities(&mut self, entities: &[Entity]);
     /// Whether `index` has a value.
     fn contains(&self, index: u32) -> bool;
     /// Number of values.
@@ -488,10 +498,10 @@ impl<T: 'static> ErasedPool for AnyPool<T> {
     fn remove_index(&mut self, index: u32) -> bool {
         self.remove(index).is_some()
     }
-    fn remove_indices(&mut self, indices: &[u32]) {
+    fn remove_entities(&mut self, entities: &[Entity]) {
         with_pool!(self, p => {
-            for &index in indices {
-                Pool::remove(p, index);
+            for entity in entities {
+                Pool::remove(p, entity.index());
             }
         })
     }
