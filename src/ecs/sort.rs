@@ -99,51 +99,45 @@ impl<T> SparseSet<T> {
 
     /// Reorders this pool after `order` (typically another pool's [`SparseSet::entities`]), so a walk over both
     /// can go in lock-step: the entities in both come first, in `order`'s order; the rest follow in their previous
-    /// relative order. An entity counts as "in both" only if the handle is equal, generation included.
+    /// relative order. An entity counts as "in both" only if the handle is equal, generation included; a repeat in
+    /// `order` counts once.
     ///
     /// Similar to sorting by "position in `order`, else previous position": O(n log n) and a map from entity to
-    /// position in `order`. Here O(n + order.len()): EnTT's `respect` (walk `order`, swap each shared entity into the
-    /// next front slot), preceded by a stable partition that moves the extras to the back, which EnTT skips (its
-    /// extras end up in whatever order the swaps leave). Allocates one flag per value for that partition.
+    /// position in `order`. Here O(n + order.len()): one walk of `order` gives each shared entity its new position,
+    /// one walk of the pool gives the rest theirs, and the permutation is applied by cycles, so each value moves
+    /// once and each sparse entry is written once. EnTT's `respect` swaps instead (two moves and two sparse
+    /// writes per placed entity) and leaves the extras in whatever order the swaps made. Allocates 4 bytes per
+    /// value; [`SparseSet::sort_as_with`] keeps that buffer.
     pub fn sort_as(&mut self, order: &[Entity]) {
+        self.sort_as_with(order, &mut Vec::new());
+    }
+
+    /// [`SparseSet::sort_as`] with a caller-kept scratch buffer (4 bytes per value), so a sort repeated every few
+    /// frames allocates nothing once the buffer has grown.
+    pub fn sort_as_with(&mut self, order: &[Entity], scratch: &mut Vec<u32>) {
+        const UNPLACED: u32 = u32::MAX;
         self.touch_order();
         let len = self.len();
-        // Scratch: `wanted[p]` <=> the entity at position p is in `order`. Kept aligned with the packed arrays.
-        let mut wanted = vec![false; len];
-        let mut shared = 0;
+        // dest[p]: where the value now at position p goes. Shared entities first, in `order`'s order...
+        let dest = scratch;
+        dest.clear();
+        dest.resize(len, UNPLACED);
+        let mut next = 0u32;
         for &entity in order {
             if let Some(p) = self.position(entity.index()) {
-                if self.entities[p] == entity && !wanted[p] {
-                    wanted[p] = true;
-                    shared += 1;
-                }
-            }
-        }
-        // Stable partition from the back: after handling position r, [back, len) holds the extras found in
-        // [r, len) in their previous order, and [r, back) holds shared entities. The extras never move again.
-        let mut back = len;
-        for r in (0..len).rev() {
-            if !wanted[r] {
-                back -= 1;
-                self.swap_positions(r, back);
-                wanted.swap(r, back);
-            }
-        }
-        debug_assert_eq!(back, shared);
-        // Respect: [0, next) holds the first `next` shared entities of `order`, in order; the others are in
-        // [next, shared). A repeated entity in `order` is already placed (p < next) and is skipped.
-        let mut next = 0;
-        for &entity in order {
-            if next == shared {
-                break;
-            }
-            if let Some(p) = self.position(entity.index()) {
-                if p >= next && self.entities[p] == entity {
-                    self.swap_positions(p, next);
+                if self.entities[p] == entity && dest[p] == UNPLACED {
+                    dest[p] = next;
                     next += 1;
                 }
             }
         }
+        // ... then the extras, in their previous relative order.
+        for d in dest.iter_mut().filter(|d| **d == UNPLACED) {
+            *d = next;
+            next += 1;
+        }
+        let SparseSet { sparse, entities, values, .. } = self;
+        apply_destinations(sparse, entities, values, dest);
     }
 
     /// Whether this pool's packed entities are exactly `order`: then position p of both pools is the same entity,
@@ -336,6 +330,25 @@ fn sort_permutation<T, F: FnMut(&T, &T) -> Ordering>(set: &mut SparseSet<T>, com
         }
         *sparse_mut(sparse, entities[curr].index()) = curr as u32;
         perm[curr] = curr as u32;
+    }
+}
+
+/// Moves the value at each position p to `dest[p]` (a permutation: old position -> new), cycle by cycle: every
+/// swap puts one element where it belongs, so each moves once (plus the one riding along) and each sparse entry
+/// is written once. Leaves `dest[p] == p` everywhere.
+fn apply_destinations<T>(sparse: &mut Pages, entities: &mut [Entity], values: &mut [T], dest: &mut [u32]) {
+    for pos in 0..entities.len() {
+        if dest[pos] as usize == pos {
+            continue;
+        }
+        while dest[pos] as usize != pos {
+            let to = dest[pos] as usize;
+            entities.swap(pos, to);
+            values.swap(pos, to);
+            dest.swap(pos, to);
+            *sparse_mut(sparse, entities[to].index()) = to as u32;
+        }
+        *sparse_mut(sparse, entities[pos].index()) = pos as u32;
     }
 }
 
@@ -765,6 +778,22 @@ mod tests {
         assert_eq!(set.values(), &[3, 0, 1, 4, 2]);
         assert!(set.is_aligned_with(&[e(3), e(0), e(1), e(4), e(2)]));
         assert!(!set.is_aligned_with(&[e(3), e(0), e(1), e(4)]));
+    }
+
+    #[test]
+    fn sort_as_with_a_reused_buffer_matches_sort_as() {
+        let mut rng = Rng(5);
+        let leader = pool(500, Shape::Random, &mut rng);
+        let mut scratch = vec![7u32; 2000]; // longer than the pool and full of junk
+        for len in [0, 1, 300, 800] {
+            let mut fresh = pool(len, Shape::Random, &mut rng);
+            let mut reused = fresh.clone();
+            fresh.sort_as(leader.entities());
+            reused.sort_as_with(leader.entities(), &mut scratch);
+            reused.assert_invariants();
+            assert_eq!(reused.entities(), fresh.entities(), "{len}");
+            assert_eq!(reused.values(), fresh.values(), "{len}");
+        }
     }
 
     #[test]

@@ -105,7 +105,7 @@ pub async fn run(cli: Cli) {
     let mut previous: Option<Previous> = None;
     let mut readout = Readout::default();
     let mut scratch = DrawScratch::default();
-    let mut order_buffer: Vec<Entity> = Vec::new();
+    let (mut order_buffer, mut sort_scratch): (Vec<Entity>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut text = String::with_capacity(256);
     let mut panel_text = String::with_capacity(64);
     let mut actions: Vec<Action> = Vec::with_capacity(16);
@@ -157,8 +157,9 @@ pub async fn run(cli: Cli) {
         // World.
         if let DrawOrder::YSorted(method) = order {
             let world = &mut game.app.world;
-            game.profiler
-                .time("y_sort", game.sort_id, || swarm::sim::painter::sort_by_y(world, method, &mut order_buffer));
+            game.profiler.time("y_sort", game.sort_id, || {
+                swarm::sim::painter::sort_by_y(world, method, &mut order_buffer, &mut sort_scratch)
+            });
         }
         clear_background(Color::new(0.035, 0.04, 0.07, 1.0));
         set_camera(&camera);

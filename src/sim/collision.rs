@@ -13,8 +13,14 @@ pub fn plugin(app: &mut App) {
 
 /// No team yet: the fighter is in neither team pool (cannot happen for a fighter; marks holes in `team`).
 const NO_TEAM: u8 = u8::MAX;
-/// A `slot` entry that points nowhere.
-const NO_SLOT: u32 = u32::MAX;
+/// Where one entity index sits in the grid, and which build of the grid wrote that.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    /// Position in `grid.items()`.
+    at: u32,
+    /// The [`Broadphase::build`] that wrote it; 0 = never, or forgotten.
+    build: u32,
+}
 
 /// The grid of this frame, and where each fighter sits in it, both built after movement. Hunters read them next
 /// frame, before anything moves again.
@@ -23,12 +29,14 @@ pub struct Broadphase {
     /// Fighters by cell.
     pub grid: Grid,
     /// `slot[index]`: the position in `grid.items()` of the fighter with that entity index. Entries are never
-    /// cleared wholesale: [`Broadphase::fighter`] checks the item holds that very handle, so a stale entry only
-    /// misses.
-    slot: Vec<u32>,
+    /// cleared wholesale: only those stamped with the current build count, and [`Broadphase::fighter`] also
+    /// checks the item holds that very handle (generation included), so a stale entry only misses.
+    slot: Vec<Slot>,
+    /// Counts grid builds (wrapping, skipping 0).
+    build: u32,
     team: Vec<u8>,
-    /// Damage taken this frame, by position in `grid.items()`.
-    damage: Vec<i32>,
+    /// Enemy contacts this frame, by position in `grid.items()`.
+    hits: Vec<u32>,
 }
 
 impl Broadphase {
@@ -36,14 +44,14 @@ impl Broadphase {
     /// not been [forgotten](Broadphase::forget) since.
     #[inline]
     pub fn fighter(&self, entity: Entity) -> Option<&GridItem> {
-        let at = *self.slot.get(entity.index() as usize)? as usize;
-        self.grid.items().get(at).filter(|item| item.entity == entity)
+        let slot = self.slot.get(entity.index() as usize).filter(|slot| slot.build == self.build)?;
+        self.grid.items().get(slot.at as usize).filter(|item| item.entity == entity)
     }
 
     /// Stops vouching for `entity` (it is being despawned).
     pub fn forget(&mut self, entity: Entity) {
         if let Some(slot) = self.slot.get_mut(entity.index() as usize) {
-            *slot = NO_SLOT;
+            slot.build = 0;
         }
     }
 }
@@ -72,46 +80,55 @@ pub fn build_grid(world: &mut World) {
         });
         grid.finish();
 
-        let slot = &mut broadphase.slot;
+        broadphase.build = broadphase.build.wrapping_add(1).max(1);
+        let (slot, build) = (&mut broadphase.slot, broadphase.build);
         if slot.len() < bound {
-            slot.resize(bound, NO_SLOT);
+            slot.resize(bound, Slot::default());
         }
         for (at, item) in grid.items().iter().enumerate() {
-            slot[item.entity.index() as usize] = at as u32;
+            slot[item.entity.index() as usize] = Slot { at: at as u32, build };
         }
     });
 }
 
-/// Finds enemy contacts (each pair once, from the grid) and subtracts the damage. Damage is summed per grid item
-/// first (the items are walked in order), then applied through a view to the fighters that were hit, so the
-/// health pool is only touched where something happened. Integer sums: the result does not depend on the order
-/// pairs are visited in.
+/// Finds enemy contacts (each pair once, from the grid) and subtracts the damage. Contacts are counted per grid
+/// item first (the items are walked in order), then the damage is applied in one walk of the health pool, each
+/// fighter finding its count through its grid slot. Integer sums: the result does not depend on the order pairs are visited in.
 pub fn resolve_collisions(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     let reach2 = (2.0 * config.radius) * (2.0 * config.radius);
     world.resource_scope::<Broadphase, _>(|world, broadphase| {
-        let Broadphase { grid, damage, .. } = broadphase;
+        let Broadphase { grid, hits, slot, build, .. } = broadphase;
         let items = grid.items();
-        damage.clear();
-        damage.resize(items.len(), 0);
-        let mut contacts = 0u32;
-        grid.for_each_near_pair(|i, j| {
-            let (a, b) = (&items[i], &items[j]);
-            // Arithmetic, not a branch: whether two neighbours touch is a coin toss the predictor would lose.
-            let hit = ((a.team != b.team) & (a.position.distance_squared(b.position) < reach2)) as i32;
-            damage[i] += hit * config.damage;
-            damage[j] += hit * config.damage;
-            contacts += hit as u32;
-        });
+        hits.clear();
+        hits.resize(items.len(), 0);
+        {
+            // Everything the loop needs, by value or as plain slices, so the closure keeps them in registers.
+            let hits = &mut hits[..];
+            grid.for_each_near_pair(move |i, j| {
+                let (a, b) = (&items[i], &items[j]);
+                // Arithmetic, not a branch: whether two neighbours touch is a coin toss the predictor would lose.
+                let hit = ((a.team != b.team) & (a.position.distance_squared(b.position) < reach2)) as u32;
+                hits[i] += hit;
+                hits[j] += hit;
+            });
+        }
+        // Each contact hit two fighters.
+        let contacts = hits.iter().sum::<u32>() / 2;
         if contacts > 0 {
-            let mut health = world.view_mut::<Health>();
-            for (item, &hit) in items.iter().zip(damage.iter()) {
-                if hit != 0 {
-                    if let Some(h) = health.get_mut(item.entity) {
-                        h.0 -= hit;
-                    }
+            // One walk of the health pool, in its own order, finding each fighter's contacts through the slots
+            // written by this frame's build_grid (nothing structural happens between the two systems: commands
+            // wait for the frame's end). The loads of one fighter do not depend on the previous one's, so they
+            // overlap; looking up each hit fighter instead is a chain of dependent misses (liveness, sparse page,
+            // dense entity, value) per fighter.
+            let damage = config.damage;
+            world.query::<(&mut Health,)>().for_each(|entity, (health,)| {
+                if let Some(slot) = slot.get(entity.index() as usize) {
+                    // Arithmetic, not a branch: one fighter in six is hit, at random.
+                    let here = slot.build == *build;
+                    health.0 -= damage * (hits[if here { slot.at as usize } else { 0 }] * here as u32) as i32;
                 }
-            }
+            });
         }
         world.resource_mut::<SimStats>().contacts_frame = contacts;
     });

@@ -39,14 +39,14 @@ pub fn align_pools(world: &mut World) {
         order.0.clear();
         order.0.extend_from_slice(positions.entities());
         if let Some(pool) = world.sparse_set_mut::<Velocity>() {
-            pool.sort_as(&order.0);
+            pool.sort_as_with(&order.0, &mut order.1);
         }
         if let Some(pool) = world.sparse_set_mut::<Health>() {
-            pool.sort_as(&order.0);
+            pool.sort_as_with(&order.0, &mut order.1);
         }
     });
 }
 
-/// The position pool's order, copied so the other pools can be sorted after it.
+/// The position pool's order, copied so the other pools can be sorted after it, and `sort_as_with`'s buffer.
 #[derive(Default)]
-pub struct AlignScratch(pub Vec<crate::ecs::Entity>);
+pub struct AlignScratch(Vec<crate::ecs::Entity>, Vec<u32>);

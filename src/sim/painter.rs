@@ -5,14 +5,15 @@
 use super::components::{Health, Position};
 use crate::ecs::{Entity, SortMethod, World};
 
-/// Sorts as described above; `order` is a reused buffer. Returns whether it sorted (false on other backends).
-pub fn sort_by_y(world: &mut World, method: SortMethod, order: &mut Vec<Entity>) -> bool {
+/// Sorts as described above; `order` and `scratch` are reused buffers. Returns whether it sorted (false on other
+/// backends).
+pub fn sort_by_y(world: &mut World, method: SortMethod, order: &mut Vec<Entity>, scratch: &mut Vec<u32>) -> bool {
     let Some(positions) = world.sparse_set_mut::<Position>() else { return false };
     positions.sort_by(method, |a, b| a.0.y.total_cmp(&b.0.y));
     order.clear();
     order.extend_from_slice(positions.entities());
     if let Some(health) = world.sparse_set_mut::<Health>() {
-        health.sort_as(order);
+        health.sort_as_with(order, scratch);
     }
     true
 }
@@ -31,10 +32,10 @@ mod tests {
         for _ in 0..60 {
             app.update();
         }
-        let mut order = Vec::new();
+        let (mut order, mut scratch) = (Vec::new(), Vec::new());
         for method in SortMethod::ALL {
             let before = crate::sim::digest(&mut app.world);
-            assert!(sort_by_y(&mut app.world, method, &mut order));
+            assert!(sort_by_y(&mut app.world, method, &mut order, &mut scratch));
             assert_eq!(crate::sim::digest(&mut app.world), before, "{method:?}: sorting changed the world");
             let mut ys = Vec::new();
             app.world.query::<(&Position, &Health, &Velocity)>().for_each(|_, (p, _, _)| ys.push(p.0.y));
@@ -43,6 +44,9 @@ mod tests {
             app.update(); // positions move; the next method sorts nearly-sorted input
         }
         app.world.set_backend(Backend::Archetype);
-        assert!(!sort_by_y(&mut app.world, SortMethod::Hybrid, &mut order), "no y-sort outside the sparse set");
+        assert!(
+            !sort_by_y(&mut app.world, SortMethod::Hybrid, &mut order, &mut scratch),
+            "no y-sort outside the sparse set"
+        );
     }
 }
