@@ -133,3 +133,64 @@ pub fn resolve_collisions(world: &mut World) {
         world.resource_mut::<SimStats>().contacts_frame = contacts;
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ecs::Backend;
+    use glam::Vec2;
+
+    fn health(world: &World, entity: Entity) -> Option<i32> {
+        world.get::<Health>(entity).map(|h| h.0)
+    }
+
+    #[test]
+    fn touching_enemies_hurt_each_other_and_a_recycled_index_is_not_hit() {
+        for backend in Backend::ALL {
+            let mut world = World::new();
+            world.set_backend(backend);
+            let config = SimConfig { arena: Vec2::new(64.0, 64.0), ..SimConfig::with_population(10) };
+            let damage = config.damage;
+            world.insert_resource(config);
+            world.insert_resource(SimStats::default());
+            world.insert_resource(Broadphase::default());
+            let frame = |world: &mut World| {
+                build_grid(world);
+                resolve_collisions(world);
+                world.resource::<SimStats>().contacts_frame
+            };
+            let spawn = |world: &mut World, x: f32, team: u8| {
+                let at = Position(Vec2::new(x, 1.0));
+                match team {
+                    0 => world.spawn((at, Health(100), Red)),
+                    _ => world.spawn((at, Health(100), Blue)),
+                }
+                .unwrap()
+            };
+            // Reach is two radii (6): `b` touches `a` and `friend`; `a` and `friend` are one team.
+            let b = spawn(&mut world, 1.0, 1);
+            let a = spawn(&mut world, 3.0, 0);
+            let friend = spawn(&mut world, 4.0, 0);
+            let far = spawn(&mut world, 40.0, 1);
+            assert_eq!(frame(&mut world), 2, "{backend:?}");
+            assert_eq!(health(&world, b), Some(100 - 2 * damage), "{backend:?}");
+            assert_eq!(health(&world, a), Some(100 - damage), "{backend:?}");
+            assert_eq!(health(&world, friend), Some(100 - damage), "{backend:?}");
+            assert_eq!(health(&world, far), Some(100), "{backend:?}");
+
+            // `b` dies and an entity with health but no team (so not in the grid) takes its index, whose slot
+            // still points into the first cell. In the next grid every item of that cell is hit; the newcomer
+            // must not be.
+            world.despawn(b).unwrap();
+            let ghost = world.spawn((Health(100),)).unwrap();
+            assert_eq!(ghost.index(), b.index(), "the free list hands the index back");
+            let e = spawn(&mut world, 2.0, 1);
+            assert_eq!(frame(&mut world), 2, "{backend:?}");
+            assert_eq!(health(&world, ghost), Some(100), "{backend:?}: hit through a stale slot");
+            assert_eq!(health(&world, e), Some(100 - 2 * damage), "{backend:?}");
+            assert_eq!(health(&world, a), Some(100 - 2 * damage), "{backend:?}");
+            assert_eq!(health(&world, friend), Some(100 - 2 * damage), "{backend:?}");
+            assert_eq!(health(&world, far), Some(100), "{backend:?}");
+        }
+    }
+}
