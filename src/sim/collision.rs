@@ -11,16 +11,12 @@ pub fn plugin(app: &mut App) {
     app.insert_resource(Broadphase::default()).add_systems(Stage::Update, (build_grid, resolve_collisions));
 }
 
-/// No team yet: the fighter is in neither team pool (cannot happen for a fighter; marks holes in `team`).
-const NO_TEAM: u8 = u8::MAX;
-/// Where one entity index sits in the grid, and which build of the grid wrote that.
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    /// Position in `grid.items()`.
-    at: u32,
-    /// The [`Broadphase::build`] that wrote it; 0 = never, or forgotten.
-    build: u32,
-}
+/// In `team`: the index is in neither team pool (not a fighter, or a hole).
+const NO_TEAM: u8 = 0x7f;
+/// In `team`: set once the fighter is pushed into this frame's grid (its `slot` entry is then this frame's).
+const IN_GRID: u8 = 0x80;
+/// A `slot` entry that points nowhere.
+const NO_SLOT: u32 = u32::MAX;
 
 /// The grid of this frame, and where each fighter sits in it, both built after movement. Hunters read them next
 /// frame, before anything moves again.
@@ -29,11 +25,10 @@ pub struct Broadphase {
     /// Fighters by cell.
     pub grid: Grid,
     /// `slot[index]`: the position in `grid.items()` of the fighter with that entity index. Entries are never
-    /// cleared wholesale: only those stamped with the current build count, and [`Broadphase::fighter`] also
-    /// checks the item holds that very handle (generation included), so a stale entry only misses.
-    slot: Vec<Slot>,
-    /// Counts grid builds (wrapping, skipping 0).
-    build: u32,
+    /// cleared wholesale: [`Broadphase::fighter`] checks the item holds that very handle (generation included),
+    /// and collision only reads the entries `team` marks [`IN_GRID`], so a stale entry only misses.
+    slot: Vec<u32>,
+    /// `team[index]`, rebuilt by every grid build: 0 red, 1 blue or [`NO_TEAM`], plus [`IN_GRID`] once pushed.
     team: Vec<u8>,
     /// Enemy contacts this frame, by position in `grid.items()`.
     hits: Vec<u32>,
@@ -44,14 +39,14 @@ impl Broadphase {
     /// not been [forgotten](Broadphase::forget) since.
     #[inline]
     pub fn fighter(&self, entity: Entity) -> Option<&GridItem> {
-        let slot = self.slot.get(entity.index() as usize).filter(|slot| slot.build == self.build)?;
-        self.grid.items().get(slot.at as usize).filter(|item| item.entity == entity)
+        let at = *self.slot.get(entity.index() as usize)? as usize;
+        self.grid.items().get(at).filter(|item| item.entity == entity)
     }
 
     /// Stops vouching for `entity` (it is being despawned).
     pub fn forget(&mut self, entity: Entity) {
         if let Some(slot) = self.slot.get_mut(entity.index() as usize) {
-            slot.build = 0;
+            *slot = NO_SLOT;
         }
     }
 }
@@ -73,20 +68,20 @@ pub fn build_grid(world: &mut World) {
         let grid = &mut broadphase.grid;
         grid.begin(config.arena, config.cell_size.max(2.0 * config.radius));
         world.query::<(&Position,)>().for_each(|entity, (p,)| {
-            let team = team[entity.index() as usize];
-            if team != NO_TEAM {
-                grid.push(GridItem { entity, position: p.0, team });
+            let team = &mut team[entity.index() as usize];
+            if *team != NO_TEAM {
+                grid.push(GridItem { entity, position: p.0, team: *team });
+                *team |= IN_GRID; // the byte was just read: the write is free
             }
         });
         grid.finish();
 
-        broadphase.build = broadphase.build.wrapping_add(1).max(1);
-        let (slot, build) = (&mut broadphase.slot, broadphase.build);
+        let slot = &mut broadphase.slot;
         if slot.len() < bound {
-            slot.resize(bound, Slot::default());
+            slot.resize(bound, NO_SLOT);
         }
         for (at, item) in grid.items().iter().enumerate() {
-            slot[item.entity.index() as usize] = Slot { at: at as u32, build };
+            slot[item.entity.index() as usize] = at as u32;
         }
     });
 }
@@ -98,7 +93,7 @@ pub fn resolve_collisions(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     let reach2 = (2.0 * config.radius) * (2.0 * config.radius);
     world.resource_scope::<Broadphase, _>(|world, broadphase| {
-        let Broadphase { grid, hits, slot, build, .. } = broadphase;
+        let Broadphase { grid, hits, slot, team, .. } = broadphase;
         let items = grid.items();
         hits.clear();
         hits.resize(items.len(), 0);
@@ -116,17 +111,15 @@ pub fn resolve_collisions(world: &mut World) {
         // Each contact hit two fighters.
         let contacts = hits.iter().sum::<u32>() / 2;
         if contacts > 0 {
-            // One walk of the health pool, in its own order, finding each fighter's contacts through the slots
-            // written by this frame's build_grid (nothing structural happens between the two systems: commands
-            // wait for the frame's end). The loads of one fighter do not depend on the previous one's, so they
-            // overlap; looking up each hit fighter instead is a chain of dependent misses (liveness, sparse page,
-            // dense entity, value) per fighter.
+            // One walk of the health pool, in its own order, finding each fighter's contacts through its grid
+            // slot (valid for the indices `team` marks as pushed into this frame's grid). The loads of one
+            // fighter do not depend on the previous one's, so they overlap; looking up each hit fighter in the
+            // health pool instead is a chain of dependent misses (liveness, sparse page, dense entity, value).
             let damage = config.damage;
             world.query::<(&mut Health,)>().for_each(|entity, (health,)| {
-                if let Some(slot) = slot.get(entity.index() as usize) {
-                    // Arithmetic, not a branch: one fighter in six is hit, at random.
-                    let here = slot.build == *build;
-                    health.0 -= damage * (hits[if here { slot.at as usize } else { 0 }] * here as u32) as i32;
+                let index = entity.index() as usize;
+                if team.get(index).is_some_and(|&t| t & IN_GRID != 0) {
+                    health.0 -= damage * hits[slot[index] as usize] as i32;
                 }
             });
         }
