@@ -104,10 +104,11 @@ impl<T> SparseSet<T> {
     ///
     /// Similar to sorting by "position in `order`, else previous position": O(n log n) and a map from entity to
     /// position in `order`. Here O(n + order.len()): one walk of `order` gives each shared entity its new position,
-    /// one walk of the pool gives the rest theirs, and the permutation is applied by cycles, so each value moves
-    /// once and each sparse entry is written once. EnTT's `respect` swaps instead (two moves and two sparse
-    /// writes per placed entity) and leaves the extras in whatever order the swaps made. Allocates 4 bytes per
-    /// value; [`SparseSet::sort_as_with`] keeps that buffer.
+    /// one walk of the pool gives the rest theirs, and the permutation is applied by cycles: one swap per misplaced
+    /// value, each putting one value in its final place and writing that value's sparse entry once. EnTT's
+    /// `respect` also swaps once per placed entity, but writes both swapped entities' sparse entries, and leaves
+    /// the extras in whatever order the swaps made. Allocates 4 bytes per value; [`SparseSet::sort_as_with`] keeps
+    /// that buffer.
     pub fn sort_as(&mut self, order: &[Entity]) {
         self.sort_as_with(order, &mut Vec::new());
     }
@@ -335,7 +336,8 @@ fn sort_permutation<T, F: FnMut(&T, &T) -> Ordering>(set: &mut SparseSet<T>, com
 
 /// Moves the value at each position p to `dest[p]` (a permutation: old position -> new), cycle by cycle: every
 /// swap puts one element where it belongs, so each moves once (plus the one riding along) and each sparse entry
-/// is written once. Leaves `dest[p] == p` everywhere.
+/// is written once. Leaves `dest[p] == p` everywhere. The scatter form of the walk; `sort_permutation` walks the
+/// gather form (`perm[new] = old`) and `sort_hybrid` the same with `sparse` as the permutation.
 fn apply_destinations<T>(sparse: &mut Pages, entities: &mut [Entity], values: &mut [T], dest: &mut [u32]) {
     for pos in 0..entities.len() {
         if dest[pos] as usize == pos {
@@ -781,18 +783,37 @@ mod tests {
     }
 
     #[test]
-    fn sort_as_with_a_reused_buffer_matches_sort_as() {
+    fn sort_as_with_a_dirty_buffer_matches_a_model() {
         let mut rng = Rng(5);
-        let leader = pool(500, Shape::Random, &mut rng);
-        let mut scratch = vec![7u32; 2000]; // longer than the pool and full of junk
+        let mut scratch = vec![7u32; 2000]; // longer than the pools, and full of junk
         for len in [0, 1, 300, 800] {
-            let mut fresh = pool(len, Shape::Random, &mut rng);
-            let mut reused = fresh.clone();
-            fresh.sort_as(leader.entities());
-            reused.sort_as_with(leader.entities(), &mut scratch);
-            reused.assert_invariants();
-            assert_eq!(reused.entities(), fresh.entities(), "{len}");
-            assert_eq!(reused.values(), fresh.values(), "{len}");
+            let mut set = pool(len, Shape::Random, &mut rng);
+            // `order`: some members (a few twice), strangers, and members under a generation the pool lacks.
+            let mut order: Vec<Entity> = Vec::new();
+            for (k, &entity) in set.entities().iter().enumerate().rev() {
+                match k % 7 {
+                    0 => {}
+                    1 => order.push(Entity::from_parts(entity.index(), NonZeroU32::new(9).unwrap())),
+                    2 => order.extend([entity, entity]),
+                    _ => order.push(entity),
+                }
+            }
+            order.push(e(1_000_000));
+            // The model: members of `order` first, by their first appearance; then the rest as they were.
+            let mut expected: Vec<Entity> = Vec::new();
+            for &entity in &order {
+                if set.entities().contains(&entity) && !expected.contains(&entity) {
+                    expected.push(entity);
+                }
+            }
+            let rest: Vec<Entity> = set.entities().iter().copied().filter(|x| !expected.contains(x)).collect();
+            expected.extend(rest);
+            let values: Vec<_> = expected.iter().map(|x| *set.get(x.index()).unwrap()).collect();
+
+            set.sort_as_with(&order, &mut scratch);
+            set.assert_invariants();
+            assert_eq!(set.entities(), &expected[..], "{len}");
+            assert_eq!(set.values(), &values[..], "{len}");
         }
     }
 

@@ -26,7 +26,8 @@ pub struct Broadphase {
     pub grid: Grid,
     /// `slot[index]`: the position in `grid.items()` of the fighter with that entity index. Entries are never
     /// cleared wholesale: [`Broadphase::fighter`] checks the item holds that very handle (generation included),
-    /// and collision only reads the entries `team` marks [`IN_GRID`], so a stale entry only misses.
+    /// and [`resolve_collisions`] reads only the entries `team` marks [`IN_GRID`] (in the frame the grid was
+    /// built, before any structural change), so a stale entry only misses.
     slot: Vec<u32>,
     /// `team[index]`, rebuilt by every grid build: 0 red, 1 blue or [`NO_TEAM`], plus [`IN_GRID`] once pushed.
     team: Vec<u8>,
@@ -88,7 +89,12 @@ pub fn build_grid(world: &mut World) {
 
 /// Finds enemy contacts (each pair once, from the grid) and subtracts the damage. Contacts are counted per grid
 /// item first (the items are walked in order), then the damage is applied in one walk of the health pool, each
-/// fighter finding its count through its grid slot. Integer sums: the result does not depend on the order pairs are visited in.
+/// fighter finding its count through its grid slot. Integer sums: the result does not depend on the order pairs
+/// are visited in.
+///
+/// Runs right after [`build_grid`] in the same frame: slots are found by entity index, which is only sound while
+/// no entity has been despawned or spawned since the grid was built. The schedule guarantees it (structural
+/// changes wait in the command buffer until the frame's end); a slot that no longer matches is skipped.
 pub fn resolve_collisions(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     let reach2 = (2.0 * config.radius) * (2.0 * config.radius);
@@ -119,7 +125,10 @@ pub fn resolve_collisions(world: &mut World) {
             world.query::<(&mut Health,)>().for_each(|entity, (health,)| {
                 let index = entity.index() as usize;
                 if team.get(index).is_some_and(|&t| t & IN_GRID != 0) {
-                    health.0 -= damage * hits[slot[index] as usize] as i32;
+                    let at = slot[index] as usize;
+                    debug_assert!(items.get(at).is_some_and(|item| item.entity == entity), "grid changed since built");
+                    // `get`: a slot forgotten since the build points nowhere.
+                    health.0 -= damage * hits.get(at).copied().unwrap_or(0) as i32;
                 }
             });
         }

@@ -2,8 +2,8 @@
 //! never macroquad, so every system runs headless, in tests and in benches.
 //!
 //! Systems, in frame order: `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `align_pools` ->
-//! `integrate_velocity` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles` (PostUpdate) ->
-//! `count_frame` (Last) -> the command buffer is applied.
+//! `integrate_velocity` -> `build_grid` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles`
+//! (PostUpdate) -> `count_frame` (Last) -> the command buffer is applied.
 
 pub mod collision;
 pub mod components;
