@@ -33,12 +33,14 @@ pub fn hunt_targets(world: &mut World) {
             let mut stale = 0u64;
             scratch.retarget.clear();
             let retarget = &mut scratch.retarget;
-            // Only hunters are ever given a `Target` (below), so the query needs no `With<Hunter>`: one probe less
-            // per hunter.
-            world.query::<(&Target, &mut Velocity, &Position)>().for_each(|hunter, (target, v, p)| {
+            // Only hunters are ever given a `Target` (below), so the query needs no `With<Hunter>`; and a hunter's
+            // own position comes from the snapshot too (a hunter got its target from the grid it was in, and every
+            // grid since holds it), so the position pool is not probed either.
+            world.query::<(&Target, &mut Velocity)>().for_each(|hunter, (target, v)| {
                 match broadphase.fighter(target.0) {
                     Some(goal) => {
-                        let to = goal.position - p.0;
+                        let Some(me) = broadphase.fighter(hunter) else { return };
+                        let to = goal.position - me.position;
                         if to.length_squared() > 1e-6 {
                             v.0 = to.normalize() * config.hunter_speed;
                         }
