@@ -35,19 +35,25 @@ pub fn align_pools(world: &mut World) {
     if every == 0 || !frame.is_multiple_of(every as u64) {
         return;
     }
-    world.resource_scope::<AlignScratch, _>(|world, order| {
+    world.resource_scope::<AlignScratch, _>(|world, scratch| {
         let Some(positions) = world.sparse_set::<Position>() else { return };
-        order.0.clear();
-        order.0.extend_from_slice(positions.entities());
+        let AlignScratch { order, sort } = scratch;
+        order.clear();
+        order.extend_from_slice(positions.entities());
         if let Some(pool) = world.sparse_set_mut::<Velocity>() {
-            pool.sort_as_with(&order.0, &mut order.1);
+            pool.sort_as_with(order, sort);
         }
         if let Some(pool) = world.sparse_set_mut::<Health>() {
-            pool.sort_as_with(&order.0, &mut order.1);
+            pool.sort_as_with(order, sort);
         }
     });
 }
 
-/// The position pool's order, copied so the other pools can be sorted after it, and `sort_as_with`'s buffer.
+/// Buffers of [`align_pools`], kept between sorts.
 #[derive(Default)]
-pub struct AlignScratch(Vec<crate::ecs::Entity>, Vec<u32>);
+pub struct AlignScratch {
+    /// The position pool's order, copied so the other pools can be sorted after it.
+    order: Vec<crate::ecs::Entity>,
+    /// `sort_as_with`'s buffer.
+    sort: Vec<u32>,
+}
