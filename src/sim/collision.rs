@@ -13,8 +13,6 @@ pub fn plugin(app: &mut App) {
 
 /// In `team`: the index is in neither team pool (not a fighter, or a hole).
 const NO_TEAM: u8 = 0x7f;
-/// In `team`: set once the fighter is pushed into this frame's grid (its `slot` entry is then this frame's).
-const IN_GRID: u8 = 0x80;
 /// A `slot` entry that points nowhere.
 const NO_SLOT: u32 = u32::MAX;
 
@@ -26,13 +24,14 @@ pub struct Broadphase {
     pub grid: Grid,
     /// `slot[index]`: the position in `grid.items()` of the fighter with that entity index. Entries are never
     /// cleared wholesale: [`Broadphase::fighter`] checks the item holds that very handle (generation included),
-    /// and [`resolve_collisions`] reads only the entries `team` marks [`IN_GRID`] (in the frame the grid was
-    /// built, before any structural change), so a stale entry only misses.
+    /// so a stale entry only misses.
     slot: Vec<u32>,
-    /// `team[index]`, rebuilt by every grid build: 0 red, 1 blue or [`NO_TEAM`], plus [`IN_GRID`] once pushed.
+    /// `team[index]`, rebuilt by every grid build: 0 red, 1 blue or [`NO_TEAM`].
     team: Vec<u8>,
     /// Enemy contacts this frame, by position in `grid.items()`.
     hits: Vec<u32>,
+    /// The same contacts by entity index (0 for every index not in this frame's grid).
+    hits_by_index: Vec<u32>,
 }
 
 impl Broadphase {
@@ -72,7 +71,6 @@ pub fn build_grid(world: &mut World) {
             let team = &mut team[entity.index() as usize];
             if *team != NO_TEAM {
                 grid.push(GridItem { entity, position: p.0, team: *team });
-                *team |= IN_GRID; // the byte was just read: the write is free
             }
         });
         grid.finish();
@@ -88,18 +86,19 @@ pub fn build_grid(world: &mut World) {
 }
 
 /// Finds enemy contacts (each pair once, from the grid) and subtracts the damage. Contacts are counted per grid
-/// item first (the items are walked in order), then the damage is applied in one walk of the health pool, each
-/// fighter finding its count through its grid slot. Integer sums: the result does not depend on the order pairs
-/// are visited in.
+/// item first (the items are walked in order), spread into an array by entity index, and the damage is applied
+/// in one walk of the health pool, each fighter reading its count by its index. Integer sums: the result does not
+/// depend on the order pairs are visited in.
 ///
-/// Runs right after [`build_grid`] in the same frame: slots are found by entity index, which is only sound while
-/// no entity has been despawned or spawned since the grid was built. The schedule guarantees it (structural
-/// changes wait in the command buffer until the frame's end); a slot that no longer matches is skipped.
+/// Runs right after [`build_grid`] in the same frame: counts are found by entity index, which is only sound while
+/// no entity has been despawned or spawned since the grid was built (else a recycled index could take a dead
+/// fighter's count). The schedule guarantees it: structural changes wait in the command buffer until the frame's
+/// end.
 pub fn resolve_collisions(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     let reach2 = (2.0 * config.radius) * (2.0 * config.radius);
     world.resource_scope::<Broadphase, _>(|world, broadphase| {
-        let Broadphase { grid, hits, slot, team, .. } = broadphase;
+        let Broadphase { grid, hits, hits_by_index, team, .. } = broadphase;
         let items = grid.items();
         hits.clear();
         hits.resize(items.len(), 0);
@@ -117,19 +116,22 @@ pub fn resolve_collisions(world: &mut World) {
         // Each contact hit two fighters.
         let contacts = hits.iter().sum::<u32>() / 2;
         if contacts > 0 {
-            // One walk of the health pool, in its own order, finding each fighter's contacts through its grid
-            // slot (valid for the indices `team` marks as pushed into this frame's grid). The loads of one
-            // fighter do not depend on the previous one's, so they overlap; looking up each hit fighter in the
-            // health pool instead is a chain of dependent misses (liveness, sparse page, dense entity, value).
+            // One walk of the health pool, in its own order, each fighter reading its count from an array by
+            // entity index: one random read each, which overlap, where looking each hit fighter up in the health
+            // pool is a chain of dependent misses (liveness, sparse page, dense entity, value). The array is
+            // zeroed and filled from this grid, so an index not in it (a fighter's, say, whose team was removed)
+            // reads 0.
+            hits_by_index.clear();
+            hits_by_index.resize(team.len(), 0);
+            for (item, &hit) in items.iter().zip(hits.iter()) {
+                debug_assert!(world.is_alive(item.entity), "grid changed since built");
+                hits_by_index[item.entity.index() as usize] = hit;
+            }
             let damage = config.damage;
             world.query::<(&mut Health,)>().for_each(|entity, (health,)| {
-                let index = entity.index() as usize;
-                if team.get(index).is_some_and(|&t| t & IN_GRID != 0) {
-                    let at = slot[index] as usize;
-                    debug_assert!(items.get(at).is_some_and(|item| item.entity == entity), "grid changed since built");
-                    // `get`: a slot forgotten since the build points nowhere.
-                    health.0 -= damage * hits.get(at).copied().unwrap_or(0) as i32;
-                }
+                // `get`: an index beyond the grid's bound was never in it.
+                let hit = hits_by_index.get(entity.index() as usize).copied().unwrap_or(0);
+                health.0 -= damage * hit as i32;
             });
         }
         world.resource_mut::<SimStats>().contacts_frame = contacts;
@@ -180,9 +182,9 @@ mod tests {
             assert_eq!(health(&world, friend), Some(100 - damage), "{backend:?}");
             assert_eq!(health(&world, far), Some(100), "{backend:?}");
 
-            // `b` dies and an entity with health but no team (so not in the grid) takes its index, whose slot
-            // still points into the first cell. In the next grid every item of that cell is hit; the newcomer
-            // must not be.
+            // `b` dies and an entity with health but no team (so not in the grid) takes its index, where the last
+            // frame's count (2) and slot (into the first cell) still sit. In the next grid every item of that cell
+            // is hit; the newcomer must not be.
             world.despawn(b).unwrap();
             let ghost = world.spawn((Health(100),)).unwrap();
             assert_eq!(ghost.index(), b.index(), "the free list hands the index back");
