@@ -4,25 +4,24 @@ use super::components::{Health, Position, Velocity};
 use super::config::{SimConfig, DT};
 use crate::ecs::app::{App, Stage};
 use crate::ecs::World;
+use glam::Vec2;
 
 /// Adds [`align_pools`] and [`integrate_velocity`] to `Update`.
 pub fn plugin(app: &mut App) {
     app.insert_resource(AlignScratch::default()).add_systems(Stage::Update, (align_pools, integrate_velocity));
 }
 
-/// Moves everything with a velocity; fighters and particles alike bounce off the walls.
+/// Moves everything with a velocity; fighters and particles alike bounce off the walls: a step that ends
+/// outside the arena is clamped to its edge, and the velocity component across that wall flips.
+///
+/// Written without branches (clamp, compare, select), so the loop body is a few vector instructions.
 pub fn integrate_velocity(world: &mut World) {
     let arena = world.resource::<SimConfig>().arena;
     world.query::<(&mut Position, &mut Velocity)>().for_each(|_, (p, v)| {
-        p.0 += v.0 * DT;
-        if p.0.x < 0.0 || p.0.x > arena.x {
-            v.0.x = -v.0.x;
-            p.0.x = p.0.x.clamp(0.0, arena.x);
-        }
-        if p.0.y < 0.0 || p.0.y > arena.y {
-            v.0.y = -v.0.y;
-            p.0.y = p.0.y.clamp(0.0, arena.y);
-        }
+        let moved = p.0 + v.0 * DT;
+        let inside = moved.clamp(Vec2::ZERO, arena);
+        v.0 = Vec2::select(moved.cmpne(inside), -v.0, v.0);
+        p.0 = inside;
     });
 }
 
@@ -56,4 +55,31 @@ pub struct AlignScratch {
     order: Vec<crate::ecs::Entity>,
     /// `sort_as_with`'s buffer.
     sort: Vec<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ecs::Backend;
+
+    #[test]
+    fn steps_and_bounces_off_the_walls() {
+        for backend in Backend::ALL {
+            let mut world = World::new();
+            world.set_backend(backend);
+            let arena = Vec2::new(100.0, 50.0);
+            world.insert_resource(SimConfig { arena, ..SimConfig::with_population(10) });
+            let step = |p: Vec2, v: Vec2| (Position(p), Velocity(v));
+            let inside = world.spawn(step(Vec2::new(50.0, 25.0), Vec2::new(60.0, -30.0))).unwrap();
+            let east = world.spawn(step(Vec2::new(99.9, 25.0), Vec2::new(60.0, 6.0))).unwrap();
+            let corner = world.spawn(step(Vec2::new(0.1, 0.1), Vec2::new(-60.0, -60.0))).unwrap();
+            let on_wall = world.spawn(step(Vec2::new(100.0, 50.0), Vec2::ZERO)).unwrap();
+            integrate_velocity(&mut world);
+            let at = |e| (world.get::<Position>(e).unwrap().0, world.get::<Velocity>(e).unwrap().0);
+            assert_eq!(at(inside), (Vec2::new(50.0 + 60.0 * DT, 25.0 - 30.0 * DT), Vec2::new(60.0, -30.0)));
+            assert_eq!(at(east), (Vec2::new(100.0, 25.0 + 6.0 * DT), Vec2::new(-60.0, 6.0)), "{backend:?}");
+            assert_eq!(at(corner), (Vec2::ZERO, Vec2::new(60.0, 60.0)), "{backend:?}");
+            assert_eq!(at(on_wall), (Vec2::new(100.0, 50.0), Vec2::ZERO), "{backend:?}: on the wall is inside");
+        }
+    }
 }
