@@ -52,6 +52,58 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn queries_pair_values_right_while_pools_change_between_them() {
+                // Pools packed alike are walked in lock-step, and a sparse set remembers that across changes
+                // it can check cheaply. Every round changes the pools (alike, or apart at equal length), then a
+                // query must hand each entity its own values, and exactly the entities with both.
+                let mut w = world();
+                let mut live: Vec<Entity> =
+                    (0..300).map(|i| w.spawn((Pos(i as f32, 0.0), Vel(i as f32, 1.0))).unwrap()).collect();
+                let check = |w: &mut World, live: &[Entity], round: usize| {
+                    let mut seen = Vec::new();
+                    w.query::<(&Pos, &Vel)>().for_each(|e, (p, v)| {
+                        assert_eq!(p.0, v.0, "round {round}: {e:?} got another entity's value");
+                        seen.push(e);
+                    });
+                    let both = live.iter().copied().filter(|&e| w.has::<Pos>(e) && w.has::<Vel>(e)).collect();
+                    assert_eq!(sorted(seen), sorted(both), "round {round}");
+                };
+                check(&mut w, &live, 0);
+                let mut apart = None;
+                for round in 1..40 {
+                    // Ten rounds of the same changes on both pools first (they stay alike), then also apart.
+                    let step = if round <= 10 { 0 } else { round % 3 };
+                    match (step, apart.take()) {
+                        // Apart at equal length: one entity loses `Pos`, another loses `Vel`.
+                        (1, _) => {
+                            let (a, b) = (live[round % live.len()], live[(round * 3 + 1) % live.len()]);
+                            if a != b {
+                                let x = w.remove::<Pos>(a).unwrap().0;
+                                let y = w.remove::<Vel>(b).unwrap().0;
+                                apart = Some((a, x, b, y));
+                            }
+                        }
+                        // Back together (each appended at its pool's end).
+                        (2, Some((a, x, b, y))) => {
+                            w.insert(b, Vel(y, 1.0)).unwrap();
+                            w.insert(a, Pos(x, 0.0)).unwrap();
+                        }
+                        // The same despawns and spawns on both pools.
+                        (_, _) => {
+                            for k in 0..5 {
+                                let e = live.swap_remove((round * 7 + k) % live.len());
+                                w.despawn(e).unwrap();
+                            }
+                            let x = 1000.0 + round as f32;
+                            live.push(w.spawn((Pos(x, 0.0), Vel(x, 1.0))).unwrap());
+                        }
+                    }
+                    check(&mut w, &live, round);
+                }
+                w.assert_invariants();
+            }
+
+            #[test]
             fn stale_handles_touch_nothing() {
                 let mut w = world();
                 let a = w.spawn((Pos(1.0, 1.0),)).unwrap();

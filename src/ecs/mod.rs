@@ -27,7 +27,7 @@ pub use component::{ComponentId, ComponentSet};
 pub use entity::{Entities, Entity, NoSuchEntity, WorldFull};
 pub use query::{Query, QueryError, With, Without};
 pub use sort::SortMethod;
-pub use sparse_set::SparseSet;
+pub use sparse_set::{PackedOrder, SparseSet};
 pub use storage::{Backend, UnknownBackend};
 pub use view::ViewMut;
 pub use world::{ComponentBytes, ComponentError, World};

@@ -30,11 +30,10 @@
 
 use super::component::{ComponentId, ComponentSet, Components};
 use super::entity::{Entities, Entity};
-use super::sparse_set::fresh_stamp;
+use super::sparse_set::PackedOrder;
 use super::storage::archetype::{Column, ErasedColumn, Table};
 use super::storage::{dispatch, AnyPool, ErasedPool, Layout, Pool};
 use super::world::World;
-use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -134,8 +133,8 @@ pub trait Term {
     fn len<L: Layout>(pool: &Self::PoolRef<'_, L>) -> usize;
     /// Appends the pool's indices in its iteration order.
     fn collect<L: Layout>(pool: &Self::PoolRef<'_, L>, entities: &Entities, out: &mut Vec<Entity>);
-    /// The packed entity order of the pool and its order stamp, if the layout packs (see [`Pool::order`]).
-    fn order<'a, L: Layout>(pool: &'a Self::PoolRef<'_, L>) -> Option<(&'a [Entity], &'a Cell<u64>)>;
+    /// The packed entity order of the pool, if the layout packs (see [`Pool::order`]).
+    fn order<'a, L: Layout>(pool: &'a Self::PoolRef<'_, L>) -> Option<PackedOrder<'a>>;
     /// Turns the pool borrow into its packed values (only called when `order` is `Some`).
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], Self::Slice<'w>);
     /// One archetype column.
@@ -170,7 +169,7 @@ impl<T: 'static> Term for &T {
     fn collect<L: Layout>(pool: &&L::Pool<T>, entities: &Entities, out: &mut Vec<Entity>) {
         pool.collect_entities(entities, out)
     }
-    fn order<'a, L: Layout>(pool: &'a &L::Pool<T>) -> Option<(&'a [Entity], &'a Cell<u64>)> {
+    fn order<'a, L: Layout>(pool: &'a &L::Pool<T>) -> Option<PackedOrder<'a>> {
         pool.order()
     }
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], &'w [T]) {
@@ -209,7 +208,7 @@ impl<T: 'static> Term for &mut T {
     fn collect<L: Layout>(pool: &&mut L::Pool<T>, entities: &Entities, out: &mut Vec<Entity>) {
         pool.collect_entities(entities, out)
     }
-    fn order<'a, L: Layout>(pool: &'a &mut L::Pool<T>) -> Option<(&'a [Entity], &'a Cell<u64>)> {
+    fn order<'a, L: Layout>(pool: &'a &mut L::Pool<T>) -> Option<PackedOrder<'a>> {
         pool.order()
     }
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], &'w mut [T]) {
@@ -416,28 +415,29 @@ macro_rules! impl_query_data {
                 $(let mut $s = $T::pool_ref::<L>(taken.next().expect("query pool was taken"));)+
                 let filter = F::pools::<L>(taken);
 
-                // Lock-step: every fetched pool is packed in the same entity order (e.g. after `sort_as`). Equal
-                // order stamps prove it in O(1); otherwise compare once and, if equal, share the stamp.
+                // Lock-step: every fetched pool is packed in the same entity order (e.g. after `sort_as`, or because
+                // they get the same spawns and despawns). Shared order stamps prove it in O(1) when nothing changed
+                // since they were given, and in O(changes) when something did; otherwise the orders are compared
+                // whole once. Found equal, they get one fresh stamp.
                 let mut aligned = true;
                 {
-                    let mut first: Option<(&[Entity], &Cell<u64>)> = None;
-                    let mut verified = false;
+                    let mut first: Option<PackedOrder<'_>> = None;
+                    let mut checked = false;
                     $(
-                        match ($T::order::<L>(&$s), first) {
+                        match ($T::order::<L>(&$s), &first) {
                             (None, _) => aligned = false,
                             (Some(order), None) => first = Some(order),
-                            (Some((order, stamp)), Some((expected, expected_stamp))) => {
-                                if stamp.get() == 0 || stamp.get() != expected_stamp.get() {
-                                    aligned &= order == expected;
-                                    verified = true;
+                            (Some(order), Some(expected)) => {
+                                if !order.known_same_as(expected) {
+                                    checked = true;
+                                    aligned &= order.same_as(expected);
                                 }
                             }
                         }
                     )+
-                    if aligned && verified {
-                        // Remember the verdict until either pool's order changes (which zeroes its stamp).
-                        let stamp = fresh_stamp();
-                        $(if let Some((_, s)) = $T::order::<L>(&$s) { s.set(stamp); })+
+                    if aligned && checked {
+                        // Remember the verdict until either pool's order changes again.
+                        PackedOrder::mark_same([$($T::order::<L>(&$s)),+].iter().flatten());
                     }
                     let _ = first; // read by the next term; a one-term query never does
                 }

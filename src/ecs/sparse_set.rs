@@ -44,9 +44,62 @@ pub struct SparseSet<T> {
     pub(crate) sparse: Vec<Option<Box<[u32; PAGE_SIZE]>>>,
     pub(crate) entities: Vec<Entity>,
     pub(crate) values: Vec<T>,
-    /// A stamp of the packed order: 0 ("unknown") after every change of `entities`' order. A query that finds
-    /// pools packed alike gives them all one fresh stamp, so equal nonzero stamps mean equal orders.
+    /// A stamp of the packed order: 0 is "unknown". A query that finds pools packed alike gives them all one
+    /// fresh stamp; from then on `journal` lists every position whose entity may have changed, so two pools with
+    /// equal nonzero stamps are packed alike iff they have the same length and agree at their journals' positions.
     pub(crate) order: Cell<u64>,
+    /// Positions changed since the stamp (`journal[journal_mark..]`; the entries before the mark are spent, and
+    /// cleared by the next change). Kept only while the stamp is nonzero; a wholesale change (a sort, a
+    /// compaction) or a journal grown past a quarter of the set resets the stamp to 0 instead.
+    journal: Vec<u32>,
+    journal_mark: Cell<usize>,
+}
+
+/// A sparse set's packed order as a query sees it: the entities, and what is known of how they compare with other
+/// pools' (the stamp and the journal of changed positions; see [`SparseSet::packed_order`]).
+pub struct PackedOrder<'a> {
+    /// The packed entities.
+    pub entities: &'a [Entity],
+    stamp: &'a Cell<u64>,
+    changed: &'a [u32],
+    mark: &'a Cell<usize>,
+    journal_len: usize,
+}
+
+impl PackedOrder<'_> {
+    /// Whether the two are packed in the same entity order. In O(1) when they share a stamp and nothing changed
+    /// since; in O(changes) when they share a stamp (the positions either journal lists are compared); else in
+    /// O(n) (the whole orders are compared).
+    pub fn same_as(&self, other: &PackedOrder<'_>) -> bool {
+        if self.entities.len() != other.entities.len() {
+            return false;
+        }
+        let stamp = self.stamp.get();
+        if stamp == 0 || stamp != other.stamp.get() {
+            return self.entities == other.entities;
+        }
+        // Equal when stamped, so any difference is at a position one of them changed since.
+        self.changed
+            .iter()
+            .chain(other.changed)
+            .all(|&p| self.entities.get(p as usize) == other.entities.get(p as usize))
+    }
+
+    /// Whether the order is known equal to `other`'s without looking at any entity.
+    pub fn known_same_as(&self, other: &PackedOrder<'_>) -> bool {
+        let stamp = self.stamp.get();
+        stamp != 0 && stamp == other.stamp.get() && self.changed.is_empty() && other.changed.is_empty()
+    }
+
+    /// Records that `orders` (found equal by [`PackedOrder::same_as`]) are packed alike: one fresh stamp for all,
+    /// and their journals spent.
+    pub fn mark_same<'a>(orders: impl IntoIterator<Item = &'a PackedOrder<'a>>) {
+        let stamp = fresh_stamp();
+        for order in orders {
+            order.stamp.set(stamp);
+            order.mark.set(order.journal_len);
+        }
+    }
 }
 
 static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
@@ -65,18 +118,52 @@ impl<T> Default for SparseSet<T> {
 impl<T> SparseSet<T> {
     /// An empty set; allocates nothing.
     pub fn new() -> Self {
-        Self { sparse: Vec::new(), entities: Vec::new(), values: Vec::new(), order: Cell::new(0) }
+        Self {
+            sparse: Vec::new(),
+            entities: Vec::new(),
+            values: Vec::new(),
+            order: Cell::new(0),
+            journal: Vec::new(),
+            journal_mark: Cell::new(0),
+        }
     }
 
-    /// The stamp of the packed order (see the field's doc), for [`Pool::order`](crate::ecs::storage::Pool::order).
-    pub fn order_stamp(&self) -> &Cell<u64> {
-        &self.order
+    /// The packed order as a query sees it (see [`PackedOrder`]).
+    pub fn packed_order(&self) -> PackedOrder<'_> {
+        PackedOrder {
+            entities: &self.entities,
+            stamp: &self.order,
+            changed: &self.journal[self.journal_mark.get().min(self.journal.len())..],
+            mark: &self.journal_mark,
+            journal_len: self.journal.len(),
+        }
     }
 
-    /// Marks the packed order as changed.
+    /// Marks the packed order as changed wholesale: unknown until a query compares it again.
     #[inline]
     pub(crate) fn touch_order(&mut self) {
         self.order.set(0);
+        self.journal.clear();
+        self.journal_mark.set(0);
+    }
+
+    /// Records that the entity at `position` may have changed (nothing to record while the stamp is unknown).
+    #[inline]
+    pub(crate) fn note_position(&mut self, position: usize) {
+        if self.order.get() == 0 {
+            return;
+        }
+        if self.journal_mark.get() > 0 {
+            // A query spent the entries before the mark (it gave the pool a new stamp).
+            let mark = self.journal_mark.replace(0).min(self.journal.len());
+            self.journal.drain(..mark);
+        }
+        if self.journal.len() >= (self.entities.len() / 4).max(64) {
+            // Checking this many positions would cost about as much as comparing the orders whole.
+            self.touch_order();
+            return;
+        }
+        self.journal.push(position as u32);
     }
 
     #[inline]
@@ -132,12 +219,15 @@ impl<T> SparseSet<T> {
         let slot = Self::slot_mut(&mut self.sparse, entity.index());
         let position = *slot as usize;
         if position < len && self.entities[position].index() == entity.index() {
-            self.entities[position] = entity;
+            if self.entities[position] != entity {
+                self.entities[position] = entity;
+                self.note_position(position);
+            }
             return Some(std::mem::replace(&mut self.values[position], value));
         }
         *slot = len as u32;
-        self.order.set(0);
         self.entities.push(entity);
+        self.note_position(len);
         self.values.push(value);
         None
     }
@@ -151,10 +241,12 @@ impl<T> SparseSet<T> {
             return;
         }
         debug_assert!(fresh.iter().all(|e| !self.contains(e.index())), "a fresh entity already has a value");
-        self.touch_order();
         self.entities.extend_from_slice(fresh);
         for (position, entity) in (start as u32..).zip(fresh) {
             *Self::slot_mut(&mut self.sparse, entity.index()) = position;
+        }
+        for position in start..self.entities.len() {
+            self.note_position(position);
         }
     }
 
@@ -182,9 +274,9 @@ impl<T> SparseSet<T> {
     pub fn remove(&mut self, index: u32) -> Option<T> {
         let position = self.position(index)?;
         let last = *self.entities.last().expect("position() found a value, so the set is not empty");
-        self.touch_order();
         self.entities.swap_remove(position);
         let value = self.values.swap_remove(position);
+        self.note_position(position);
         if last.index() != index {
             self.set_position(last.index(), position as u32);
         }
@@ -323,20 +415,22 @@ impl<T> SparseSet<T> {
         if a == b {
             return;
         }
-        self.touch_order();
         self.entities.swap(a, b);
         self.values.swap(a, b);
+        self.note_position(a);
+        self.note_position(b);
         self.set_position(self.entities[a].index(), a as u32);
         self.set_position(self.entities[b].index(), b as u32);
     }
 
-    /// Bytes held: sparse pages touched, the page table, and the packed arrays' capacities.
+    /// Bytes held: sparse pages touched, the page table, the packed arrays' capacities and the order journal's.
     pub fn bytes(&self) -> usize {
         let pages = self.sparse.iter().filter(|page| page.is_some()).count();
         pages * PAGE_SIZE * size_of::<u32>()
             + self.sparse.capacity() * size_of::<Option<Box<[u32; PAGE_SIZE]>>>()
             + self.entities.capacity() * size_of::<Entity>()
             + self.values.capacity() * size_of::<T>()
+            + self.journal.capacity() * size_of::<u32>()
     }
 
     /// Panics with a message naming the broken invariant.
@@ -356,7 +450,10 @@ impl<T: Clone> Clone for SparseSet<T> {
             sparse: self.sparse.clone(),
             entities: self.entities.clone(),
             values: self.values.clone(),
+            // Packed alike, so the stamp and the journal hold for the copy too.
             order: self.order.clone(),
+            journal: self.journal.clone(),
+            journal_mark: self.journal_mark.clone(),
         }
     }
 }
@@ -389,6 +486,86 @@ mod tests {
         assert!(!set.contains(3) && set.contains(6));
         assert_eq!(set.len(), 6);
         set.assert_invariants();
+    }
+
+    /// Two pools with the same members, packed alike, stamped together as a query would.
+    fn stamped_pair(n: u32) -> (SparseSet<u32>, SparseSet<u32>) {
+        let (mut a, mut b) = (SparseSet::new(), SparseSet::new());
+        for i in 0..n {
+            a.insert(e(i), i);
+            b.insert(e(i), i + 1000);
+        }
+        assert!(a.packed_order().same_as(&b.packed_order()));
+        PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
+        assert!(a.packed_order().known_same_as(&b.packed_order()));
+        (a, b)
+    }
+
+    #[test]
+    fn the_journal_keeps_pools_with_the_same_changes_known_alike() {
+        let (mut a, mut b) = stamped_pair(100);
+        // The same removals and pushes on both: still alike, found by looking only at the changed positions.
+        for set in [&mut a, &mut b] {
+            set.remove(7);
+            set.remove(50);
+            set.insert(e(200), 0);
+        }
+        assert!(!a.packed_order().known_same_as(&b.packed_order()), "changes since the stamp must be looked at");
+        assert!(a.packed_order().same_as(&b.packed_order()));
+        assert_eq!(a.packed_order().changed.len(), 3);
+        PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
+        assert!(a.packed_order().known_same_as(&b.packed_order()));
+        // The next change drops the spent entries.
+        a.remove(3);
+        assert_eq!(a.packed_order().changed.len(), 1);
+    }
+
+    #[test]
+    fn the_journal_catches_pools_that_drifted_apart_at_equal_length() {
+        // Different removals: same length, different orders.
+        let (mut a, mut b) = stamped_pair(100);
+        a.remove(7);
+        b.remove(8);
+        assert!(!a.packed_order().same_as(&b.packed_order()));
+        // The same members in another order (a swap on one side only).
+        let (mut a, b) = stamped_pair(100);
+        a.swap_positions(10, 20);
+        assert!(!a.packed_order().same_as(&b.packed_order()));
+        // A push on each side, different entities.
+        let (mut a, mut b) = stamped_pair(100);
+        a.insert(e(300), 0);
+        b.insert(e(301), 0);
+        assert!(!a.packed_order().same_as(&b.packed_order()));
+        // A wholesale change forgets the stamp: compared whole (and found different).
+        let (mut a, b) = stamped_pair(100);
+        a.sort_by(crate::ecs::SortMethod::InPlace, |x, y| y.cmp(x));
+        assert_eq!(a.packed_order().stamp.get(), 0);
+        assert!(!a.packed_order().same_as(&b.packed_order()));
+    }
+
+    #[test]
+    fn a_pool_restamped_with_one_partner_is_compared_whole_with_another() {
+        // Three pools stamped together; `a` and `b` get the same change and a new stamp; `c` got another change.
+        let (mut a, mut b) = stamped_pair(50);
+        let mut c = a.clone();
+        a.remove(5);
+        b.remove(5);
+        c.remove(6);
+        assert!(a.packed_order().same_as(&b.packed_order()));
+        PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
+        // `a`'s journal was spent with its old stamp; `c` still has that stamp, so the two must not use journals.
+        assert_ne!(a.packed_order().stamp.get(), c.packed_order().stamp.get());
+        assert!(!a.packed_order().same_as(&c.packed_order()));
+    }
+
+    #[test]
+    fn a_long_journal_gives_up_the_stamp() {
+        let (mut a, _) = stamped_pair(400);
+        for i in 0..150 {
+            a.remove(i);
+        }
+        assert_eq!(a.packed_order().stamp.get(), 0, "past a quarter of the set, compare whole instead");
+        assert!(a.packed_order().changed.is_empty());
     }
 
     #[test]

@@ -63,10 +63,9 @@ pub mod hash_map;
 
 use super::component::ComponentId;
 use super::entity::{Entities, Entity};
-use super::sparse_set::SparseSet;
+use super::sparse_set::{PackedOrder, SparseSet};
 use archetype::Archetypes;
 use std::any::Any;
-use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 
@@ -190,10 +189,9 @@ pub trait Pool<T>: Default + 'static {
     fn packed(&self) -> Option<(&[Entity], &[T])> {
         None
     }
-    /// The packed entity order and its stamp, if this layout packs. Two pools with equal stamps are packed in the
-    /// same entity order (stamps are fresh on every change of order, and only copied between pools whose orders
-    /// were found equal), which lets a query skip comparing them.
-    fn order(&self) -> Option<(&[Entity], &Cell<u64>)> {
+    /// The packed entity order, if this layout packs, with what is known of how it compares with other pools'
+    /// (see [`PackedOrder`]): lets a query check two pools are packed alike without comparing them whole.
+    fn order(&self) -> Option<PackedOrder<'_>> {
         None
     }
     /// Like [`Pool::packed`], values mutable.
@@ -587,8 +585,8 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
         Some((self.entities(), self.values()))
     }
     #[inline]
-    fn order(&self) -> Option<(&[Entity], &Cell<u64>)> {
-        Some((self.entities(), self.order_stamp()))
+    fn order(&self) -> Option<PackedOrder<'_>> {
+        Some(self.packed_order())
     }
     #[inline]
     fn packed_mut(&mut self) -> Option<(&[Entity], &mut [T])> {
