@@ -3,7 +3,7 @@
 //! nearest enemy from the grid.
 
 use super::collision::Broadphase;
-use super::components::{Hunter, Position, Target, Velocity};
+use super::components::{Hunter, Target, Velocity};
 use super::config::{SimConfig, SimStats};
 use crate::ecs::app::{App, Stage};
 use crate::ecs::{Entity, World};
@@ -51,7 +51,9 @@ pub fn hunt_targets(world: &mut World) {
                     }
                 }
             });
-            world.query::<(&Position,)>().with::<Hunter>().without::<Target>().for_each(|hunter, _| {
+            // Hunters without a target: the hunter pool drives, and the target pool is only probed. (A hunter
+            // outside the grid, without a position or a team, gets no target below.)
+            world.query::<(&Hunter,)>().without::<Target>().for_each(|hunter, _| {
                 retarget.push((hunter, None));
             });
 
