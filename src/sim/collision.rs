@@ -2,7 +2,7 @@
 
 use super::components::{Blue, Health, Position, Red};
 use super::config::{SimConfig, SimStats};
-use super::grid::{Grid, GridItem};
+use super::grid::{Grid, GridItem, NearPairs};
 use crate::ecs::app::{App, Stage};
 use crate::ecs::{Entity, World};
 
@@ -28,6 +28,8 @@ pub struct Broadphase {
     slot: Vec<u32>,
     /// `team[index]`, rebuilt by every grid build: 0 red, 1 blue or [`NO_TEAM`].
     team: Vec<u8>,
+    /// The grid's near pairs this frame.
+    pairs: NearPairs,
     /// Enemy contacts this frame, by position in `grid.items()`.
     hits: Vec<u32>,
     /// The same contacts by entity index (0 for every index not in this frame's grid).
@@ -98,20 +100,18 @@ pub fn resolve_collisions(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     let reach2 = (2.0 * config.radius) * (2.0 * config.radius);
     world.resource_scope::<Broadphase, _>(|world, broadphase| {
-        let Broadphase { grid, hits, hits_by_index, team, .. } = broadphase;
+        let Broadphase { grid, pairs, hits, hits_by_index, team, .. } = broadphase;
         let items = grid.items();
         hits.clear();
         hits.resize(items.len(), 0);
-        {
-            // Everything the loop needs, by value or as plain slices, so the closure keeps them in registers.
-            let hits = &mut hits[..];
-            grid.for_each_near_pair(move |i, j| {
-                let (a, b) = (&items[i], &items[j]);
-                // Arithmetic, not a branch: whether two neighbours touch is a coin toss the predictor would lose.
-                let hit = ((a.team != b.team) & (a.position.distance_squared(b.position) < reach2)) as u32;
-                hits[i] += hit;
-                hits[j] += hit;
-            });
+        grid.near_pairs(pairs);
+        for &[i, j] in pairs.as_slice() {
+            let (i, j) = (i as usize, j as usize);
+            let (a, b) = (&items[i], &items[j]);
+            // Arithmetic, not a branch: whether two neighbours touch is a coin toss the predictor would lose.
+            let hit = ((a.team != b.team) & (a.position.distance_squared(b.position) < reach2)) as u32;
+            hits[i] += hit;
+            hits[j] += hit;
         }
         // Each contact hit two fighters.
         let contacts = hits.iter().sum::<u32>() / 2;
