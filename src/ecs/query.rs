@@ -13,8 +13,10 @@
 //! ```
 //!
 //! How a query runs: the world matches its backend **once**, then calls a loop monomorphized for that layout.
-//! - Per-component layouts ([`Layout`]): if every fetched pool keeps packed arrays in the same entity order (a
-//!   sparse set after `sort_as`) and no `With` pool is smaller, the packed value arrays are walked in lock-step.
+//! - Per-component layouts ([`Layout`]): if every fetched pool keeps packed arrays in the same entity order
+//!   (sparse sets after `sort_as`, or that got the same spawns and despawns) and no `With` pool is smaller, the
+//!   packed value arrays are walked in lock-step. Sparse sets found alike once keep a journal of the positions
+//!   they change, so the next check compares only those (see [`PackedOrder`]).
 //!   Otherwise the smallest pool (fetched or `With`) drives (seed 000's movement system): a fetched sparse set is
 //!   walked by row and the other pools are probed by index; any other driver's handles are copied to a reused
 //!   scratch buffer and every pool is probed by index.
@@ -436,7 +438,7 @@ macro_rules! impl_query_data {
                         }
                     )+
                     if aligned && checked {
-                        // Remember the verdict until either pool's order changes again.
+                        // Remember the verdict: later checks look only at the positions changed since.
                         PackedOrder::mark_same([$($T::order::<L>(&$s)),+].iter().flatten());
                     }
                     let _ = first; // read by the next term; a one-term query never does

@@ -50,7 +50,8 @@ pub struct SparseSet<T> {
     pub(crate) order: Cell<u64>,
     /// Positions changed since the stamp (`journal[journal_mark..]`; the entries before the mark are spent, and
     /// cleared by the next change). Kept only while the stamp is nonzero; a wholesale change (a sort, a
-    /// compaction) or a journal grown past a quarter of the set resets the stamp to 0 instead.
+    /// compaction) or a journal grown past a quarter of the set (or 64 entries, if more) resets the stamp to 0
+    /// instead.
     journal: Vec<u32>,
     journal_mark: Cell<usize>,
 }
@@ -88,12 +89,17 @@ impl PackedOrder<'_> {
     /// Whether the order is known equal to `other`'s without looking at any entity.
     pub fn known_same_as(&self, other: &PackedOrder<'_>) -> bool {
         let stamp = self.stamp.get();
-        stamp != 0 && stamp == other.stamp.get() && self.changed.is_empty() && other.changed.is_empty()
+        // The lengths are implied by the journals; checked anyway, since a lock-step walk trusts the answer.
+        stamp != 0
+            && stamp == other.stamp.get()
+            && self.changed.is_empty()
+            && other.changed.is_empty()
+            && self.entities.len() == other.entities.len()
     }
 
     /// Records that `orders` (found equal by [`PackedOrder::same_as`]) are packed alike: one fresh stamp for all,
-    /// and their journals spent.
-    pub fn mark_same<'a>(orders: impl IntoIterator<Item = &'a PackedOrder<'a>>) {
+    /// and their journals spent. Crate-private: a wrong call would make a query hand entities each other's values.
+    pub(crate) fn mark_same<'a>(orders: impl IntoIterator<Item = &'a PackedOrder<'a>>) {
         let stamp = fresh_stamp();
         for order in orders {
             order.stamp.set(stamp);
@@ -536,6 +542,13 @@ mod tests {
         a.insert(e(300), 0);
         b.insert(e(301), 0);
         assert!(!a.packed_order().same_as(&b.packed_order()));
+        // A batch append on each side (the batch-spawn path), different entities.
+        let (mut a, mut b) = stamped_pair(100);
+        a.values.push(0);
+        a.append_fresh(&[e(300)]);
+        b.values.push(0);
+        b.append_fresh(&[e(301)]);
+        assert!(!a.packed_order().same_as(&b.packed_order()));
         // A wholesale change forgets the stamp: compared whole (and found different).
         let (mut a, b) = stamped_pair(100);
         a.sort_by(crate::ecs::SortMethod::InPlace, |x, y| y.cmp(x));
@@ -564,7 +577,7 @@ mod tests {
         for i in 0..150 {
             a.remove(i);
         }
-        assert_eq!(a.packed_order().stamp.get(), 0, "past a quarter of the set, compare whole instead");
+        assert_eq!(a.packed_order().stamp.get(), 0, "past a quarter of the set (100 here), compare whole instead");
         assert!(a.packed_order().changed.is_empty());
     }
 

@@ -485,8 +485,9 @@ impl World {
         }
     }
 
-    /// The packed sparse-set pool of `T`, mutably (values only can change through it; see
-    /// [`SparseSet`](super::sparse_set::SparseSet) for sorting).
+    /// The packed sparse-set pool of `T`, mutably: for its values and for sorting (see
+    /// [`SparseSet`](super::sparse_set::SparseSet)). Inserting or removing through it bypasses the world's
+    /// checks (liveness, the other pools) and is the caller's responsibility.
     pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut super::sparse_set::SparseSet<T>> {
         let id = self.components.id::<T>()?;
         match self.pools.get_mut(id as usize)?.as_deref_mut()?.as_any_mut().downcast_mut::<AnyPool<T>>()? {

@@ -30,11 +30,6 @@ impl NearPairs {
     pub fn as_slice(&self) -> &[[u32; 2]] {
         &self.pairs[..self.len]
     }
-
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.pairs.capacity() * std::mem::size_of::<[u32; 2]>()
-    }
 }
 
 /// The grid. Invariant: `items[starts[c] as usize..starts[c + 1] as usize]` are exactly the items in cell `c`.

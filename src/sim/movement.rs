@@ -14,7 +14,8 @@ pub fn plugin(app: &mut App) {
 /// Moves everything with a velocity; fighters and particles alike bounce off the walls: a step that ends
 /// outside the arena is clamped to its edge, and the velocity component across that wall flips.
 ///
-/// Written without branches (clamp, compare, select), so the loop body is a few vector instructions.
+/// Written without branches (clamp, compare, select), so the loop body is a few vector instructions. (A NaN
+/// position, which nothing here makes, would be clamped to the wall at 0.)
 pub fn integrate_velocity(world: &mut World) {
     let arena = world.resource::<SimConfig>().arena;
     world.query::<(&mut Position, &mut Velocity)>().for_each(|_, (p, v)| {
