@@ -48,12 +48,13 @@ pub struct SparseSet<T> {
     /// fresh stamp; from then on `journal` lists every position whose entity may have changed, so two pools with
     /// equal nonzero stamps are packed alike iff they have the same length and agree at their journals' positions.
     pub(crate) order: Cell<u64>,
-    /// Positions changed since the stamp (`journal[journal_mark..]`; the entries before the mark are spent, and
-    /// cleared by the next change). Kept only while the stamp is nonzero; a wholesale change (a sort, a
+    /// Positions changed since the stamp. Kept only while the stamp is nonzero; a wholesale change (a sort, a
     /// compaction) or a journal grown past a quarter of the set (or 64 entries, if more) resets the stamp to 0
     /// instead.
     journal: Vec<u32>,
-    journal_mark: Cell<usize>,
+    /// A query gave the pool a new stamp, so the journal is spent (cleared by the next change; a query only holds
+    /// `&self`).
+    journal_spent: Cell<bool>,
 }
 
 /// A sparse set's packed order as a query sees it: the entities, and what is known of how they compare with other
@@ -63,8 +64,7 @@ pub struct PackedOrder<'a> {
     pub entities: &'a [Entity],
     stamp: &'a Cell<u64>,
     changed: &'a [u32],
-    mark: &'a Cell<usize>,
-    journal_len: usize,
+    spent: &'a Cell<bool>,
 }
 
 impl PackedOrder<'_> {
@@ -103,7 +103,7 @@ impl PackedOrder<'_> {
         let stamp = fresh_stamp();
         for order in orders {
             order.stamp.set(stamp);
-            order.mark.set(order.journal_len);
+            order.spent.set(true);
         }
     }
 }
@@ -130,7 +130,7 @@ impl<T> SparseSet<T> {
             values: Vec::new(),
             order: Cell::new(0),
             journal: Vec::new(),
-            journal_mark: Cell::new(0),
+            journal_spent: Cell::new(false),
         }
     }
 
@@ -139,9 +139,8 @@ impl<T> SparseSet<T> {
         PackedOrder {
             entities: &self.entities,
             stamp: &self.order,
-            changed: &self.journal[self.journal_mark.get().min(self.journal.len())..],
-            mark: &self.journal_mark,
-            journal_len: self.journal.len(),
+            changed: if self.journal_spent.get() { &[] } else { &self.journal },
+            spent: &self.journal_spent,
         }
     }
 
@@ -150,7 +149,7 @@ impl<T> SparseSet<T> {
     pub(crate) fn touch_order(&mut self) {
         self.order.set(0);
         self.journal.clear();
-        self.journal_mark.set(0);
+        self.journal_spent.set(false);
     }
 
     /// Records that the entity at `position` may have changed (nothing to record while the stamp is unknown).
@@ -159,10 +158,8 @@ impl<T> SparseSet<T> {
         if self.order.get() == 0 {
             return;
         }
-        if self.journal_mark.get() > 0 {
-            // A query spent the entries before the mark (it gave the pool a new stamp).
-            let mark = self.journal_mark.replace(0).min(self.journal.len());
-            self.journal.drain(..mark);
+        if self.journal_spent.replace(false) {
+            self.journal.clear();
         }
         if self.journal.len() >= (self.entities.len() / 4).max(64) {
             // Checking this many positions would cost about as much as comparing the orders whole.
@@ -459,7 +456,7 @@ impl<T: Clone> Clone for SparseSet<T> {
             // Packed alike, so the stamp and the journal hold for the copy too.
             order: self.order.clone(),
             journal: self.journal.clone(),
-            journal_mark: self.journal_mark.clone(),
+            journal_spent: self.journal_spent.clone(),
         }
     }
 }

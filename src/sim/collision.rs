@@ -12,7 +12,7 @@ pub fn plugin(app: &mut App) {
 }
 
 /// In `team`: the index is in neither team pool (not a fighter, or a hole).
-const NO_TEAM: u8 = 0x7f;
+const NO_TEAM: u8 = u8::MAX;
 /// A `slot` entry that points nowhere.
 const NO_SLOT: u32 = u32::MAX;
 
@@ -70,9 +70,9 @@ pub fn build_grid(world: &mut World) {
         let grid = &mut broadphase.grid;
         grid.begin(config.arena, config.cell_size.max(2.0 * config.radius));
         world.query::<(&Position,)>().for_each(|entity, (p,)| {
-            let team = &mut team[entity.index() as usize];
-            if *team != NO_TEAM {
-                grid.push(GridItem { entity, position: p.0, team: *team });
+            let team = team[entity.index() as usize];
+            if team != NO_TEAM {
+                grid.push(GridItem { entity, position: p.0, team });
             }
         });
         grid.finish();
@@ -122,7 +122,7 @@ pub fn resolve_collisions(world: &mut World) {
             // zeroed and filled from this grid, so an index not in it (a fighter's, say, whose team was removed)
             // reads 0.
             hits_by_index.clear();
-            hits_by_index.resize(team.len(), 0);
+            hits_by_index.resize(team.len(), 0); // `team` spans the entity indices of this grid's build
             for (item, &hit) in items.iter().zip(hits.iter()) {
                 debug_assert!(world.is_alive(item.entity), "grid changed since built");
                 hits_by_index[item.entity.index() as usize] = hit;

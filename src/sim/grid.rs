@@ -175,10 +175,9 @@ impl Grid {
                 for (k, slot) in pairs[len..len + SLOTS].iter_mut().enumerate() {
                     *slot = pair(k);
                 }
-                if count > SLOTS {
-                    for k in SLOTS..count {
-                        pairs[len + k] = pair(k);
-                    }
+                // The rest, for the rare item with more (an empty range otherwise).
+                for k in SLOTS..count {
+                    pairs[len + k] = pair(k);
                 }
                 len += count;
             }
