@@ -426,6 +426,33 @@ macro_rules! conformance {
                 c.despawn(t);
                 w.apply_commands();
                 assert!(!w.is_alive(t));
+                // Runs of spawns, broken by a change of bundle type, an insert and a despawn: each bundle lands
+                // on its own handle, in order.
+                let mut c = w.commands();
+                let mut made = Vec::new();
+                for i in 0..20 {
+                    let x = i as f32;
+                    let spawned =
+                        if i % 7 < 4 { c.spawn((Pos(x, 0.0),)) } else { c.spawn((Pos(x, 1.0), Vel(x, 0.0))) };
+                    made.push(spawned.unwrap());
+                    if i == 10 {
+                        c.insert(made[3], Red);
+                        c.despawn(made[5]);
+                    }
+                }
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped), (22, 0));
+                for (i, &h) in made.iter().enumerate() {
+                    let (x, two) = (i as f32, i % 7 >= 4);
+                    if i == 5 {
+                        assert!(!w.is_alive(h));
+                        continue;
+                    }
+                    assert_eq!(w.get::<Pos>(h), Some(&Pos(x, if two { 1.0 } else { 0.0 })), "spawn {i}");
+                    assert_eq!(w.get::<Vel>(h), two.then_some(&Vel(x, 0.0)), "spawn {i}");
+                }
+                assert!(w.has::<Red>(made[3]));
+                w.assert_invariants();
                 // Discarding releases reservations.
                 let before = w.entities().reserved();
                 let u = w.commands().spawn((Pos(0.0, 0.0),)).unwrap();

@@ -1,7 +1,7 @@
 //! Bundles: the tuples of components an entity is spawned with.
 
 use super::component::{ComponentId, ComponentSet, Components};
-use super::entity::{Entities, Entity, WorldFull};
+use super::entity::Entity;
 use super::storage::archetype::Archetypes;
 use super::storage::{AnyPool, ErasedPool, Layout, Pool};
 
@@ -47,16 +47,15 @@ pub trait Bundle: 'static {
     fn put_pools(self, pools: &mut [Option<Box<dyn ErasedPool>>], ids: &[ComponentId], entity: Entity);
     /// Pushes every component onto its column of `table` (whose row the caller pushes).
     fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]);
-    /// Spawns one entity per bundle into per-component pools of layout `L`, downcasting each pool once for the
-    /// whole batch. Stops at the first entity the allocator refuses.
+    /// Puts each bundle of `items` into the per-component pools of layout `L` for its entity, downcasting each pool
+    /// once for the whole batch; `out` receives the entities in order. Every entity must be newly alive, holding
+    /// no value in any pool yet (the caller allocates or activates them as `items` is pulled).
     fn put_batch<L: Layout>(
-        bundles: impl Iterator<Item = Self>,
+        items: impl Iterator<Item = (Entity, Self)>,
         pools: &mut [Option<Box<dyn ErasedPool>>],
         ids: &[ComponentId],
-        entities: &mut Entities,
         out: &mut Vec<Entity>,
-    ) -> Result<(), WorldFull>
-    where
+    ) where
         Self: Sized;
 }
 
@@ -96,24 +95,21 @@ macro_rules! impl_bundle {
                 $(archetypes.push_value::<$T>(table, ids[$k], $v);)+
             }
             fn put_batch<L: Layout>(
-                bundles: impl Iterator<Item = Self>,
+                items: impl Iterator<Item = (Entity, Self)>,
                 pools: &mut [Option<Box<dyn ErasedPool>>],
                 ids: &[ComponentId],
-                entities: &mut Entities,
                 out: &mut Vec<Entity>,
-            ) -> Result<(), WorldFull> {
+            ) {
                 let [$($p),+] = pools.get_disjoint_mut([$(ids[$k] as usize),+]).expect("bundle ids are distinct");
                 $(let $p = L::pool_mut(typed::<$T>($p));)+
                 // Values are staged as plain pushes; each pool then takes the run of fresh entities at once.
                 // The commit runs even if the caller's iterator panics, so no pool is left half-staged.
                 let start = out.len();
                 let staging = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    for ($($v,)+) in bundles {
-                        let entity = entities.alloc()?;
+                    for (entity, ($($v,)+)) in items {
                         $($p.stage_fresh(entity, $v);)+
                         out.push(entity);
                     }
-                    Ok(())
                 }));
                 $($p.commit_fresh(&out[start..]);)+
                 staging.unwrap_or_else(|panic| std::panic::resume_unwind(panic))

@@ -57,6 +57,8 @@ trait ErasedQueue: Any {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// Applies the front value to `entity`; whether it was applied (the value is dropped if not).
     fn apply_front(&mut self, world: &mut World, entity: Entity) -> bool;
+    /// Spawns the front `reserved.len()` bundles as `reserved`, in order; `out` receives the handles made alive.
+    fn spawn_front(&mut self, world: &mut World, reserved: &[Entity], out: &mut Vec<Entity>);
     fn clear(&mut self);
 }
 
@@ -71,10 +73,13 @@ impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
-    fn apply_front(&mut self, world: &mut World, entity: Entity) -> bool {
-        let bundle = self.bundles.pop_front().expect("a spawn op without its bundle");
+    fn apply_front(&mut self, _: &mut World, _: Entity) -> bool {
+        unreachable!("insert ops name insert queues")
+    }
+    fn spawn_front(&mut self, world: &mut World, reserved: &[Entity], out: &mut Vec<Entity>) {
+        assert!(reserved.len() <= self.bundles.len(), "spawn ops without their bundles");
         let ids = *self.ids.get_or_insert_with(|| world.bundle_ids::<B>());
-        world.spawn_reserved(entity, bundle, &ids)
+        world.spawn_reserved_batch(reserved, self.bundles.drain(..reserved.len()), &ids, out);
     }
     fn clear(&mut self) {
         self.bundles.clear();
@@ -89,6 +94,9 @@ impl<T: 'static> ErasedQueue for InsertQueue<T> {
         let value = self.0.pop_front().expect("an insert op without its value");
         world.insert(entity, value).is_ok()
     }
+    fn spawn_front(&mut self, _: &mut World, _: &[Entity], _: &mut Vec<Entity>) {
+        unreachable!("spawn ops name spawn queues")
+    }
     fn clear(&mut self) {
         self.0.clear();
     }
@@ -100,8 +108,10 @@ pub struct CommandQueue {
     ops: Vec<Op>,
     queues: Vec<Box<dyn ErasedQueue>>,
     queue_of: FxHashMap<TypeId, u32>,
-    /// The run of despawns being applied, reused.
-    despawns: Vec<Entity>,
+    /// The run of despawns or spawns being applied, reused.
+    run: Vec<Entity>,
+    /// The handles a run of spawns made alive, reused.
+    spawned: Vec<Entity>,
 }
 
 impl CommandQueue {
@@ -127,27 +137,44 @@ impl CommandQueue {
 
     /// Applies every command in recorded order, then clears (keeping capacity).
     ///
-    /// A run of consecutive despawns goes to [`World::despawn_batch`] as one batch, which visits each pool once
-    /// for the run; the result is the same as despawning them one by one.
+    /// Runs are applied as batches, with the same result as one by one: a run of consecutive despawns goes to
+    /// [`World::despawn_batch`], which visits each pool once for the run, and a run of consecutive spawns of one
+    /// bundle type resolves its pools once for the run.
     pub(crate) fn apply(&mut self, world: &mut World) -> ApplyStats {
         let mut stats = ApplyStats::default();
         let mut ops = self.ops.drain(..).peekable();
+        let run = &mut self.run;
         while let Some(op) = ops.next() {
             match op {
-                Op::Spawn { entity, queue } | Op::Insert { entity, queue } => {
+                Op::Insert { entity, queue } => {
                     stats.count(self.queues[queue as usize].apply_front(world, entity));
+                }
+                Op::Spawn { entity, queue } => {
+                    run.clear();
+                    run.push(entity);
+                    while let Some(&Op::Spawn { entity: next, queue: same }) = ops.peek() {
+                        if same != queue {
+                            break;
+                        }
+                        run.push(next);
+                        ops.next();
+                    }
+                    self.spawned.clear();
+                    self.queues[queue as usize].spawn_front(world, run, &mut self.spawned);
+                    stats.applied += self.spawned.len() as u32;
+                    stats.skipped += (run.len() - self.spawned.len()) as u32;
                 }
                 Op::Remove { entity, remove } => stats.count(remove(world, entity)),
                 Op::Despawn(entity) => {
-                    self.despawns.clear();
-                    self.despawns.push(entity);
+                    run.clear();
+                    run.push(entity);
                     while let Some(&Op::Despawn(next)) = ops.peek() {
-                        self.despawns.push(next);
+                        run.push(next);
                         ops.next();
                     }
-                    let despawned = world.despawn_batch(&self.despawns) as u32;
+                    let despawned = world.despawn_batch(run) as u32;
                     stats.applied += despawned;
-                    stats.skipped += self.despawns.len() as u32 - despawned;
+                    stats.skipped += run.len() as u32 - despawned;
                 }
             }
         }

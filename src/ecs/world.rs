@@ -215,11 +215,51 @@ impl World {
             }
             Ok(())
         } else {
-            // One backend dispatch for the batch; each pool is downcast once.
+            // One backend dispatch for the batch; each pool is downcast once. Allocation stops at the first
+            // refusal, before the next bundle is taken.
             let (pools, ids, entities) = (&mut self.pools, ids.ids(), &mut self.entities);
-            dispatch!(self.backend, L => B::put_batch::<L>(bundles, pools, ids, entities, out),
-                tables => unreachable!("handled above"))
+            let mut full = Ok(());
+            let items = bundles.map_while(|bundle| match entities.alloc() {
+                Ok(entity) => Some((entity, bundle)),
+                Err(error) => {
+                    full = Err(error);
+                    None
+                }
+            });
+            dispatch!(self.backend, L => B::put_batch::<L>(items, pools, ids, out),
+                tables => unreachable!("handled above"));
+            full
         }
+    }
+
+    /// Makes the handles of `reserved` (from [`Commands::spawn`]) alive with `bundles`, in order, resolving pools
+    /// once for the run; a handle that is no longer reserved is skipped and its bundle dropped. `out` receives the
+    /// handles made alive.
+    pub(crate) fn spawn_reserved_batch<B: Bundle>(
+        &mut self,
+        reserved: &[Entity],
+        bundles: impl Iterator<Item = B>,
+        ids: &BundleIds,
+        out: &mut Vec<Entity>,
+    ) {
+        for id in ids.ids() {
+            self.ensure_pool(*id);
+        }
+        let entities = &mut self.entities;
+        let items = reserved.iter().zip(bundles).filter(|(entity, _)| entities.activate(**entity));
+        if self.backend == Backend::Archetype {
+            let table = self.archetypes.table_for(ids.set, &self.components);
+            for (&entity, bundle) in items {
+                self.archetypes.push_row(entity, table);
+                bundle.put_table(&mut self.archetypes, table, ids.ids());
+                out.push(entity);
+            }
+            return;
+        }
+        let items = items.map(|(&entity, bundle)| (entity, bundle));
+        let (pools, ids) = (&mut self.pools, ids.ids());
+        dispatch!(self.backend, L => B::put_batch::<L>(items, pools, ids, out),
+            tables => unreachable!("handled above"))
     }
 
     /// Gives every registered component type its pool (types may be registered by queries and bundles first).
@@ -249,15 +289,6 @@ impl World {
             }
             bundle.put_pools(&mut self.pools, ids.ids(), entity);
         }
-    }
-
-    /// Makes a handle reserved by [`Commands::spawn`] alive with `bundle`. `false` if it is not reserved.
-    pub(crate) fn spawn_reserved<B: Bundle>(&mut self, entity: Entity, bundle: B, ids: &BundleIds) -> bool {
-        if !self.entities.activate(entity) {
-            return false;
-        }
-        self.place(entity, bundle, ids);
-        true
     }
 
     /// The component ids of bundle type `B`, registering its types.
