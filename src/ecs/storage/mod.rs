@@ -497,6 +497,10 @@ impl<T: 'static> ErasedPool for AnyPool<T> {
         self.remove(index).is_some()
     }
     fn remove_entities(&mut self, entities: &[Entity]) {
+        if let AnyPool::SparseSet(p) = self {
+            p.remove_each(entities);
+            return;
+        }
         with_pool!(self, p => {
             for entity in entities {
                 Pool::remove(p, entity.index());
