@@ -312,25 +312,38 @@ impl<T> SparseSet<T> {
     /// as will move: the lines removing `chunk` will touch, loaded before the removals need them. (A value's own
     /// line is written, not read, so it is left to the store.)
     fn warm(&self, chunk: &[Entity]) {
-        let slot = |index: u32| {
-            let (page, offset) = Self::split(index);
-            match self.sparse.get(page) {
-                Some(Some(page)) => page[offset],
-                _ => EMPTY,
-            }
-        };
+        let present = self.warm_entities(chunk);
+        let mut sink = 0u32;
+        for last in self.entities.iter().rev().take(present) {
+            sink ^= self.slot(last.index());
+        }
+        // The loads are the point; the value is not.
+        std::hint::black_box(sink);
+    }
+
+    /// Reads the sparse entry and the packed entity of each of `entities` (plain loads, independent of one
+    /// another, so their misses overlap), so that looking them up next finds both in cache; returns how many are
+    /// present.
+    fn warm_entities(&self, entities: &[Entity]) -> usize {
         let (mut sink, mut present) = (0u32, 0usize);
-        for entity in chunk {
-            if let Some(packed) = self.entities.get(slot(entity.index()) as usize) {
+        for entity in entities {
+            if let Some(packed) = self.entities.get(self.slot(entity.index()) as usize) {
                 sink ^= packed.index();
                 present += (packed.index() == entity.index()) as usize;
             }
         }
-        for last in self.entities.iter().rev().take(present) {
-            sink ^= slot(last.index());
-        }
-        // The loads are the point; the value is not.
         std::hint::black_box(sink);
+        present
+    }
+
+    /// The sparse entry of `index` ([`EMPTY`] on a page never touched); may be stale.
+    #[inline(always)]
+    fn slot(&self, index: u32) -> u32 {
+        let (page, offset) = Self::split(index);
+        match self.sparse.get(page) {
+            Some(Some(page)) => page[offset],
+            _ => EMPTY,
+        }
     }
 
     /// Removes the values of many indices; returns how many were present (an index listed twice counts once).

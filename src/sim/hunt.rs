@@ -98,13 +98,10 @@ fn nearest_enemy(broadphase: &Broadphase, world: &World, from: Vec2, team: u8, s
             if item.team == team {
                 continue;
             }
-            // The grid is from the last frame: check the enemy was not despawned since.
-            let e = item.entity;
-            if broadphase.fighter(e).is_none() || !world.is_alive(e) {
-                continue;
-            }
-            let d = item.position.distance_squared(from);
-            if best.is_none_or(|(bd, be)| (d, e) < (bd, be)) {
+            // Nearer first (cheap, and most candidates fail it), then the lookups: the grid is from the last
+            // frame, so check the enemy was not despawned since.
+            let (d, e) = (item.position.distance_squared(from), item.entity);
+            if best.is_none_or(|(bd, be)| (d, e) < (bd, be)) && broadphase.fighter(e).is_some() && world.is_alive(e) {
                 *best = Some((d, e));
             }
         }
