@@ -223,6 +223,67 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn for_each_run_yields_what_for_each_yields() {
+                let mut w = world();
+                // Pools packed alike (position, velocity), a team probed by filters, holes and a pool out of step.
+                let mut all = Vec::new();
+                for i in 0..200 {
+                    let x = i as f32;
+                    let e = match i % 3 {
+                        0 => w.spawn((Pos(x, 0.0), Vel(x, 1.0), Red)),
+                        1 => w.spawn((Pos(x, 0.0), Vel(x, 2.0))),
+                        _ => w.spawn((Pos(x, 0.0), Vel(x, 3.0), Blue)),
+                    };
+                    all.push(e.unwrap());
+                }
+                for &e in all.iter().step_by(7) {
+                    w.despawn(e).unwrap();
+                }
+                fn each<F: swarm::ecs::query::Filter>(w: &mut World) -> Vec<(Entity, Pos, Vel)> {
+                    let mut out = Vec::new();
+                    w.query_filtered::<(&mut Pos, &Vel), F>().for_each(|e, (p, v)| {
+                        p.1 += 1.0;
+                        out.push((e, *p, *v));
+                    });
+                    out.sort_by_key(|r| r.0);
+                    out
+                }
+                fn runs<F: swarm::ecs::query::Filter>(w: &mut World) -> Vec<(Entity, Pos, Vel)> {
+                    let mut out = Vec::new();
+                    w.query_filtered::<(&mut Pos, &Vel), F>().for_each_run(|entities, (ps, vs)| {
+                        assert!(!entities.is_empty(), "an empty run");
+                        assert_eq!((entities.len(), ps.len()), (vs.len(), vs.len()));
+                        for ((&e, p), v) in entities.iter().zip(ps.iter_mut()).zip(vs.iter()) {
+                            p.1 += 1.0;
+                            out.push((e, *p, *v));
+                        }
+                    });
+                    out.sort_by_key(|r| r.0);
+                    out
+                }
+                for round in 0..2 {
+                    // Each pass adds 1 to y, so the runs see what the per-entity pass left, and write back.
+                    let (a, b) = (each::<()>(&mut w), runs::<()>(&mut w));
+                    assert_eq!(a.len(), b.len(), "round {round}");
+                    for (x, y) in a.iter().zip(&b) {
+                        assert_eq!((x.0, x.1 .1 + 1.0, x.2), (y.0, y.1 .1, y.2), "round {round}");
+                    }
+                    let reds = runs::<With<Red>>(&mut w);
+                    assert!(!reds.is_empty() && reds.iter().all(|r| r.2 .1 == 1.0 && w.has::<Red>(r.0)));
+                    let others = runs::<(Without<Red>, Without<Blue>)>(&mut w);
+                    assert!(!others.is_empty() && others.iter().all(|r| r.2 .1 == 2.0));
+                    assert_eq!(reds.len() + others.len() + runs::<With<Blue>>(&mut w).len(), a.len());
+                    // Out of step: velocities re-inserted in another order, so the velocity pool is probed.
+                    for &e in all.iter().rev().step_by(2) {
+                        if let Ok(v) = w.remove::<Vel>(e) {
+                            w.insert(e, v).unwrap();
+                        }
+                    }
+                }
+                w.assert_invariants();
+            }
+
+            #[test]
             fn queries_up_to_six_terms_yield_entities() {
                 let mut w = world();
                 let e = w.spawn((1u8, 2u16, 3u32, 4u64, 5i8, 6i16)).unwrap();

@@ -69,10 +69,14 @@ pub fn build_grid(world: &mut World) {
 
         let grid = &mut broadphase.grid;
         grid.begin(config.arena, config.cell_size.max(2.0 * config.radius));
-        world.query::<(&Position,)>().for_each(|entity, (p,)| {
-            let team = team[entity.index() as usize];
-            if team != NO_TEAM {
-                grid.push(GridItem { entity, position: p.0, team });
+        // By runs: the pushes' loop is this function's own, so it compiles as one piece (per entity, the
+        // closure would be a call from the query's loop).
+        world.query::<(&Position,)>().for_each_run(|entities, (positions,)| {
+            for (&entity, p) in entities.iter().zip(positions) {
+                let team = team[entity.index() as usize];
+                if team != NO_TEAM {
+                    grid.push(GridItem { entity, position: p.0, team });
+                }
             }
         });
         grid.finish();
