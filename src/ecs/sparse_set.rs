@@ -300,7 +300,10 @@ impl<T> SparseSet<T> {
         const CHUNK: usize = 64;
         let mut removed = 0;
         for chunk in entities.chunks(CHUNK) {
-            self.warm(chunk);
+            // A chunk with nothing here changes nothing (a pool of particles seeing fighters die, say).
+            if self.warm(chunk) == 0 {
+                continue;
+            }
             for entity in chunk {
                 removed += self.remove(entity.index()).is_some() as usize;
             }
@@ -311,7 +314,7 @@ impl<T> SparseSet<T> {
     /// Reads the packed entity at each index of `chunk`, and the sparse entries of as many entities from the end
     /// as will move: the lines removing `chunk` will touch, loaded before the removals need them. (A value's own
     /// line is written, not read, so it is left to the store.)
-    fn warm(&self, chunk: &[Entity]) {
+    fn warm(&self, chunk: &[Entity]) -> usize {
         let present = self.warm_entities(chunk);
         let mut sink = 0u32;
         for last in self.entities.iter().rev().take(present) {
@@ -319,6 +322,7 @@ impl<T> SparseSet<T> {
         }
         // The loads are the point; the value is not.
         std::hint::black_box(sink);
+        present
     }
 
     /// Reads the sparse entry and the packed entity of each of `entities` (plain loads, independent of one
