@@ -225,11 +225,12 @@ macro_rules! conformance {
             #[test]
             fn for_each_run_yields_what_for_each_yields() {
                 let mut w = world();
-                // Pools packed alike (position, velocity), a team probed by filters, holes and a pool out of step.
+                // Pools packed alike (position, velocity), teams in blocks of 10 (so filtered runs are longer than
+                // a row), holes, and later a velocity pool out of step. Entity `i` holds x = i in both values.
                 let mut all = Vec::new();
-                for i in 0..200 {
+                for i in 0..300 {
                     let x = i as f32;
-                    let e = match i % 3 {
+                    let e = match (i / 10) % 3 {
                         0 => w.spawn((Pos(x, 0.0), Vel(x, 1.0), Red)),
                         1 => w.spawn((Pos(x, 0.0), Vel(x, 2.0))),
                         _ => w.spawn((Pos(x, 0.0), Vel(x, 3.0), Blue)),
@@ -239,7 +240,8 @@ macro_rules! conformance {
                 for &e in all.iter().step_by(7) {
                     w.despawn(e).unwrap();
                 }
-                fn each<F: swarm::ecs::query::Filter>(w: &mut World) -> Vec<(Entity, Pos, Vel)> {
+                type Row = (Entity, Pos, Vel);
+                fn each<F: swarm::ecs::query::Filter>(w: &mut World) -> Vec<Row> {
                     let mut out = Vec::new();
                     w.query_filtered::<(&mut Pos, &Vel), F>().for_each(|e, (p, v)| {
                         p.1 += 1.0;
@@ -248,7 +250,7 @@ macro_rules! conformance {
                     out.sort_by_key(|r| r.0);
                     out
                 }
-                fn runs<F: swarm::ecs::query::Filter>(w: &mut World) -> Vec<(Entity, Pos, Vel)> {
+                fn runs<F: swarm::ecs::query::Filter>(w: &mut World) -> Vec<Row> {
                     let mut out = Vec::new();
                     w.query_filtered::<(&mut Pos, &Vel), F>().for_each_run(|entities, (ps, vs)| {
                         assert!(!entities.is_empty(), "an empty run");
@@ -261,18 +263,26 @@ macro_rules! conformance {
                     out.sort_by_key(|r| r.0);
                     out
                 }
-                for round in 0..2 {
-                    // Each pass adds 1 to y, so the runs see what the per-entity pass left, and write back.
-                    let (a, b) = (each::<()>(&mut w), runs::<()>(&mut w));
-                    assert_eq!(a.len(), b.len(), "round {round}");
-                    for (x, y) in a.iter().zip(&b) {
-                        assert_eq!((x.0, x.1 .1 + 1.0, x.2), (y.0, y.1 .1, y.2), "round {round}");
+                // Both passes add 1 to y, so the second sees the first's writes; every row carries its owner's x.
+                fn same(a: &[Row], b: &[Row], all: &[Entity], what: &str) {
+                    assert!(!a.is_empty(), "{what}: nothing matched");
+                    assert_eq!(a.len(), b.len(), "{what}");
+                    for (x, y) in a.iter().zip(b) {
+                        let i = all.iter().position(|&e| e == x.0).unwrap() as f32;
+                        assert_eq!((x.0, x.1 .0, x.2 .0), (y.0, i, i), "{what}: a row went to another entity");
+                        assert_eq!((x.1 .1 + 1.0, x.2), (y.1 .1, y.2), "{what}");
                     }
-                    let reds = runs::<With<Red>>(&mut w);
-                    assert!(!reds.is_empty() && reds.iter().all(|r| r.2 .1 == 1.0 && w.has::<Red>(r.0)));
-                    let others = runs::<(Without<Red>, Without<Blue>)>(&mut w);
-                    assert!(!others.is_empty() && others.iter().all(|r| r.2 .1 == 2.0));
-                    assert_eq!(reds.len() + others.len() + runs::<With<Blue>>(&mut w).len(), a.len());
+                }
+                for round in ["packed alike", "velocity probed"] {
+                    same(&each::<()>(&mut w), &runs::<()>(&mut w), &all, round);
+                    same(&each::<With<Red>>(&mut w), &runs::<With<Red>>(&mut w), &all, round);
+                    // Two `Without` filters never drive: the packed arrays are walked in runs between blues and reds.
+                    type Neither = (Without<Red>, Without<Blue>);
+                    let (by_entity, neither) = (each::<Neither>(&mut w), runs::<Neither>(&mut w));
+                    same(&by_entity, &neither, &all, round);
+                    assert!(neither.iter().all(|r| r.2 .1 == 2.0 && !w.has::<Red>(r.0) && !w.has::<Blue>(r.0)));
+                    let (reds, blues) = (runs::<With<Red>>(&mut w).len(), runs::<With<Blue>>(&mut w).len());
+                    assert_eq!(reds + blues + neither.len(), runs::<()>(&mut w).len(), "{round}");
                     // Out of step: velocities re-inserted in another order, so the velocity pool is probed.
                     for &e in all.iter().rev().step_by(2) {
                         if let Ok(v) = w.remove::<Vel>(e) {

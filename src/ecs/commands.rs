@@ -55,9 +55,11 @@ enum Op {
 
 trait ErasedQueue: Any {
     fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// Applies the front value to `entity`; whether it was applied (the value is dropped if not).
+    /// An insert queue's op: applies the front value to `entity`; whether it was applied (the value is dropped if
+    /// not). Spawn queues never get insert ops.
     fn apply_front(&mut self, world: &mut World, entity: Entity) -> bool;
-    /// Spawns the front `reserved.len()` bundles as `reserved`, in order; `out` receives the handles made alive.
+    /// A spawn queue's run of ops: spawns the front `reserved.len()` bundles as `reserved`, in order; `out`
+    /// receives the handles made alive. Insert queues never get spawn ops.
     fn spawn_front(&mut self, world: &mut World, reserved: &[Entity], out: &mut Vec<Entity>);
     fn clear(&mut self);
 }

@@ -292,10 +292,11 @@ impl<T> SparseSet<T> {
     /// Removes the values of `entities` (by index) one by one, in order, as [`SparseSet::remove`] on each would;
     /// returns how many were present.
     ///
-    /// Each removal writes to three places at random: the removed entity's packed slot, the value's, and the
-    /// sparse entry of the last entity, which moves into the hole. One at a time those misses wait on each
-    /// other (the store buffer fills behind the first), so the batch goes in chunks, and each chunk first reads
-    /// the lines it will write with plain independent loads, which overlap.
+    /// Each removal touches three places at random: the removed entity's packed slot (read to check it, then
+    /// overwritten), its value's slot, and the sparse entry of the last entity, which moves into the hole (the
+    /// removed index's own sparse entry is written too, on the line its lookup has just read). One at a time
+    /// those misses wait on each other, so the batch goes in chunks, and each chunk first loads the packed
+    /// entities and the moving entities' sparse entries with plain independent loads, whose misses overlap.
     pub fn remove_each(&mut self, entities: &[Entity]) -> usize {
         const CHUNK: usize = 64;
         let mut removed = 0;
@@ -312,8 +313,8 @@ impl<T> SparseSet<T> {
     }
 
     /// Reads the packed entity at each index of `chunk`, and the sparse entries of as many entities from the end
-    /// as will move: the lines removing `chunk` will touch, loaded before the removals need them. (A value's own
-    /// line is written, not read, so it is left to the store.)
+    /// as will move: lines removing `chunk` will touch, loaded before the removals need them. (Values are not
+    /// warmed: a value of an unknown type cannot be loaded without moving it.)
     fn warm(&self, chunk: &[Entity]) -> usize {
         let present = self.warm_entities(chunk);
         let mut sink = 0u32;
