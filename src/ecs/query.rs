@@ -543,10 +543,11 @@ macro_rules! impl_query_data {
                         visit.run(rows, ($($d,)+));
                         return;
                     }
-                    // Runs of matching rows, each row tested once. `$d` holds the rows from `cut` on.
+                    // Runs of matching rows, each row tested once; the end of the rows ends the last run. `$d`
+                    // holds the rows from `cut` on.
                     let (mut start, mut cut) = (0, 0);
-                    for (row, entity) in rows.iter().enumerate() {
-                        if F::matches::<L>(&filter, entity.index()) {
+                    for row in 0..=len {
+                        if rows.get(row).is_some_and(|e| F::matches::<L>(&filter, e.index())) {
                             continue;
                         }
                         if row > start {
@@ -555,10 +556,6 @@ macro_rules! impl_query_data {
                             cut = row;
                         }
                         start = row + 1;
-                    }
-                    if len > start {
-                        $(let ($i, _) = $T::split_front($T::split_front($d, start - cut).1, len - start);)+
-                        visit.run(&rows[start..], ($($i,)+));
                     }
                     return;
                 }

@@ -174,11 +174,20 @@ impl<T> SparseSet<T> {
         (index as usize / PAGE_SIZE, index as usize % PAGE_SIZE)
     }
 
+    /// The sparse entry of `index` ([`EMPTY`] on a page never touched); may be stale.
+    #[inline(always)]
+    fn slot(&self, index: u32) -> u32 {
+        let (page, offset) = Self::split(index);
+        match self.sparse.get(page) {
+            Some(Some(page)) => page[offset],
+            _ => EMPTY,
+        }
+    }
+
     /// The packed position of `index`, if present.
     #[inline(always)]
     pub fn position(&self, index: u32) -> Option<usize> {
-        let (page, offset) = Self::split(index);
-        let position = self.sparse.get(page)?.as_ref()?[offset] as usize;
+        let position = self.slot(index) as usize;
         // Testing the dense entity makes a stale sparse entry harmless (removal clears its slot, but an entry
         // is only trusted once the dense entity at its position agrees).
         match self.entities.get(position) {
@@ -312,43 +321,24 @@ impl<T> SparseSet<T> {
         removed
     }
 
-    /// Reads the packed entity at each index of `chunk`, and the sparse entries of as many entities from the end
-    /// as will move: lines removing `chunk` will touch, loaded before the removals need them. (Values are not
-    /// warmed: a value of an unknown type cannot be loaded without moving it.)
+    /// Reads the sparse entry and the packed entity of each index of `chunk`, and the sparse entries of as many
+    /// entities from the end as will move: lines removing `chunk` will touch, loaded with plain loads independent
+    /// of one another (so their misses overlap) before the removals need them. Returns how many of `chunk` are
+    /// present. (Values are not warmed: a value of an unknown type cannot be loaded without moving it.)
     fn warm(&self, chunk: &[Entity]) -> usize {
-        let present = self.warm_entities(chunk);
-        let mut sink = 0u32;
+        let (mut sink, mut present) = (0u32, 0usize);
+        for entity in chunk {
+            if let Some(packed) = self.entities.get(self.slot(entity.index()) as usize) {
+                sink ^= packed.index();
+                present += (packed.index() == entity.index()) as usize;
+            }
+        }
         for last in self.entities.iter().rev().take(present) {
             sink ^= self.slot(last.index());
         }
         // The loads are the point; the value is not.
         std::hint::black_box(sink);
         present
-    }
-
-    /// Reads the sparse entry and the packed entity of each of `entities` (plain loads, independent of one
-    /// another, so their misses overlap), so that looking them up next finds both in cache; returns how many are
-    /// present.
-    fn warm_entities(&self, entities: &[Entity]) -> usize {
-        let (mut sink, mut present) = (0u32, 0usize);
-        for entity in entities {
-            if let Some(packed) = self.entities.get(self.slot(entity.index()) as usize) {
-                sink ^= packed.index();
-                present += (packed.index() == entity.index()) as usize;
-            }
-        }
-        std::hint::black_box(sink);
-        present
-    }
-
-    /// The sparse entry of `index` ([`EMPTY`] on a page never touched); may be stale.
-    #[inline(always)]
-    fn slot(&self, index: u32) -> u32 {
-        let (page, offset) = Self::split(index);
-        match self.sparse.get(page) {
-            Some(Some(page)) => page[offset],
-            _ => EMPTY,
-        }
     }
 
     /// Removes the values of many indices; returns how many were present (an index listed twice counts once).

@@ -154,6 +154,12 @@ pub trait Pool<T>: Default + 'static {
     fn remove_many(&mut self, indices: impl Iterator<Item = u32>) -> usize {
         indices.filter(|&index| self.remove(index).is_some()).count()
     }
+    /// Removes the values of `entities` one by one, in order (absent ones are passed over); returns how many were
+    /// present. The same as [`Pool::remove`] on each; a sparse set does it in warmed chunks (see
+    /// [`SparseSet::remove_each`](crate::ecs::SparseSet::remove_each)).
+    fn remove_each(&mut self, entities: &[Entity]) -> usize {
+        entities.iter().filter(|entity| self.remove(entity.index()).is_some()).count()
+    }
     /// Whether `index` has a value.
     fn contains(&self, index: u32) -> bool;
     /// Number of values.
@@ -497,15 +503,7 @@ impl<T: 'static> ErasedPool for AnyPool<T> {
         self.remove(index).is_some()
     }
     fn remove_entities(&mut self, entities: &[Entity]) {
-        if let AnyPool::SparseSet(p) = self {
-            p.remove_each(entities);
-            return;
-        }
-        with_pool!(self, p => {
-            for entity in entities {
-                Pool::remove(p, entity.index());
-            }
-        })
+        with_pool!(self, p => Pool::remove_each(p, entities));
     }
     fn contains(&self, index: u32) -> bool {
         with_pool!(self, p => Pool::contains(p, index))
@@ -560,6 +558,9 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
     }
     fn remove_many(&mut self, indices: impl Iterator<Item = u32>) -> usize {
         SparseSet::remove_many(self, indices)
+    }
+    fn remove_each(&mut self, entities: &[Entity]) -> usize {
+        SparseSet::remove_each(self, entities)
     }
     #[inline]
     fn contains(&self, index: u32) -> bool {
