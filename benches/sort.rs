@@ -1,4 +1,4 @@
-//! Seed 001's three ways to sort a sparse set, side by side; `sort_as`; and a two-pool query after `sort_as`
+//! The three ways to sort a sparse set (in-place, permutation + cycle walk, EnTT's hybrid), side by side; `sort_as`; and a two-pool query after `sort_as`
 //! against the raw `Vec` floor. Run: `cargo bench --bench sort`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};

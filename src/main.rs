@@ -1,5 +1,7 @@
 //! The binary: the headless report, or the window. `render/` and this file are the only code that calls macroquad.
 
+#![forbid(unsafe_code)]
+
 mod render;
 
 use std::process::ExitCode;

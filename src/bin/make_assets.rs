@@ -2,6 +2,8 @@
 //!
 //! `cargo run --release --bin make_assets`
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use swarm::art::Sprite;

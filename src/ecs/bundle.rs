@@ -5,7 +5,7 @@ use super::entity::Entity;
 use super::storage::archetype::Archetypes;
 use super::storage::{AnyPool, ErasedPool, Layout, Pool};
 
-/// Room for the ids of one bundle (bundles are implemented for tuples of up to 8).
+/// Room for the ids of one bundle (bundles are implemented for tuples of up to 12).
 pub const MAX_BUNDLE: usize = 12;
 
 /// The component ids of a bundle, in tuple order.
@@ -34,7 +34,7 @@ impl BundleIds {
     }
 }
 
-/// A tuple of up to 8 components, each of a distinct `'static` type.
+/// A tuple of up to 12 components, each of a distinct `'static` type.
 pub trait Bundle: 'static {
     /// Panics if the tuple names a type twice (checked without a registry, e.g. when a command is recorded).
     fn assert_distinct();
@@ -126,3 +126,7 @@ impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4);
 impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5);
 impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5, G g pg 6);
 impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5, G g pg 6, H h ph 7);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5, G g pg 6, H h ph 7, I i pi 8);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5, G g pg 6, H h ph 7, I i pi 8, J j pj 9);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5, G g pg 6, H h ph 7, I i pi 8, J j pj 9, K k pk 10);
+impl_bundle!(A a pa 0, B b pb 1, C c pc 2, D d pd 3, E e pe 4, F f pf 5, G g pg 6, H h ph 7, I i pi 8, J j pj 9, K k pk 10, M m pm 11);

@@ -1,7 +1,7 @@
 //! Entity handles and the allocator that hands them out.
 //!
 //! An [`Entity`] is an `index` into every per-entity array plus a `generation` that tells apart the successive
-//! occupants of that index. The allocator keeps one [`Slot`] per index ever handed out:
+//! occupants of that index. The allocator keeps one `Slot` per index ever handed out:
 //!
 //! ```text
 //!  index:        0        1        2        3

@@ -3,7 +3,7 @@
 //!
 //! Every system run is a span `system` with fields `system` (the system's name) and `id` (its row in the table). The
 //! recorder is a `tracing_subscriber` layer over a registry that the [`App`](super::app::App) installs as the
-//! thread's default only while it runs a frame, so several apps (and parallel tests) never share timings.
+//! thread's default only while it runs a system, so several apps (and parallel tests) never share timings.
 //! After warm-up it allocates nothing: span ids are recycled by the registry and the recorder's tables reuse slots.
 
 use std::fs::File;

@@ -17,7 +17,7 @@
 //!   (sparse sets after `sort_as`, or that got the same spawns and despawns) and no `With` pool is smaller, the
 //!   packed value arrays are walked in lock-step. Sparse sets found alike once keep a journal of the positions
 //!   they change, so the next check compares only those (see [`PackedOrder`]).
-//!   Otherwise the smallest pool (fetched or `With`) drives (seed 000's movement system): a fetched sparse set is
+//!   Otherwise the smallest pool (fetched or `With`) drives (the textbook movement system): a fetched sparse set is
 //!   walked by row and the other pools are probed by index; any other driver's handles are copied to a reused
 //!   scratch buffer and every pool is probed by index.
 //! - Archetype tables: every table whose set holds the fetched and `With` types and none of the `Without` types is
@@ -396,7 +396,7 @@ pub struct QueryContext<'w> {
     pub pools: &'w mut [Option<Box<dyn ErasedPool>>],
     /// The archetype tables.
     pub tables: &'w mut [Table],
-    /// A reused buffer of driver indices.
+    /// A reused buffer of the driving pool's entity handles.
     pub scratch: &'w mut Vec<Entity>,
 }
 
@@ -564,7 +564,7 @@ macro_rules! impl_query_data {
                 let smallest = F::min_len::<L>(&filter)$(.min($T::len::<L>(&$s)))+;
 
                 // A fetched pool with packed arrays drives by walking them: its own values come by row, and only the
-                // other pools are probed by index (seed 000's movement system).
+                // other pools are probed by index (the textbook movement system).
                 let mut driver = usize::MAX;
                 let mut k = 0;
                 $(

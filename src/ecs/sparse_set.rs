@@ -1,7 +1,7 @@
-//! The sparse-set pool (seeds 000, 002, 003): O(1) insert, get and remove, and a packed array to iterate.
+//! The sparse-set pool: O(1) insert, get and remove, and a packed array to iterate.
 //!
-//! Similar to a `Vec<Option<T>>` indexed by entity index (the direct array of seed 002), but the values sit
-//! packed at the front of `dense` so iteration touches only live values, and the index -> position map (`sparse`)
+//! Similar to a `Vec<Option<T>>` indexed by entity index (a direct array), but the values sit
+//! packed in `entities` and `values` so iteration touches only live values, and the index -> position map (`sparse`)
 //! is paged, so its memory grows with the pages of indices touched, not with the highest index.
 //!
 //! ```text
@@ -12,7 +12,7 @@
 //!
 //! Invariants, for every position `p < len`:
 //! - `sparse[entities[p].index] == p` (through the page table) and `values[p]` is that entity's value;
-//! - an index `i` is in the set iff `sparse[i] = p` with `p < len` and `entities[p].index == i` (seed 000's
+//! - an index `i` is in the set iff `sparse[i] = p` with `p < len` and `entities[p].index == i` (the classic
 //!   membership check: the sparse entry alone may be stale garbage, the dense entity is the truth);
 //! - `entities.len() == values.len()`.
 //!

@@ -187,7 +187,8 @@ impl World {
     }
 
     /// Spawns one entity per bundle, resolving component ids and tables once. Stops at the first bundle that does
-    /// not fit (the world is full) and says how many were spawned; `out` receives the new handles.
+    /// not fit (the world is full) with `WorldFull`; `out` receives the handles of those spawned, so its growth
+    /// says how many were.
     pub fn spawn_batch<B: Bundle>(
         &mut self,
         bundles: impl IntoIterator<Item = B>,

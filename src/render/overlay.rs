@@ -122,7 +122,7 @@ pub struct Previous {
     pub frames: FrameSummary,
     /// Its storage bytes then.
     pub bytes: usize,
-    /// Its per-system ms then: (row, last ms) for the rows of the profiler.
+    /// Its per-system ms then, one per row of the profiler.
     pub systems: Vec<f64>,
 }
 

@@ -1,4 +1,5 @@
-//! The control panel (macroquad's own UI) and the keyboard: both produce [`Action`]s for the window to apply.
+//! The control panel (buttons drawn with macroquad's shapes and text) and the keyboard: both produce
+//! [`Action`]s for the window to apply.
 
 use super::sprites::DrawOrder;
 use macroquad::prelude::*;

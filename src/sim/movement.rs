@@ -27,7 +27,7 @@ pub fn integrate_velocity(world: &mut World) {
 }
 
 /// Every `align_every` frames (sparse-set backend only), sorts the velocity and health pools into the position
-/// pool's order (seed 001's `sort_as`), so a query over position and velocity (movement), or over all three,
+/// pool's order (`sort_as`), so a query over position and velocity (movement), or over all three,
 /// walks the packed arrays in lock-step.
 pub fn align_pools(world: &mut World) {
     let every = world.resource::<SimConfig>().align_every;

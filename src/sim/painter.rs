@@ -1,4 +1,4 @@
-//! Painter's order: fighters drawn top to bottom, by sorting the position pool by y with one of seed 001's methods
+//! Painter's order: fighters drawn top to bottom, by sorting the position pool by y with one of the three sparse-set sorts
 //! and putting the health pool in the same order (`sort_as`). The fighter query is driven by the health pool (the
 //! smaller), so it then yields fighters in y order. Sparse-set backend only: other layouts have no order to set.
 

@@ -1,4 +1,4 @@
-//! The archetype backend (seeds 002 section 5 and 004): one table per set of component types.
+//! The archetype backend (as in Friflo.Engine.ECS, bevy and hecs): one table per set of component types.
 //!
 //! Similar to `HashMap<ComponentSet, (Vec<Entity>, one Vec per component type)>`: entities with the same
 //! components share a table whose columns are structure-of-arrays, so a query walks whole columns in lock-step

@@ -1,4 +1,4 @@
-//! The B-tree backend: an ordered map from index to value (seed 000's SortedDictionary / red-black tree row).
+//! The B-tree backend: an ordered map from index to value (the role a red-black tree or C#'s `SortedDictionary` plays).
 
 use super::Pool;
 use std::collections::BTreeMap;

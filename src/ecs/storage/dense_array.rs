@@ -1,11 +1,11 @@
-//! The direct-array backend: `Vec<Option<T>>` indexed by entity index (seed 000; seed 002 section 1).
+//! The direct-array backend: `Vec<Option<T>>` indexed by entity index (the direct array).
 
 use super::{handle, Pool};
 use crate::ecs::entity::{Entities, Entity};
 use std::mem::size_of;
 
 /// A `Vec<Option<T>>` indexed by entity index: one load per get, no indirection; but memory grows with the
-/// highest index ever used, and iteration scans every slot, holes included (seed 002: wasted memory and cache).
+/// highest index ever used, and iteration scans every slot, holes included (wasted memory and cache when indices are sparse).
 pub struct DenseArray<T> {
     slots: Vec<Option<T>>,
     len: usize,

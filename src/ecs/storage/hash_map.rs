@@ -1,4 +1,4 @@
-//! The hash-map backend: `index -> value` in a hash map (seed 000's Dictionary row).
+//! The hash-map backend: `index -> value` in a hash map (the role C#'s `Dictionary` plays).
 
 use super::Pool;
 use rustc_hash::FxHashMap;

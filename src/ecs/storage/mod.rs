@@ -8,15 +8,15 @@
 //!
 //! | backend | insert | get | remove | iterate one type | iterate several | memory per value | iteration order |
 //! |---|---|---|---|---|---|---|---|
-//! | [`SparseSet`](Backend::SparseSet) | O(1), push | O(1), 2 loads | O(1), swap-and-pop | packed array | smallest pool drives, others probed; lock-step when packed alike (after `sort_as`, or the same spawns and despawns) | `size_of T` + 8 (entity) + 4 per index in each 4096-index page touched | insertion order, changed by removals and sorting |
+//! | [`SparseSet`](Backend::SparseSet) | O(1), push | O(1), 3-4 dependent loads (page, entry, packed entity, value) | O(1), swap-and-pop | packed array | smallest pool drives, others probed; lock-step when packed alike (after `sort_as`, or the same spawns and despawns) | `size_of T` + 8 (entity) + 4 per index in each 4096-index page touched | insertion order, changed by removals and sorting |
 //! | [`HashMap`](Backend::HashMap) | O(1) amortized, hash | O(1), hash + probe | O(1), hash | bucket scan | smallest drives, others hashed | (4 + `size_of T`) / load factor + 1 control byte | hash order (arbitrary) |
 //! | [`BTree`](Backend::BTree) | O(log n) | O(log n) | O(log n) | node walk | smallest drives, others searched | ~(4 + `size_of T`) / node fill + node headers | entity index, ascending |
 //! | [`DenseArray`](Backend::DenseArray) | O(1), may grow to the index | O(1), 1 load | O(1) | scan every index, holes too | scan, probe by index | `size_of Option<T>` per index up to the highest | entity index, ascending |
 //! | [`Archetype`](Backend::Archetype) | O(components): moves the row to another table | O(1) via the entity record | O(components): moves the row | packed columns, table by table | columns walked in lock-step, no probing | `size_of T` + 8 per row, + 8 per index for records | table by table, rows in insertion order within a table |
 //!
-//! Measured numbers are in the README's "Choosing a backend" table.
+//! Measured numbers are in `BENCHMARKS.md` and the README's "Choosing a backend" table.
 //!
-//! Sorting (seed 001) applies to the sparse-set backend only: `BTree` and `DenseArray` always iterate in index
+//! Sorting applies to the sparse-set backend only: `BTree` and `DenseArray` always iterate in index
 //! order, `HashMap` in hash order, and the archetype backend in table order (sorting would have to happen within
 //! a table, which this crate does not do).
 
@@ -76,16 +76,16 @@ pub use hash_map::HashPool;
 /// The storage layout a world uses for all its components.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Backend {
-    /// Paged sparse array + packed entities + packed values, one per component type (seeds 000, 002, 003).
+    /// Paged sparse array + packed entities + packed values, one per component type.
     #[default]
     SparseSet,
     /// `index -> value` in a hash map with a fast non-cryptographic hasher (FxHash), one per type.
     HashMap,
-    /// `index -> value` in an ordered B-tree, one per type (the seed's red-black tree / SortedDictionary).
+    /// `index -> value` in an ordered B-tree, one per type (the ordered-tree layout: a red-black tree or `SortedDictionary` elsewhere).
     BTree,
-    /// `Vec<Option<T>>` indexed by entity index, one per type (the seed's direct array).
+    /// `Vec<Option<T>>` indexed by entity index, one per type (the direct array).
     DenseArray,
-    /// One structure-of-arrays table per set of component types (seeds 002 section 5, 004).
+    /// One structure-of-arrays table per set of component types (as in Friflo.Engine.ECS, bevy and hecs).
     Archetype,
 }
 
@@ -379,7 +379,7 @@ impl<T: 'static> AnyPool<T> {
         with_pool!(self, p => Pool::remove(p, index))
     }
 
-    /// Moves every value into a new pool of `backend`'s layout. `entities` turns an index back into its handle.
+    /// Moves every value into a new pool of `backend`'s layout. `entity_at` turns an index back into its handle.
     pub fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity) {
         if backend == Backend::BTree {
             *self = AnyPool::BTree(staged_btree(|put| with_pool!(self, p => Pool::drain(p, &mut *put))));
