@@ -27,7 +27,7 @@ fn parse_backend(s: &str) -> Result<BackendChoice, String> {
     s.parse::<Backend>().map(BackendChoice::One).map_err(|e| format!("{e}, or all"))
 }
 
-/// Swarm: a sparse-set ECS with five live-switchable storage backends, shown by a 2D swarm battle.
+/// Swarm: a sparse-set ECS with live-switchable storage backends, shown by a 2D swarm battle.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "swarm", version, about)]
 pub struct Cli {
@@ -43,8 +43,9 @@ pub struct Cli {
     /// Seed of the run (a run depends only on seed and settings).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Storage backend: sparse-set, hash-map, btree, dense-array, archetype (or all, headless).
-    #[arg(long, default_value = "sparse-set", value_parser = parse_backend)]
+    /// Storage backend (the help lists the names, from `Backend::ALL`).
+    #[arg(long, default_value = Backend::default().name(), value_parser = parse_backend,
+          help = format!("Storage backend: {} (or all, headless)", Backend::names()))]
     pub backend: BackendChoice,
     /// Switch to the next backend live every K frames (headless: the digest must not change; window: a demo).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -107,7 +108,10 @@ impl Cli {
             }
         } else {
             if self.backend == BackendChoice::All {
-                return conflict("--backend all runs every backend in turn and needs --headless; the window switches live (keys 1-5)");
+                return conflict(&format!(
+                    "--backend all runs every backend in turn and needs --headless; the window switches live (keys 1-{})",
+                    Backend::ALL.len()
+                ));
             }
             if self.json {
                 return conflict("--json prints the headless report; add --headless");

@@ -5,8 +5,8 @@
 mod render;
 
 use std::process::ExitCode;
+use swarm::app::profile::TraceFile;
 use swarm::cli::{BackendChoice, Cli};
-use swarm::ecs::profile::TraceFile;
 use swarm::ecs::Backend;
 use swarm::sim::report;
 

@@ -1,9 +1,9 @@
 //! Bundles: the tuples of components an entity is spawned with.
 
-use super::component::{ComponentId, ComponentSet, Components};
+use super::component::{ComponentId, ComponentSet};
 use super::entity::Entity;
 use super::storage::archetype::Archetypes;
-use super::storage::{AnyPool, ErasedPool, Layout, Pool};
+use super::storage::{AnyPool, ErasedPool, Layout, Pool, Registry};
 
 /// Room for the ids of one bundle (bundles are implemented for tuples of up to 12).
 pub const MAX_BUNDLE: usize = 12;
@@ -18,7 +18,7 @@ pub struct BundleIds {
 }
 
 impl BundleIds {
-    fn push(&mut self, components: &Components, id: ComponentId) {
+    fn push(&mut self, components: &Registry, id: ComponentId) {
         assert!(
             self.set.insert(id),
             "a bundle names `{}` twice; each component type may appear once per entity",
@@ -42,7 +42,7 @@ pub trait Bundle: 'static {
     ///
     /// # Panics
     /// If the tuple names a type twice.
-    fn ids(components: &mut Components) -> BundleIds;
+    fn ids(components: &mut Registry) -> BundleIds;
     /// Inserts every component into its per-component pool (`ids` from [`Bundle::ids`]).
     fn put_pools(self, pools: &mut [Option<Box<dyn ErasedPool>>], ids: &[ComponentId], entity: Entity);
     /// Pushes every component onto its column of `table` (whose row the caller pushes).
@@ -79,7 +79,7 @@ macro_rules! impl_bundle {
                     );
                 }
             }
-            fn ids(components: &mut Components) -> BundleIds {
+            fn ids(components: &mut Registry) -> BundleIds {
                 let mut ids = BundleIds { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY };
                 $(let (id, _) = components.register::<$T>(); ids.push(components, id);)+
                 ids

@@ -1,11 +1,11 @@
 //! Component types, their small integer ids, and sets of them.
 //!
 //! Any `'static` type is a component. The first time a world meets a type it gives it the next
-//! [`ComponentId`] and keeps a [`ComponentInfo`]: its name, size, and the monomorphized functions that
-//! create and migrate its storage, so that code which only knows the id can still move values of that type.
+//! [`ComponentId`] and keeps a [`ComponentInfo`] (name, `TypeId`, size) and whatever per-type data the registry's
+//! owner asks for ([`TypeData`]: the world keeps the monomorphized functions that create and migrate the type's
+//! storage, so that code which only knows the id can still move values of that type). This module depends on
+//! nothing else in the crate.
 
-use super::storage::archetype::{Archetypes, Column, ErasedColumn};
-use super::storage::{AnyPool, Backend, ErasedPool};
 use rustc_hash::FxHashMap;
 use std::any::{type_name, TypeId};
 use std::fmt;
@@ -80,7 +80,7 @@ impl fmt::Debug for ComponentSet {
     }
 }
 
-/// What a world knows about one component type.
+/// What a registry knows about one component type.
 #[derive(Clone, Copy)]
 pub struct ComponentInfo {
     /// `std::any::type_name` of the type, for messages and reports.
@@ -89,37 +89,40 @@ pub struct ComponentInfo {
     pub type_id: TypeId,
     /// `size_of` the type; zero for tags.
     pub size: usize,
-    pub(crate) new_pool: fn(Backend) -> Box<dyn ErasedPool>,
-    pub(crate) new_column: fn() -> Box<dyn ErasedColumn>,
-    /// Moves every value of this type out of a per-component pool into the archetype tables (rows already made).
-    pub(crate) pool_into_tables: fn(Box<dyn ErasedPool>, &mut Archetypes, ComponentId),
-    /// Moves every value of this type out of the archetype tables into a new pool of the given backend.
-    pub(crate) tables_into_pool: fn(&mut Archetypes, ComponentId, Backend) -> Box<dyn ErasedPool>,
 }
 
 impl ComponentInfo {
     fn of<T: 'static>() -> Self {
-        Self {
-            name: type_name::<T>(),
-            type_id: TypeId::of::<T>(),
-            size: std::mem::size_of::<T>(),
-            new_pool: |backend| Box::new(AnyPool::<T>::new(backend)),
-            new_column: || Box::new(Column::<T>::new()),
-            pool_into_tables: AnyPool::<T>::into_tables,
-            tables_into_pool: AnyPool::<T>::from_tables,
-        }
+        Self { name: type_name::<T>(), type_id: TypeId::of::<T>(), size: std::mem::size_of::<T>() }
     }
 }
 
-/// The registry: `TypeId -> ComponentId` and one [`ComponentInfo`] per id.
-#[derive(Default)]
-pub struct Components {
-    ids: FxHashMap<TypeId, ComponentId>,
-    infos: Vec<ComponentInfo>,
+/// Per-type data a [`Components`] registry keeps beside each [`ComponentInfo`], made from the type itself when
+/// it is registered (a monomorphized function table, say).
+pub trait TypeData: Copy + 'static {
+    /// The data for `T`.
+    fn of<T: 'static>() -> Self;
 }
 
-impl Components {
-    /// The id of `T`, if the world has met it.
+impl TypeData for () {
+    fn of<T: 'static>() -> Self {}
+}
+
+/// The registry: `TypeId -> ComponentId`, and one [`ComponentInfo`] and one `D` per id.
+pub struct Components<D: TypeData = ()> {
+    ids: FxHashMap<TypeId, ComponentId>,
+    infos: Vec<ComponentInfo>,
+    data: Vec<D>,
+}
+
+impl<D: TypeData> Default for Components<D> {
+    fn default() -> Self {
+        Self { ids: FxHashMap::default(), infos: Vec::new(), data: Vec::new() }
+    }
+}
+
+impl<D: TypeData> Components<D> {
+    /// The id of `T`, if the registry has met it.
     #[inline]
     pub fn id<T: 'static>(&self) -> Option<ComponentId> {
         self.ids.get(&TypeId::of::<T>()).copied()
@@ -128,7 +131,7 @@ impl Components {
     /// The id of `T`, registering it if new. The second value says whether it was new.
     ///
     /// # Panics
-    /// When a world would hold more than [`MAX_COMPONENTS`] component types.
+    /// When a registry would hold more than [`MAX_COMPONENTS`] component types.
     #[inline]
     pub fn register<T: 'static>(&mut self) -> (ComponentId, bool) {
         if let Some(&id) = self.ids.get(&TypeId::of::<T>()) {
@@ -142,12 +145,18 @@ impl Components {
         let id = self.infos.len() as ComponentId;
         self.ids.insert(TypeId::of::<T>(), id);
         self.infos.push(ComponentInfo::of::<T>());
+        self.data.push(D::of::<T>());
         (id, true)
     }
 
     /// The info of `id`.
     pub fn info(&self, id: ComponentId) -> &ComponentInfo {
         &self.infos[id as usize]
+    }
+
+    /// The per-type data of `id`.
+    pub fn data(&self, id: ComponentId) -> &D {
+        &self.data[id as usize]
     }
 
     /// Every registered type, by id.
@@ -184,7 +193,7 @@ mod tests {
 
     #[test]
     fn registry_gives_stable_ids() {
-        let mut c = Components::default();
+        let mut c = Components::<()>::default();
         assert_eq!(c.register::<u8>(), (0, true));
         assert_eq!(c.register::<u16>(), (1, true));
         assert_eq!(c.register::<u8>(), (0, false));

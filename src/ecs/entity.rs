@@ -112,6 +112,33 @@ impl fmt::Display for NoSuchEntity {
 
 impl std::error::Error for NoSuchEntity {}
 
+/// Why a component could not be removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComponentError {
+    /// The handle is stale or was never spawned.
+    NoSuchEntity(Entity),
+    /// The entity is alive but has no component of that type.
+    MissingComponent {
+        /// The entity.
+        entity: Entity,
+        /// The component's type name.
+        component: &'static str,
+    },
+}
+
+impl fmt::Display for ComponentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ComponentError::NoSuchEntity(e) => NoSuchEntity(*e).fmt(f),
+            ComponentError::MissingComponent { entity, component } => {
+                write!(f, "entity {entity:?} has no `{component}` component")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ComponentError {}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Free,

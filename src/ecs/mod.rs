@@ -7,16 +7,13 @@
 //! - views of one component type for many per-entity operations ([`view`]);
 //! - the command buffer ([`commands`]) and the app with its stages and plugins ([`app`]).
 
-pub mod app;
 pub mod bundle;
 pub mod commands;
 pub mod component;
 pub mod entity;
-pub mod profile;
 pub mod query;
 pub mod resources;
 pub mod sort;
-pub mod sparse_set;
 pub mod storage;
 pub mod view;
 pub mod world;
@@ -24,10 +21,10 @@ pub mod world;
 pub use bundle::Bundle;
 pub use commands::{ApplyStats, Commands};
 pub use component::{ComponentId, ComponentSet};
-pub use entity::{Entities, Entity, NoSuchEntity, WorldFull};
+pub use entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 pub use query::{Query, QueryError, With, Without};
 pub use sort::SortMethod;
-pub use sparse_set::{PackedOrder, SparseSet};
+pub use storage::sparse_set::{PackedOrder, SparseSet};
 pub use storage::{Backend, UnknownBackend};
 pub use view::ViewMut;
-pub use world::{ComponentBytes, ComponentError, World};
+pub use world::{ComponentBytes, World};

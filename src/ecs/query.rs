@@ -34,11 +34,11 @@
 // The impls spell out `'w` to read like the trait's signatures they implement.
 #![allow(clippy::needless_lifetimes)]
 
-use super::component::{ComponentId, ComponentSet, Components};
+use super::component::{ComponentId, ComponentSet};
 use super::entity::{Entities, Entity};
-use super::sparse_set::PackedOrder;
 use super::storage::archetype::{Column, ErasedColumn, Table};
-use super::storage::{dispatch, AnyPool, ErasedPool, Layout, Pool};
+use super::storage::sparse_set::PackedOrder;
+use super::storage::{dispatch, AnyPool, ErasedPool, Layout, Pool, Registry};
 use super::world::World;
 use std::fmt;
 use std::marker::PhantomData;
@@ -94,7 +94,7 @@ pub struct Access {
 }
 
 impl Access {
-    fn push(&mut self, components: &Components, id: ComponentId, mutable: bool) {
+    fn push(&mut self, components: &Registry, id: ComponentId, mutable: bool) {
         if self.error.is_some() {
             return;
         }
@@ -281,7 +281,7 @@ pub trait Filter {
     /// Whether every entity matches (no `With` / `Without` in it), so loops need not ask.
     const ALWAYS: bool = false;
     /// Registers the filtered types and records them in `access`.
-    fn access(components: &mut Components, access: &mut Access);
+    fn access(components: &mut Registry, access: &mut Access);
     /// Takes this filter's pools, in the order `access` recorded them.
     fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
     /// Whether `index` passes.
@@ -301,7 +301,7 @@ pub trait Filter {
 impl Filter for () {
     type Pools<'w, L: Layout> = ();
     const ALWAYS: bool = true;
-    fn access(_: &mut Components, _: &mut Access) {}
+    fn access(_: &mut Registry, _: &mut Access) {}
     fn pools<'w, L: Layout>(_: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) {}
     #[inline]
     fn matches<L: Layout>(_: &(), _: u32) -> bool {
@@ -315,7 +315,7 @@ impl Filter for () {
 
 impl<T: 'static> Filter for With<T> {
     type Pools<'w, L: Layout> = &'w L::Pool<T>;
-    fn access(components: &mut Components, access: &mut Access) {
+    fn access(components: &mut Registry, access: &mut Access) {
         let (id, _) = components.register::<T>();
         access.push(components, id, false);
         access.required.insert(id);
@@ -340,7 +340,7 @@ impl<T: 'static> Filter for With<T> {
 
 impl<T: 'static> Filter for Without<T> {
     type Pools<'w, L: Layout> = &'w L::Pool<T>;
-    fn access(components: &mut Components, access: &mut Access) {
+    fn access(components: &mut Registry, access: &mut Access) {
         let (id, _) = components.register::<T>();
         access.push(components, id, false);
         access.excluded.insert(id);
@@ -361,7 +361,7 @@ impl<T: 'static> Filter for Without<T> {
 impl<A: Filter, B: Filter> Filter for (A, B) {
     type Pools<'w, L: Layout> = (A::Pools<'w, L>, B::Pools<'w, L>);
     const ALWAYS: bool = A::ALWAYS && B::ALWAYS;
-    fn access(components: &mut Components, access: &mut Access) {
+    fn access(components: &mut Registry, access: &mut Access) {
         A::access(components, access);
         B::access(components, access);
     }
@@ -407,7 +407,7 @@ pub trait QueryData {
     /// A run of rows: a tuple of parallel slices.
     type Slices<'a>;
     /// Registers the fetched types and records them in `access`.
-    fn access(components: &mut Components, access: &mut Access);
+    fn access(components: &mut Registry, access: &mut Access);
     /// The loop over a per-component layout. `taken` yields the query's pools in access order.
     fn run_pools<'w, L: Layout, F: Filter, V: Visit<Self>>(
         taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>,
@@ -487,7 +487,7 @@ macro_rules! impl_query_data {
                 ($($T::one($i),)+)
             }
 
-            fn access(components: &mut Components, access: &mut Access) {
+            fn access(components: &mut Registry, access: &mut Access) {
                 $(
                     let (id, _) = components.register::<$T::Component>();
                     access.push(components, id, $T::MUTABLE);

@@ -14,7 +14,7 @@
 //! stable with respect to the previous packed order; the index is the only tie-break.)
 
 use super::entity::Entity;
-use super::sparse_set::{SparseSet, PAGE_SIZE};
+use super::storage::sparse_set::{SparseSet, PAGE_SIZE};
 use std::cmp::Ordering;
 
 /// The sparse page table of a [`SparseSet`].

@@ -20,18 +20,17 @@
 //! assert_eq!(world.get::<Health>(a).map(|h| h.0), Some(6));
 //! ```
 
-use super::component::{ComponentId, Components};
-use super::entity::{Entities, Entity, NoSuchEntity};
+use super::component::ComponentId;
+use super::entity::{ComponentError, Entities, Entity, NoSuchEntity};
 use super::storage::archetype::Archetypes;
-use super::storage::AnyPool;
-use super::world::ComponentError;
+use super::storage::{AnyPool, Registry};
 
 /// Where a view's values live.
 pub(crate) enum Store<'w, T: 'static> {
     /// A per-component pool (sparse set, hash map, b-tree, direct array).
     Pool(&'w mut AnyPool<T>),
     /// A column of every archetype table holding component `id`.
-    Tables { archetypes: &'w mut Archetypes, components: &'w Components, id: ComponentId },
+    Tables { archetypes: &'w mut Archetypes, components: &'w Registry, id: ComponentId },
 }
 
 /// The per-entity operations, once for both layouts: the world's own `insert` / `remove` / `get_mut` and the

@@ -2,41 +2,13 @@
 
 use super::bundle::{Bundle, BundleIds};
 use super::commands::{ApplyStats, CommandQueue, Commands};
-use super::component::{ComponentId, Components};
-use super::entity::{Entities, Entity, NoSuchEntity, WorldFull};
+use super::component::ComponentId;
+use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 use super::query::{Filter, Query, QueryContext, QueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
-use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool};
+use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool, Registry};
 use super::view::{Store, ViewMut};
-use std::fmt;
-
-/// Why a component could not be removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ComponentError {
-    /// The handle is stale or was never spawned.
-    NoSuchEntity(Entity),
-    /// The entity is alive but has no component of that type.
-    MissingComponent {
-        /// The entity.
-        entity: Entity,
-        /// The component's type name.
-        component: &'static str,
-    },
-}
-
-impl fmt::Display for ComponentError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ComponentError::NoSuchEntity(e) => NoSuchEntity(*e).fmt(f),
-            ComponentError::MissingComponent { entity, component } => {
-                write!(f, "entity {entity:?} has no `{component}` component")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ComponentError {}
 
 /// Bytes held by one component type's storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +37,7 @@ pub struct ComponentBytes {
 /// ```
 pub struct World {
     entities: Entities,
-    components: Components,
+    components: Registry,
     backend: Backend,
     /// Per-component pools by [`ComponentId`]; empty while the backend is [`Backend::Archetype`].
     pools: Vec<Option<Box<dyn ErasedPool>>>,
@@ -104,7 +76,7 @@ impl World {
     pub fn from_entities(entities: Entities) -> Self {
         Self {
             entities,
-            components: Components::default(),
+            components: Registry::default(),
             backend: Backend::SparseSet,
             pools: Vec::new(),
             archetypes: Archetypes::new(),
@@ -127,11 +99,11 @@ impl World {
     }
 
     /// The component registry.
-    pub fn components(&self) -> &Components {
+    pub fn components(&self) -> &Registry {
         &self.components
     }
 
-    pub(crate) fn components_mut(&mut self) -> &mut Components {
+    pub(crate) fn components_mut(&mut self) -> &mut Registry {
         &mut self.components
     }
 
@@ -273,8 +245,8 @@ impl World {
     fn ensure_pool(&mut self, id: ComponentId) {
         if self.backend != Backend::Archetype {
             while self.pools.len() <= id as usize {
-                let info = self.components.info(self.pools.len() as ComponentId);
-                self.pools.push(Some((info.new_pool)(self.backend)));
+                let fns = self.components.data(self.pools.len() as ComponentId);
+                self.pools.push(Some((fns.new_pool)(self.backend)));
             }
         }
     }
@@ -509,7 +481,7 @@ impl World {
     }
 
     /// The packed sparse-set pool of `T`, when the backend is [`Backend::SparseSet`] (for sorting, inspection).
-    pub fn sparse_set<T: 'static>(&self) -> Option<&super::sparse_set::SparseSet<T>> {
+    pub fn sparse_set<T: 'static>(&self) -> Option<&super::storage::sparse_set::SparseSet<T>> {
         let id = self.components.id::<T>()?;
         match self.pools.get(id as usize)?.as_deref()?.as_any().downcast_ref::<AnyPool<T>>()? {
             AnyPool::SparseSet(set) => Some(set),
@@ -518,9 +490,9 @@ impl World {
     }
 
     /// The packed sparse-set pool of `T`, mutably: for its values and for sorting (see
-    /// [`SparseSet`](super::sparse_set::SparseSet)). Inserting or removing through it bypasses the world's
+    /// [`SparseSet`](super::storage::sparse_set::SparseSet)). Inserting or removing through it bypasses the world's
     /// checks (liveness, the other pools) and is the caller's responsibility.
-    pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut super::sparse_set::SparseSet<T>> {
+    pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut super::storage::sparse_set::SparseSet<T>> {
         let id = self.components.id::<T>()?;
         match self.pools.get_mut(id as usize)?.as_deref_mut()?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
             AnyPool::SparseSet(set) => Some(set),
@@ -540,8 +512,9 @@ impl World {
         match (self.backend, backend) {
             (Backend::Archetype, to) => {
                 let mut pools = Vec::with_capacity(self.components.len());
-                for (id, info) in self.components.infos().iter().enumerate() {
-                    pools.push(Some((info.tables_into_pool)(&mut self.archetypes, id as ComponentId, to)));
+                for id in 0..self.components.len() as ComponentId {
+                    let fns = self.components.data(id);
+                    pools.push(Some((fns.tables_into_pool)(&mut self.archetypes, id, to)));
                 }
                 self.archetypes.clear();
                 self.pools = pools;
@@ -565,7 +538,7 @@ impl World {
                 // ...then each type's values fill their columns in row order.
                 for (id, pool) in std::mem::take(&mut self.pools).into_iter().enumerate() {
                     let pool = pool.expect("pool is taken by a running query");
-                    (self.components.info(id as ComponentId).pool_into_tables)(
+                    (self.components.data(id as ComponentId).pool_into_tables)(
                         pool,
                         &mut self.archetypes,
                         id as ComponentId,

@@ -12,9 +12,9 @@ use panel::{Action, PanelState};
 use sprites::{DrawOrder, DrawScratch, Sprites};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use swarm::app::profile::{Profiler, SpanStat, TraceFile};
+use swarm::app::App;
 use swarm::cli::{BackendChoice, Cli};
-use swarm::ecs::app::App;
-use swarm::ecs::profile::{Profiler, SpanStat, TraceFile};
 use swarm::ecs::{Backend, Entity};
 use swarm::sim::{build_app_with, census, digest, SimConfig, SimStats, SpawnRequests, DT};
 
@@ -37,7 +37,7 @@ fn assets_dir() -> PathBuf {
 /// The window configuration.
 pub fn conf() -> Conf {
     Conf {
-        window_title: "Swarm: one ECS, five storage layouts".to_string(),
+        window_title: format!("Swarm: one ECS, {} storage layouts", Backend::ALL.len()),
         window_width: 1600,
         window_height: 900,
         window_resizable: true,
@@ -189,7 +189,7 @@ pub async fn run(cli: Cli) {
                 ui_ms,
             };
             panel::draw(&state, &mut actions, &mut panel_text);
-            draw_text(panel::HELP, 10.0, screen_height() - 10.0, 18.0, Color::new(0.75, 0.8, 0.9, 0.9));
+            draw_text(panel::HELP.as_str(), 10.0, screen_height() - 10.0, 18.0, Color::new(0.75, 0.8, 0.9, 0.9));
             if !sprites.source.ends_with("assets") {
                 draw_text(&sprites.source, 10.0, screen_height() - 30.0, 16.0, Color::new(1.0, 0.6, 0.4, 0.9));
             }

@@ -7,7 +7,7 @@
 
 use macroquad::prelude::*;
 use std::fmt::Write;
-use swarm::ecs::profile::Profiler;
+use swarm::app::profile::Profiler;
 use swarm::ecs::Backend;
 use swarm::sim::Census;
 

@@ -4,6 +4,7 @@
 use super::sprites::DrawOrder;
 use macroquad::prelude::*;
 use std::fmt::Write;
+use std::sync::LazyLock;
 use swarm::ecs::Backend;
 
 /// Something the user asked for.
@@ -30,8 +31,27 @@ pub enum Action {
 }
 
 /// The keys, listed in the help line and the README.
-pub const HELP: &str =
-    "1-5 backend  Tab next  Space pause  . step  R reset  O overlay  Y draw order  A align  +/- population  click: burst  Esc quit";
+pub static HELP: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "1-{} backend  Tab next  Space pause  . step  R reset  O overlay  Y draw order  A align  +/- population  \
+         click: burst  Esc quit",
+        Backend::ALL.len()
+    )
+});
+
+/// The number keys that pick a backend, in [`Backend::ALL`]'s order.
+const NUMBER_KEYS: [KeyCode; 9] = [
+    KeyCode::Key1,
+    KeyCode::Key2,
+    KeyCode::Key3,
+    KeyCode::Key4,
+    KeyCode::Key5,
+    KeyCode::Key6,
+    KeyCode::Key7,
+    KeyCode::Key8,
+    KeyCode::Key9,
+];
+const _: () = assert!(Backend::ALL.len() <= NUMBER_KEYS.len(), "every backend needs a number key");
 
 /// What the panel shows besides its buttons.
 pub struct PanelState {
@@ -53,7 +73,8 @@ pub struct PanelState {
 
 /// Width of the panel in pixels.
 pub const WIDTH: f32 = 250.0;
-const HEIGHT: f32 = 450.0;
+/// The panel's height: its fixed rows plus one button row (30 px) per backend.
+const HEIGHT: f32 = 300.0 + 30.0 * Backend::ALL.len() as f32;
 const MARGIN: f32 = 8.0;
 
 fn origin() -> Vec2 {
@@ -65,8 +86,13 @@ pub fn contains(point: Vec2) -> bool {
     Rect::new(origin().x, origin().y, WIDTH, HEIGHT).contains(point)
 }
 
-/// Button labels of the backends (static, so drawing the panel formats nothing for them).
-const BACKEND_LABELS: [&str; 5] = ["1  sparse set", "2  hash map", "3  b-tree", "4  dense array", "5  archetype"];
+/// Button labels of the backends ("1  sparse set", ...), made once so drawing the panel formats nothing for them.
+static BACKEND_LABELS: LazyLock<[String; Backend::ALL.len()]> =
+    LazyLock::new(|| std::array::from_fn(|i| format!("{}  {}", i + 1, Backend::ALL[i].label())));
+
+/// The heading over the backend buttons.
+static BACKEND_HEADING: LazyLock<String> =
+    LazyLock::new(|| format!("storage backend  (1-{}, Tab)", Backend::ALL.len()));
 
 const TEXT: Color = Color::new(0.92, 0.94, 0.98, 1.0);
 const DIM: Color = Color::new(0.62, 0.68, 0.78, 1.0);
@@ -93,9 +119,9 @@ pub fn draw(state: &PanelState, actions: &mut Vec<Action>, text: &mut String) {
     draw_rectangle(x, top, WIDTH, HEIGHT, Color::new(0.02, 0.03, 0.06, 0.82));
     let (x, w) = (x + 10.0, WIDTH - 20.0);
     let mut y = top + 22.0;
-    draw_text("storage backend  (1-5, Tab)", x, y, 20.0, DIM);
+    draw_text(BACKEND_HEADING.as_str(), x, y, 20.0, DIM);
     y += 8.0;
-    for (backend, label) in Backend::ALL.into_iter().zip(BACKEND_LABELS) {
+    for (backend, label) in Backend::ALL.into_iter().zip(BACKEND_LABELS.iter()) {
         if button(Rect::new(x, y, w, 26.0), label, backend == state.backend) {
             actions.push(Action::Backend(backend));
         }
@@ -147,11 +173,10 @@ pub fn draw(state: &PanelState, actions: &mut Vec<Action>, text: &mut String) {
     draw_text(text.as_str(), x, y, 20.0, if state.ui_ms < 1.0 { DIM } else { Color::new(1.0, 0.5, 0.4, 1.0) });
 }
 
-/// Reads the keyboard and the mouse. `current` is the backend in use (Tab picks the next); `to_arena` maps a screen point to the arena; `over_ui` says whether the
-/// pointer is over the panel (clicks there are the panel's, not bursts).
+/// Reads the keyboard and the mouse. `current` is the backend in use (Tab picks the next); `to_arena` maps a
+/// screen point to the arena; `over_ui` says whether the pointer is over the panel (clicks there are the panel's, not bursts).
 pub fn read_input(current: Backend, to_arena: impl Fn(Vec2) -> Vec2, over_ui: bool, actions: &mut Vec<Action>) {
-    let keys = [KeyCode::Key1, KeyCode::Key2, KeyCode::Key3, KeyCode::Key4, KeyCode::Key5];
-    for (key, backend) in keys.into_iter().zip(Backend::ALL) {
+    for (key, backend) in NUMBER_KEYS.into_iter().zip(Backend::ALL) {
         if is_key_pressed(key) {
             actions.push(Action::Backend(backend));
         }

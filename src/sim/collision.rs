@@ -3,7 +3,7 @@
 use super::components::{Blue, Health, Position, Red};
 use super::config::{SimConfig, SimStats};
 use super::grid::{Grid, GridItem, NearPairs};
-use crate::ecs::app::{App, Stage};
+use crate::app::{App, Stage};
 use crate::ecs::{Entity, World};
 
 /// Adds [`build_grid`] and [`resolve_collisions`] to `Update`.

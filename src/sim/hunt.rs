@@ -5,7 +5,7 @@
 use super::collision::Broadphase;
 use super::components::{Hunter, Target, Velocity};
 use super::config::{SimConfig, SimStats};
-use crate::ecs::app::{App, Stage};
+use crate::app::{App, Stage};
 use crate::ecs::{Entity, World};
 use glam::Vec2;
 

@@ -3,7 +3,7 @@
 use super::collision::Broadphase;
 use super::components::{Health, Lifetime, Particle, Position, Velocity};
 use super::config::{SimConfig, SimRng, SimStats};
-use crate::ecs::app::{App, Stage};
+use crate::app::{App, Stage};
 use crate::ecs::{Entity, World};
 use glam::Vec2;
 use rand::Rng;

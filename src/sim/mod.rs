@@ -17,9 +17,9 @@ pub mod painter;
 pub mod report;
 pub mod spawn;
 
-use crate::ecs::app::{App, Plugin};
+use crate::app::profile::Profiler;
+use crate::app::{App, Plugin};
 use crate::ecs::entity::Entities;
-use crate::ecs::profile::Profiler;
 use crate::ecs::{Backend, World};
 pub use config::{SimConfig, SimRng, SimStats, SpawnRequests, DT};
 pub use digest::digest;

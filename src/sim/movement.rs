@@ -2,7 +2,7 @@
 
 use super::components::{Health, Position, Velocity};
 use super::config::{SimConfig, DT};
-use crate::ecs::app::{App, Stage};
+use crate::app::{App, Stage};
 use crate::ecs::World;
 use glam::Vec2;
 

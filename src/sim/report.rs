@@ -2,7 +2,7 @@
 
 use super::config::{SimConfig, SimStats};
 use super::{build_app, digest};
-use crate::ecs::profile::SpanStat;
+use crate::app::profile::SpanStat;
 use crate::ecs::Backend;
 use serde::Serialize;
 use std::fmt;
@@ -93,7 +93,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Runs the simulation without a window and reports. `on_app` sees the app before the first frame (to attach a
 /// trace, say).
-pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::ecs::app::App)) -> Report {
+pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::app::App)) -> Report {
     let mut app = build_app(settings.config.clone(), settings.seed, settings.backend, settings.capacity);
     on_app(&app);
     // Grows as needed: a huge --frames must not reserve memory up front.

@@ -2,7 +2,7 @@
 
 use super::components::{Blue, Health, Hunter, Position, Red, Team, Velocity};
 use super::config::{SimConfig, SimRng, SimStats, SpawnRequests};
-use crate::ecs::app::{App, Stage};
+use crate::app::{App, Stage};
 use crate::ecs::{Commands, World, WorldFull};
 use glam::Vec2;
 use rand::Rng;

@@ -16,7 +16,8 @@
 //! Tags (zero-sized types) are part of the table key and their columns hold no bytes.
 //! Finding a table never scans: by set through `by_set`, and on insert / remove through the table's edge maps.
 
-use crate::ecs::component::{ComponentId, ComponentSet, Components, MAX_COMPONENTS};
+use super::Registry;
+use crate::ecs::component::{ComponentId, ComponentSet, MAX_COMPONENTS};
 use crate::ecs::entity::Entity;
 use rustc_hash::FxHashMap;
 use std::any::Any;
@@ -175,7 +176,7 @@ impl Archetypes {
     /// Storage with only the empty table.
     pub fn new() -> Self {
         let mut archetypes = Self { tables: Vec::new(), by_set: FxHashMap::default(), records: Vec::new() };
-        archetypes.table_for(ComponentSet::EMPTY, &Components::default());
+        archetypes.table_for(ComponentSet::EMPTY, &Registry::default());
         archetypes
     }
 
@@ -194,7 +195,7 @@ impl Archetypes {
     }
 
     /// The table holding `set`, made if new.
-    pub fn table_for(&mut self, set: ComponentSet, components: &Components) -> u32 {
+    pub fn table_for(&mut self, set: ComponentSet, components: &Registry) -> u32 {
         if let Some(&table) = self.by_set.get(&set) {
             return table;
         }
@@ -204,7 +205,7 @@ impl Archetypes {
             .enumerate()
             .map(|(slot, id)| {
                 column_of[id as usize] = slot as u16;
-                (components.info(id).new_column)()
+                (components.data(id).new_column)()
             })
             .collect();
         let table = self.tables.len() as u32;
@@ -308,7 +309,7 @@ impl Archetypes {
         entity: Entity,
         id: ComponentId,
         value: T,
-        components: &Components,
+        components: &Registry,
     ) -> Option<T> {
         let index = entity.index();
         if let Some(slot) = self.get_mut::<T>(index, id) {
@@ -331,7 +332,7 @@ impl Archetypes {
     }
 
     /// Removes component `id` from `index`; returns its value.
-    pub fn remove<T: 'static>(&mut self, index: u32, id: ComponentId, components: &Components) -> Option<T> {
+    pub fn remove<T: 'static>(&mut self, index: u32, id: ComponentId, components: &Registry) -> Option<T> {
         let r = self.record(index)?;
         let from = r.table;
         let slot = self.tables[from as usize].column_slot(id)?;
@@ -386,7 +387,7 @@ impl Archetypes {
     }
 
     /// Removes component `id` from `index`, dropping the value; whether there was one.
-    pub fn remove_erased(&mut self, index: u32, id: ComponentId, components: &Components) -> bool {
+    pub fn remove_erased(&mut self, index: u32, id: ComponentId, components: &Registry) -> bool {
         let Some(r) = self.record(index) else {
             return false;
         };

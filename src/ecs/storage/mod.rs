@@ -56,86 +56,72 @@ macro_rules! map_pool_methods {
     };
 }
 
+/// Each per-component layout as a type implementing [`Layout`]; invoked by the table of backends.
+macro_rules! layouts {
+    ($($(#[$doc:meta])* $layout:ident => $variant:ident($pool:ident);)*) => {$(
+        $(#[$doc])*
+        pub struct $layout;
+        impl Layout for $layout {
+            const BACKEND: Backend = Backend::$variant;
+            type Pool<T: 'static> = $pool<T>;
+            #[inline]
+            fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut $pool<T> {
+                match any {
+                    AnyPool::$variant(pool) => pool,
+                    other => unreachable!(
+                        "pool of {} is {:?} but the world's backend is {:?}",
+                        std::any::type_name::<T>(), other.backend(), Backend::$variant
+                    ),
+                }
+            }
+        }
+    )*};
+}
+
+#[macro_use]
+mod backend;
 pub mod archetype;
 pub mod btree;
 pub mod dense_array;
 pub mod hash_map;
+pub mod sparse_set;
 
-use super::component::ComponentId;
+use super::component::{ComponentId, Components, TypeData};
 use super::entity::{Entities, Entity};
-use super::sparse_set::{PackedOrder, SparseSet};
 use archetype::Archetypes;
+use sparse_set::{PackedOrder, SparseSet};
 use std::any::Any;
-use std::fmt;
-use std::str::FromStr;
 
+pub use backend::{AnyPool, BTreeLayout, Backend, DenseArrayLayout, HashMapLayout, SparseSetLayout, UnknownBackend};
 pub use btree::BTreePool;
 pub use dense_array::DenseArray;
 pub use hash_map::HashPool;
 
-/// The storage layout a world uses for all its components.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Backend {
-    /// Paged sparse array + packed entities + packed values, one per component type.
-    #[default]
-    SparseSet,
-    /// `index -> value` in a hash map with a fast non-cryptographic hasher (FxHash), one per type.
-    HashMap,
-    /// `index -> value` in an ordered B-tree, one per type (the ordered-tree layout: a red-black tree or `SortedDictionary` elsewhere).
-    BTree,
-    /// `Vec<Option<T>>` indexed by entity index, one per type (the direct array).
-    DenseArray,
-    /// One structure-of-arrays table per set of component types (as in Friflo.Engine.ECS, bevy and hecs).
-    Archetype,
+/// The monomorphized functions that create and migrate one component type's storage, kept per type by the
+/// world's [`Registry`], so that code which only knows a component id can still build and move its values.
+#[derive(Clone, Copy)]
+pub struct StorageFns {
+    pub(crate) new_pool: fn(Backend) -> Box<dyn ErasedPool>,
+    pub(crate) new_column: fn() -> Box<dyn archetype::ErasedColumn>,
+    /// Moves every value of this type out of a per-component pool into the archetype tables (rows already made).
+    pub(crate) pool_into_tables: fn(Box<dyn ErasedPool>, &mut Archetypes, ComponentId),
+    /// Moves every value of this type out of the archetype tables into a new pool of the given backend.
+    pub(crate) tables_into_pool: fn(&mut Archetypes, ComponentId, Backend) -> Box<dyn ErasedPool>,
 }
 
-impl Backend {
-    /// Every backend, in the order of the keys 1-5.
-    pub const ALL: [Backend; 5] =
-        [Backend::SparseSet, Backend::HashMap, Backend::BTree, Backend::DenseArray, Backend::Archetype];
-
-    /// The command-line name: `sparse-set`, `hash-map`, `btree`, `dense-array`, `archetype`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Backend::SparseSet => "sparse-set",
-            Backend::HashMap => "hash-map",
-            Backend::BTree => "btree",
-            Backend::DenseArray => "dense-array",
-            Backend::Archetype => "archetype",
+impl TypeData for StorageFns {
+    fn of<T: 'static>() -> Self {
+        Self {
+            new_pool: |backend| Box::new(AnyPool::<T>::new(backend)),
+            new_column: || Box::new(archetype::Column::<T>::new()),
+            pool_into_tables: AnyPool::<T>::into_tables,
+            tables_into_pool: AnyPool::<T>::from_tables,
         }
     }
-
-    /// The next backend in [`Backend::ALL`], wrapping around (Tab in the window).
-    pub fn next(self) -> Backend {
-        let i = Backend::ALL.iter().position(|&b| b == self).unwrap_or(0);
-        Backend::ALL[(i + 1) % Backend::ALL.len()]
-    }
 }
 
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A backend name that is not one of [`Backend::ALL`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownBackend(pub String);
-
-impl fmt::Display for UnknownBackend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown backend `{}`; expected one of: sparse-set, hash-map, btree, dense-array, archetype", self.0)
-    }
-}
-
-impl std::error::Error for UnknownBackend {}
-
-impl FromStr for Backend {
-    type Err = UnknownBackend;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Backend::ALL.into_iter().find(|b| b.name() == s).ok_or_else(|| UnknownBackend(s.to_string()))
-    }
-}
+/// A world's component registry: ids and names, and each type's [`StorageFns`].
+pub type Registry = Components<StorageFns>;
 
 /// One component type's values in a per-component layout, keyed by entity index. The verbs are `HashMap`'s, so
 /// the backends read alike. The world checks liveness; a pool only knows indices.
@@ -217,38 +203,6 @@ pub trait Layout: 'static {
     fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut Self::Pool<T>;
 }
 
-macro_rules! layouts {
-    ($($(#[$doc:meta])* $layout:ident => $variant:ident($pool:ident);)*) => {$(
-        $(#[$doc])*
-        pub struct $layout;
-        impl Layout for $layout {
-            const BACKEND: Backend = Backend::$variant;
-            type Pool<T: 'static> = $pool<T>;
-            #[inline]
-            fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut $pool<T> {
-                match any {
-                    AnyPool::$variant(pool) => pool,
-                    other => unreachable!(
-                        "pool of {} is {:?} but the world's backend is {:?}",
-                        std::any::type_name::<T>(), other.backend(), Backend::$variant
-                    ),
-                }
-            }
-        }
-    )*};
-}
-
-layouts! {
-    /// The sparse-set layout.
-    SparseSetLayout => SparseSet(SparseSet);
-    /// The hash-map layout.
-    HashMapLayout => HashMap(HashPool);
-    /// The B-tree layout.
-    BTreeLayout => BTree(BTreePool);
-    /// The direct-array layout.
-    DenseArrayLayout => DenseArray(DenseArray);
-}
-
 /// Matches `$backend` once and runs `$body` with the type `$L` naming the per-component [`Layout`], or `$tables`
 /// for the archetype backend: the single backend dispatch of a query or a batch.
 macro_rules! dispatch {
@@ -275,18 +229,6 @@ macro_rules! dispatch {
     };
 }
 pub(crate) use dispatch;
-
-/// One component type's pool in whichever per-component layout the world uses now.
-pub enum AnyPool<T> {
-    /// See [`Backend::SparseSet`].
-    SparseSet(SparseSet<T>),
-    /// See [`Backend::HashMap`].
-    HashMap(HashPool<T>),
-    /// See [`Backend::BTree`].
-    BTree(BTreePool<T>),
-    /// See [`Backend::DenseArray`].
-    DenseArray(DenseArray<T>),
-}
 
 /// Runs `$body` with `$pool` bound to the concrete pool, whatever the variant.
 macro_rules! with_pool {
@@ -528,74 +470,6 @@ impl<T: 'static> ErasedPool for AnyPool<T> {
     }
     fn reserve(&mut self, additional: usize) {
         with_pool!(self, p => Pool::reserve(p, additional))
-    }
-}
-
-impl<T: 'static> Pool<T> for SparseSet<T> {
-    #[inline]
-    fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
-        SparseSet::insert(self, entity, value)
-    }
-    #[inline]
-    fn stage_fresh(&mut self, _entity: Entity, value: T) {
-        self.values.push(value);
-    }
-    #[inline]
-    fn commit_fresh(&mut self, fresh: &[Entity]) {
-        self.append_fresh(fresh);
-    }
-    #[inline]
-    fn get(&self, index: u32) -> Option<&T> {
-        SparseSet::get(self, index)
-    }
-    #[inline]
-    fn get_mut(&mut self, index: u32) -> Option<&mut T> {
-        SparseSet::get_mut(self, index)
-    }
-    #[inline]
-    fn remove(&mut self, index: u32) -> Option<T> {
-        SparseSet::remove(self, index)
-    }
-    fn remove_many(&mut self, indices: impl Iterator<Item = u32>) -> usize {
-        SparseSet::remove_many(self, indices)
-    }
-    fn remove_each(&mut self, entities: &[Entity]) -> usize {
-        SparseSet::remove_each(self, entities)
-    }
-    #[inline]
-    fn contains(&self, index: u32) -> bool {
-        SparseSet::contains(self, index)
-    }
-    #[inline]
-    fn len(&self) -> usize {
-        SparseSet::len(self)
-    }
-    fn collect_indices(&self, out: &mut Vec<u32>) {
-        out.extend(self.entities().iter().map(|e| e.index()));
-    }
-    fn collect_entities(&self, _: &Entities, out: &mut Vec<Entity>) {
-        out.extend_from_slice(self.entities());
-    }
-    fn drain(&mut self, mut f: impl FnMut(u32, T)) {
-        SparseSet::drain(self, |entity, value| f(entity.index(), value))
-    }
-    fn bytes(&self) -> usize {
-        SparseSet::bytes(self)
-    }
-    fn reserve(&mut self, additional: usize) {
-        SparseSet::reserve(self, additional)
-    }
-    #[inline]
-    fn packed(&self) -> Option<(&[Entity], &[T])> {
-        Some((self.entities(), self.values()))
-    }
-    #[inline]
-    fn order(&self) -> Option<PackedOrder<'_>> {
-        Some(self.packed_order())
-    }
-    #[inline]
-    fn packed_mut(&mut self) -> Option<(&[Entity], &mut [T])> {
-        Some(self.parts_mut())
     }
 }
 

@@ -2,7 +2,7 @@
 //! (for the overlay and the headless report) and, on request, into a Chrome trace that Perfetto opens.
 //!
 //! Every system run is a span `system` with fields `system` (the system's name) and `id` (its row in the table). The
-//! recorder is a `tracing_subscriber` layer over a registry that the [`App`](super::app::App) installs as the
+//! recorder is a `tracing_subscriber` layer over a registry that the [`App`](super::App) installs as the
 //! thread's default only while it runs a system, so several apps (and parallel tests) never share timings.
 //! After warm-up it allocates nothing: span ids are recycled by the registry and the recorder's tables reuse slots.
 

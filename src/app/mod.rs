@@ -1,7 +1,8 @@
-//! The app, Bevy-plugin style: a world, systems in stages, plugins that add them, and a frame loop.
+//! The app, Bevy-plugin style: a world, systems in stages, plugins that add them, and a frame loop; and the
+//! [`profile`]r that turns each system run into milliseconds and, on request, a Chrome trace.
 //!
 //! ```
-//! use swarm::ecs::app::{App, Stage};
+//! use swarm::app::{App, Stage};
 //! use swarm::ecs::World;
 //! struct Counter(u32);
 //! fn count(world: &mut World) {
@@ -17,8 +18,10 @@
 //! assert_eq!(app.world.resource::<Counter>().0, 2);
 //! ```
 
-use super::profile::Profiler;
-use super::world::World;
+pub mod profile;
+
+use crate::ecs::World;
+use profile::Profiler;
 
 /// When a system runs within a frame. Startup runs once, before the first frame's other stages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -18,7 +18,8 @@
 //!
 //! Zero-sized components (tags) store no payload: `Vec<T>` of a zero-sized `T` never allocates.
 
-use super::entity::Entity;
+use super::Pool;
+use crate::ecs::entity::{Entities, Entity};
 use std::cell::Cell;
 use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -516,6 +517,74 @@ impl<T: Clone> Clone for SparseSet<T> {
 impl<T: std::fmt::Debug> std::fmt::Debug for SparseSet<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<T: 'static> Pool<T> for SparseSet<T> {
+    #[inline]
+    fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
+        SparseSet::insert(self, entity, value)
+    }
+    #[inline]
+    fn stage_fresh(&mut self, _entity: Entity, value: T) {
+        self.values.push(value);
+    }
+    #[inline]
+    fn commit_fresh(&mut self, fresh: &[Entity]) {
+        self.append_fresh(fresh);
+    }
+    #[inline]
+    fn get(&self, index: u32) -> Option<&T> {
+        SparseSet::get(self, index)
+    }
+    #[inline]
+    fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+        SparseSet::get_mut(self, index)
+    }
+    #[inline]
+    fn remove(&mut self, index: u32) -> Option<T> {
+        SparseSet::remove(self, index)
+    }
+    fn remove_many(&mut self, indices: impl Iterator<Item = u32>) -> usize {
+        SparseSet::remove_many(self, indices)
+    }
+    fn remove_each(&mut self, entities: &[Entity]) -> usize {
+        SparseSet::remove_each(self, entities)
+    }
+    #[inline]
+    fn contains(&self, index: u32) -> bool {
+        SparseSet::contains(self, index)
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        SparseSet::len(self)
+    }
+    fn collect_indices(&self, out: &mut Vec<u32>) {
+        out.extend(self.entities().iter().map(|e| e.index()));
+    }
+    fn collect_entities(&self, _: &Entities, out: &mut Vec<Entity>) {
+        out.extend_from_slice(self.entities());
+    }
+    fn drain(&mut self, mut f: impl FnMut(u32, T)) {
+        SparseSet::drain(self, |entity, value| f(entity.index(), value))
+    }
+    fn bytes(&self) -> usize {
+        SparseSet::bytes(self)
+    }
+    fn reserve(&mut self, additional: usize) {
+        SparseSet::reserve(self, additional)
+    }
+    #[inline]
+    fn packed(&self) -> Option<(&[Entity], &[T])> {
+        Some((self.entities(), self.values()))
+    }
+    #[inline]
+    fn order(&self) -> Option<PackedOrder<'_>> {
+        Some(self.packed_order())
+    }
+    #[inline]
+    fn packed_mut(&mut self) -> Option<(&[Entity], &mut [T])> {
+        Some(self.parts_mut())
     }
 }
 
