@@ -39,7 +39,7 @@ use super::entity::{Entities, Entity};
 use super::storage::archetype::{Column, ErasedColumn, Table};
 use super::storage::sparse_set::PackedOrder;
 use super::storage::{dispatch, AnyPool, ErasedPool, Layout, Pool, Registry};
-use super::world::World;
+use super::world::{Storage, World};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -254,7 +254,8 @@ impl<T: 'static> Term for &mut T {
 }
 
 /// How one term of a probing loop reaches its values: by row in the driver's packed array, or by index lookup.
-enum Lane<'w, T: Term, L: Layout> {
+#[doc(hidden)]
+pub enum Lane<'w, T: Term, L: Layout> {
     Packed(T::Slice<'w>),
     Probe(T::PoolRef<'w, L>),
 }
@@ -389,40 +390,183 @@ impl<A: Filter, B: Filter> Filter for (A, B) {
 }
 
 /// The storage a query runs on, split out of the world so the query can borrow its parts separately.
-pub struct QueryContext<'w> {
+pub(crate) struct QueryContext<'w> {
     /// The allocator, to turn indices back into handles.
-    pub entities: &'w Entities,
-    /// The borrowed pools, in the order the query's access names them.
-    pub pools: &'w mut [Option<Box<dyn ErasedPool>>],
-    /// The archetype tables.
-    pub tables: &'w mut [Table],
+    pub(crate) entities: &'w Entities,
+    /// The world's pools or tables.
+    pub(crate) storage: &'w mut Storage,
     /// A reused buffer of the driving pool's entity handles.
-    pub scratch: &'w mut Vec<Entity>,
+    pub(crate) scratch: &'w mut Vec<Entity>,
 }
 
-/// A tuple of [`Term`]s.
+/// A tuple of [`Term`]s. Its methods apply one step to every term (the tuple macro only delegates per element);
+/// the iteration strategy over them is ordinary generic code ([`run_pools`], [`run_tables`]).
 pub trait QueryData {
     /// What the loop body receives: a tuple of references.
     type Item<'a>;
     /// A run of rows: a tuple of parallel slices.
     type Slices<'a>;
+    /// The typed pool borrows of a per-component layout, one per term.
+    type Pools<'w, L: Layout>;
+    /// Per term, how a probing loop reaches its values (see [`Lane`]).
+    type Lanes<'w, L: Layout>;
+
     /// Registers the fetched types and records them in `access`.
     fn access(components: &mut Registry, access: &mut Access);
-    /// The loop over a per-component layout. `taken` yields the query's pools in access order.
-    fn run_pools<'w, L: Layout, F: Filter, V: Visit<Self>>(
-        taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>,
+    /// Takes the terms' pools, in access order.
+    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
+    /// Each term's packed order (`None` where the layout does not pack), in term order.
+    fn orders<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> impl Iterator<Item = Option<PackedOrder<'a>>>;
+    /// The smallest pool length.
+    fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize;
+    /// The first term whose pool has `len` values and packed arrays: the best driver of a probing loop.
+    fn packed_driver<L: Layout>(pools: &Self::Pools<'_, L>, len: usize) -> Option<usize>;
+    /// Every term's packed values (only when every pool packs), and the first term's entities, which own the rows.
+    fn into_packed<'w, L: Layout>(pools: Self::Pools<'w, L>) -> (&'w [Entity], Self::Slices<'w>);
+    /// Term `driver` walked by row (its entities returned), the others probed.
+    fn into_lanes<'w, L: Layout>(pools: Self::Pools<'w, L>, driver: usize) -> (&'w [Entity], Self::Lanes<'w, L>);
+    /// The values at `row` of the driver / `index` of the probed pools, if every term has one.
+    fn lane_get<'a, L: Layout>(lanes: &'a mut Self::Lanes<'_, L>, row: usize, index: u32) -> Option<Self::Item<'a>>;
+    /// The values at `index`, if every term has one.
+    fn probe<'a, L: Layout>(pools: &'a mut Self::Pools<'_, L>, index: u32) -> Option<Self::Item<'a>>;
+    /// Appends the handles of the first term whose pool has `len` values, once (`done` guards it).
+    fn collect<L: Layout>(
+        pools: &Self::Pools<'_, L>,
+        len: usize,
+        done: &mut bool,
         entities: &Entities,
-        scratch: &mut Vec<Entity>,
-        visit: &mut V,
+        out: &mut Vec<Entity>,
     );
-    /// The loop over archetype tables.
-    fn run_tables<V: Visit<Self>>(tables: &mut [Table], access: &Access, visit: &mut V);
+    /// The first `len` values of each slice (so the loop's bounds checks fold away).
+    fn truncate<'w>(slices: Self::Slices<'w>, len: usize) -> Self::Slices<'w>;
+    /// The first `n` rows of each slice, and the rest.
+    fn split_front<'w>(slices: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>);
+    /// The entities of `table` and its columns for the ids `access` names, in term order.
+    fn table_parts<'w>(table: &'w mut Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>);
     /// Calls `f` with each row of parallel slices.
     fn each_row<Func>(entities: &[Entity], slices: Self::Slices<'_>, f: &mut Func)
     where
         Func: for<'a> FnMut(Entity, Self::Item<'a>);
     /// One entity's values as slices of one.
     fn one_slices<'a>(item: Self::Item<'a>) -> Self::Slices<'a>;
+}
+
+/// The loop over a per-component layout. `taken` yields the query's pools in access order.
+///
+/// Lock-step when every fetched pool is packed in the same entity order (e.g. after `sort_as`, or because they get
+/// the same spawns and despawns) and no `With` pool is smaller: shared order stamps prove it in O(1) when nothing
+/// changed since they were given, and in O(changes) when something did; otherwise the orders are compared whole
+/// once, and found equal they get one fresh stamp. Else the smallest pool drives and the others are probed.
+#[inline]
+fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
+    taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>,
+    entities: &Entities,
+    scratch: &mut Vec<Entity>,
+    visit: &mut V,
+) {
+    let mut pools = Q::pools::<L>(taken);
+    let filter = F::pools::<L>(taken);
+
+    let mut aligned = true;
+    {
+        let mut first: Option<PackedOrder<'_>> = None;
+        let mut checked = false;
+        for order in Q::orders::<L>(&pools) {
+            match (order, &first) {
+                (None, _) => aligned = false,
+                (Some(order), None) => first = Some(order),
+                (Some(order), Some(expected)) => {
+                    if !order.known_same_as(expected) {
+                        checked = true;
+                        aligned &= order.same_as(expected);
+                    }
+                }
+            }
+        }
+        if aligned && checked {
+            // Remember the verdict: later checks look only at the positions changed since.
+            let orders: [Option<PackedOrder<'_>>; MAX_QUERY_TYPES] = {
+                let mut all = Q::orders::<L>(&pools);
+                std::array::from_fn(|_| all.next().flatten())
+            };
+            PackedOrder::mark_same(orders.iter().flatten());
+        }
+    }
+    // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
+    let fetched = Q::min_len::<L>(&pools);
+    if aligned && F::min_len::<L>(&filter) >= fetched {
+        let (rows, slices) = Q::into_packed::<L>(pools);
+        let len = rows.len();
+        let mut rest = Q::truncate(slices, len);
+        if F::ALWAYS {
+            visit.run(rows, rest);
+            return;
+        }
+        // Runs of matching rows, each row tested once; the end of the rows ends the last run. `rest` holds the
+        // rows from `cut` on.
+        let (mut start, mut cut) = (0, 0);
+        for row in 0..=len {
+            if rows.get(row).is_some_and(|e| F::matches::<L>(&filter, e.index())) {
+                continue;
+            }
+            if row > start {
+                let (_, tail) = Q::split_front(rest, start - cut);
+                let (run, tail) = Q::split_front(tail, row - start);
+                rest = tail;
+                visit.run(&rows[start..row], run);
+                cut = row;
+            }
+            start = row + 1;
+        }
+        return;
+    }
+
+    // Probe: the smallest pool drives.
+    let smallest = F::min_len::<L>(&filter).min(fetched);
+
+    // A fetched pool with packed arrays drives by walking them: its own values come by row, and only the other
+    // pools are probed by index (the textbook movement system).
+    if let Some(driver) = Q::packed_driver::<L>(&pools, smallest) {
+        let (rows, mut lanes) = Q::into_lanes::<L>(pools, driver);
+        for (row, &entity) in rows.iter().enumerate() {
+            let index = entity.index();
+            if !F::matches::<L>(&filter, index) {
+                continue;
+            }
+            if let Some(item) = Q::lane_get::<L>(&mut lanes, row, index) {
+                visit.one(entity, item);
+            }
+        }
+        return;
+    }
+
+    // Otherwise (a `With` filter is smallest, or the layout does not pack): copy the driver's handles to the
+    // scratch buffer and probe every pool by index.
+    scratch.clear();
+    let mut done = false;
+    Q::collect::<L>(&pools, smallest, &mut done, entities, scratch);
+    F::collect::<L>(&filter, smallest, &mut done, entities, scratch);
+    for &entity in scratch.iter() {
+        let index = entity.index();
+        if !F::matches::<L>(&filter, index) {
+            continue;
+        }
+        if let Some(item) = Q::probe::<L>(&mut pools, index) {
+            visit.one(entity, item);
+        }
+    }
+}
+
+/// The loop over archetype tables: every non-empty table that holds the fetched and `With` types and none of the
+/// `Without` types is one run of column slices.
+fn run_tables<Q: QueryData, V: Visit<Q>>(tables: &mut [Table], access: &Access, visit: &mut V) {
+    for table in tables {
+        if table.is_empty() || !table.set().is_superset(&access.required) || table.set().intersects(&access.excluded) {
+            continue;
+        }
+        let (rows, slices) = Q::table_parts(table, access);
+        visit.run(rows, Q::truncate(slices, rows.len()));
+    }
 }
 
 /// What a query loop hands its matches to: runs of packed rows as parallel slices (a lock-step walk, an archetype
@@ -465,27 +609,12 @@ impl<Q: QueryData, Func: for<'a> FnMut(&[Entity], Q::Slices<'a>)> Visit<Q> for R
 }
 
 macro_rules! impl_query_data {
-    ($($T:ident $s:ident $d:ident $i:ident),+) => {
+    ($($T:ident $s:ident $d:ident $i:ident $k:tt),+) => {
         impl<$($T: Term),+> QueryData for ($($T,)+) {
             type Item<'a> = ($($T::Item<'a>,)+);
             type Slices<'a> = ($($T::Slice<'a>,)+);
-
-            #[inline]
-            fn each_row<Func>(rows: &[Entity], ($($d,)+): Self::Slices<'_>, f: &mut Func)
-            where
-                Func: for<'a> FnMut(Entity, Self::Item<'a>),
-            {
-                let len = rows.len();
-                $(let mut $d = $T::truncate($d, len);)+
-                for (row, &entity) in rows.iter().enumerate() {
-                    f(entity, ($($T::at(&mut $d, row),)+));
-                }
-            }
-
-            #[inline]
-            fn one_slices<'a>(($($i,)+): Self::Item<'a>) -> Self::Slices<'a> {
-                ($($T::one($i),)+)
-            }
+            type Pools<'w, L: Layout> = ($($T::PoolRef<'w, L>,)+);
+            type Lanes<'w, L: Layout> = ($(Lane<'w, $T, L>,)+);
 
             fn access(components: &mut Registry, access: &mut Access) {
                 $(
@@ -496,162 +625,125 @@ macro_rules! impl_query_data {
             }
 
             #[inline]
-            fn run_pools<'w, L: Layout, F: Filter, V: Visit<Self>>(
-                taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>,
-                entities: &Entities,
-                scratch: &mut Vec<Entity>,
-                visit: &mut V,
-            ) {
-                $(let mut $s = $T::pool_ref::<L>(taken.next().expect("query pool was taken"));)+
-                let filter = F::pools::<L>(taken);
+            fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
+                ($($T::pool_ref::<L>(taken.next().expect("query pool was taken")),)+)
+            }
 
-                // Lock-step: every fetched pool is packed in the same entity order (e.g. after `sort_as`, or because
-                // they get the same spawns and despawns). Shared order stamps prove it in O(1) when nothing changed
-                // since they were given, and in O(changes) when something did; otherwise the orders are compared
-                // whole once. Found equal, they get one fresh stamp.
-                let mut aligned = true;
-                {
-                    let mut first: Option<PackedOrder<'_>> = None;
-                    let mut checked = false;
-                    $(
-                        match ($T::order::<L>(&$s), &first) {
-                            (None, _) => aligned = false,
-                            (Some(order), None) => first = Some(order),
-                            (Some(order), Some(expected)) => {
-                                if !order.known_same_as(expected) {
-                                    checked = true;
-                                    aligned &= order.same_as(expected);
-                                }
-                            }
-                        }
-                    )+
-                    if aligned && checked {
-                        // Remember the verdict: later checks look only at the positions changed since.
-                        PackedOrder::mark_same([$($T::order::<L>(&$s)),+].iter().flatten());
-                    }
-                    let _ = first; // read by the next term; a one-term query never does
-                }
-                // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
-                let fetched = usize::MAX$(.min($T::len::<L>(&$s)))+;
-                if aligned && F::min_len::<L>(&filter) >= fetched {
-                    let mut rows: Option<&[Entity]> = None;
-                    $(let (order, $d) = $T::into_packed::<L>($s); rows.get_or_insert(order);)+
-                    let rows = rows.unwrap_or(&[]);
-                    let len = rows.len();
-                    $(let mut $d = $T::truncate($d, len);)+
-                    if F::ALWAYS {
-                        visit.run(rows, ($($d,)+));
-                        return;
-                    }
-                    // Runs of matching rows, each row tested once; the end of the rows ends the last run. `$d`
-                    // holds the rows from `cut` on.
-                    let (mut start, mut cut) = (0, 0);
-                    for row in 0..=len {
-                        if rows.get(row).is_some_and(|e| F::matches::<L>(&filter, e.index())) {
-                            continue;
-                        }
-                        if row > start {
-                            $(let (_, rest) = $T::split_front($d, start - cut); let ($i, rest) = $T::split_front(rest, row - start); $d = rest;)+
-                            visit.run(&rows[start..row], ($($i,)+));
-                            cut = row;
-                        }
-                        start = row + 1;
-                    }
-                    return;
-                }
+            #[inline]
+            fn orders<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> impl Iterator<Item = Option<PackedOrder<'a>>> {
+                [$($T::order::<L>(&pools.$k)),+].into_iter()
+            }
 
-                // Probe: the smallest pool drives.
-                let smallest = F::min_len::<L>(&filter)$(.min($T::len::<L>(&$s)))+;
+            #[inline]
+            fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize {
+                usize::MAX$(.min($T::len::<L>(&pools.$k)))+
+            }
 
-                // A fetched pool with packed arrays drives by walking them: its own values come by row, and only the
-                // other pools are probed by index (the textbook movement system).
-                let mut driver = usize::MAX;
-                let mut k = 0;
+            #[inline]
+            fn packed_driver<L: Layout>(pools: &Self::Pools<'_, L>, len: usize) -> Option<usize> {
                 $(
-                    if driver == usize::MAX && $T::len::<L>(&$s) == smallest && $T::order::<L>(&$s).is_some() {
-                        driver = k;
-                    }
-                    k += 1;
-                )+
-                let _ = k;
-                if driver != usize::MAX {
-                    let mut rows: &[Entity] = &[];
-                    let mut k = 0;
-                    $(
-                        let mut $d: Lane<'_, $T, L> = if k == driver {
-                            let (order, values) = $T::into_packed::<L>($s);
-                            rows = order;
-                            Lane::Packed($T::truncate(values, order.len()))
-                        } else {
-                            Lane::Probe($s)
-                        };
-                        k += 1;
-                    )+
-                    let _ = k;
-                    for (row, &entity) in rows.iter().enumerate() {
-                        let index = entity.index();
-                        if !F::matches::<L>(&filter, index) {
-                            continue;
-                        }
-                        if let ($(Some($i),)+) = ($($d.get(row, index),)+) {
-                            visit.one(entity, ($($i,)+));
-                        }
-                    }
-                    return;
-                }
-
-                // Otherwise (a `With` filter is smallest, or the layout does not pack): copy the driver's handles to
-                // the scratch buffer and probe every pool by index.
-                scratch.clear();
-                let mut done = false;
-                $(
-                    if !done && $T::len::<L>(&$s) == smallest {
-                        $T::collect::<L>(&$s, entities, scratch);
-                        done = true;
+                    if $T::len::<L>(&pools.$k) == len && $T::order::<L>(&pools.$k).is_some() {
+                        return Some($k);
                     }
                 )+
-                F::collect::<L>(&filter, smallest, &mut done, entities, scratch);
-                for &entity in scratch.iter() {
-                    let index = entity.index();
-                    if !F::matches::<L>(&filter, index) {
-                        continue;
-                    }
-                    if let ($(Some($i),)+) = ($($T::probe::<L>(&mut $s, index),)+) {
-                        visit.one(entity, ($($i,)+));
-                    }
+                None
+            }
+
+            #[inline]
+            fn into_packed<'w, L: Layout>(($($s,)+): Self::Pools<'w, L>) -> (&'w [Entity], Self::Slices<'w>) {
+                let mut rows: Option<&[Entity]> = None;
+                $(let (order, $d) = $T::into_packed::<L>($s); rows.get_or_insert(order);)+
+                (rows.unwrap_or(&[]), ($($d,)+))
+            }
+
+            #[inline]
+            fn into_lanes<'w, L: Layout>(($($s,)+): Self::Pools<'w, L>, driver: usize) -> (&'w [Entity], Self::Lanes<'w, L>) {
+                let mut rows: &[Entity] = &[];
+                $(
+                    let $d: Lane<'_, $T, L> = if $k == driver {
+                        let (order, values) = $T::into_packed::<L>($s);
+                        rows = order;
+                        Lane::Packed($T::truncate(values, order.len()))
+                    } else {
+                        Lane::Probe($s)
+                    };
+                )+
+                (rows, ($($d,)+))
+            }
+
+            #[inline]
+            fn lane_get<'a, L: Layout>(($($d,)+): &'a mut Self::Lanes<'_, L>, row: usize, index: u32) -> Option<Self::Item<'a>> {
+                $(let $i = $d.get(row, index);)+
+                match ($($i,)+) {
+                    ($(Some($i),)+) => Some(($($i,)+)),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
                 }
             }
 
-            fn run_tables<V: Visit<Self>>(tables: &mut [Table], access: &Access, visit: &mut V) {
-                for table in tables {
-                    if table.is_empty()
-                        || !table.set().is_superset(&access.required)
-                        || table.set().intersects(&access.excluded)
-                    {
-                        continue;
-                    }
-                    let mut ids = access.ids().iter();
-                    let slots = [$({
-                        let _ = stringify!($T);
-                        table.column_slot(*ids.next().expect("an id per term")).expect("table matched the query")
-                    }),+];
-                    let (rows, columns) = table.parts_mut();
-                    let [$($s),+] = columns.get_disjoint_mut(slots).expect("query ids are distinct");
-                    let len = rows.len();
-                    visit.run(rows, ($($T::truncate($T::column($s), len),)+));
+            #[inline]
+            fn probe<'a, L: Layout>(($($s,)+): &'a mut Self::Pools<'_, L>, index: u32) -> Option<Self::Item<'a>> {
+                $(let $i = $T::probe::<L>($s, index);)+
+                match ($($i,)+) {
+                    ($(Some($i),)+) => Some(($($i,)+)),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
                 }
+            }
+
+            fn collect<L: Layout>(pools: &Self::Pools<'_, L>, len: usize, done: &mut bool, entities: &Entities, out: &mut Vec<Entity>) {
+                $(
+                    if !*done && $T::len::<L>(&pools.$k) == len {
+                        $T::collect::<L>(&pools.$k, entities, out);
+                        *done = true;
+                    }
+                )+
+            }
+
+            #[inline]
+            fn truncate<'w>(($($d,)+): Self::Slices<'w>, len: usize) -> Self::Slices<'w> {
+                ($($T::truncate($d, len),)+)
+            }
+
+            #[inline]
+            fn split_front<'w>(($($d,)+): Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>) {
+                $(let ($i, $d) = $T::split_front($d, n);)+
+                (($($i,)+), ($($d,)+))
+            }
+
+            fn table_parts<'w>(table: &'w mut Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>) {
+                let ids = access.ids();
+                let slots = [$(table.column_slot(ids[$k]).expect("table matched the query")),+];
+                let (rows, columns) = table.parts_mut();
+                let [$($s),+] = columns.get_disjoint_mut(slots).expect("query ids are distinct");
+                (rows, ($($T::column($s),)+))
+            }
+
+            #[inline]
+            fn each_row<Func>(rows: &[Entity], slices: Self::Slices<'_>, f: &mut Func)
+            where
+                Func: for<'a> FnMut(Entity, Self::Item<'a>),
+            {
+                let ($(mut $d,)+) = Self::truncate(slices, rows.len());
+                for (row, &entity) in rows.iter().enumerate() {
+                    f(entity, ($($T::at(&mut $d, row),)+));
+                }
+            }
+
+            #[inline]
+            fn one_slices<'a>(($($i,)+): Self::Item<'a>) -> Self::Slices<'a> {
+                ($($T::one($i),)+)
             }
         }
     };
 }
 
-impl_query_data!(A sa da ia);
-impl_query_data!(A sa da ia, B sb db ib);
-impl_query_data!(A sa da ia, B sb db ib, C sc dc ic);
-impl_query_data!(A sa da ia, B sb db ib, C sc dc ic, D sd dd id);
-impl_query_data!(A sa da ia, B sb db ib, C sc dc ic, D sd dd id, E se de ie);
-impl_query_data!(A sa da ia, B sb db ib, C sc dc ic, D sd dd id, E se de ie, G sg dg ig);
-
+impl_query_data!(A sa da ia 0);
+impl_query_data!(A sa da ia 0, B sb db ib 1);
+impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2);
+impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3);
+impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3, E se de ie 4);
+impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3, E se de ie 4, G sg dg ig 5);
 /// A query being built: fetch `Q`, filtered by `F`. Run it with [`Query::for_each`].
 pub struct Query<'w, Q: QueryData, F: Filter = ()> {
     world: &'w mut World,
@@ -729,11 +821,15 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, Q, F> {
             return Err(error);
         }
         world.sync_pools();
-        let backend = world.backend();
-        let mut context = world.query_context();
-        // The one backend dispatch of the query.
-        dispatch!(backend, L => run::<Q, F, L, _>(&mut context, &access, visit),
-            tables => Q::run_tables(context.tables, &access, visit));
+        let context = world.query_context();
+        // The one storage dispatch of the query.
+        match context.storage {
+            Storage::Pools { layout, pools } => {
+                let (entities, scratch) = (context.entities, context.scratch);
+                dispatch!(*layout, L => run::<Q, F, L, _>(pools, entities, scratch, &access, visit))
+            }
+            Storage::Tables(archetypes) => run_tables::<Q, _>(archetypes.tables_mut(), &access, visit),
+        }
         Ok(())
     }
 
@@ -763,17 +859,18 @@ impl Drop for Taken<'_> {
 }
 
 fn run<Q: QueryData, F: Filter, L: Layout, V: Visit<Q>>(
-    context: &mut QueryContext<'_>,
+    pools: &mut [Option<Box<dyn ErasedPool>>],
+    entities: &Entities,
+    scratch: &mut Vec<Entity>,
     access: &Access,
     visit: &mut V,
 ) {
-    let mut taken =
-        Taken { pools: context.pools, held: Default::default(), ids: [0; MAX_QUERY_TYPES], len: access.ids().len() };
+    let mut taken = Taken { pools, held: Default::default(), ids: [0; MAX_QUERY_TYPES], len: access.ids().len() };
     for (k, &id) in access.ids().iter().enumerate() {
         taken.held[k] = Some(taken.pools[id as usize].take().expect("pool of a registered component is missing"));
         taken.ids[k] = id;
     }
     let len = taken.len;
     let mut pools = taken.held[..len].iter_mut().map(|p| p.as_deref_mut().expect("taken above"));
-    Q::run_pools::<L, F, V>(&mut pools, context.entities, context.scratch, visit);
+    run_pools::<Q, L, F, V>(&mut pools, entities, scratch, visit);
 }

@@ -7,7 +7,7 @@ use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 use super::query::{Filter, Query, QueryContext, QueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
-use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool, Registry};
+use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry};
 use super::view::{Store, ViewMut};
 
 /// Bytes held by one component type's storage.
@@ -38,11 +38,7 @@ pub struct ComponentBytes {
 pub struct World {
     entities: Entities,
     components: Registry,
-    backend: Backend,
-    /// Per-component pools by [`ComponentId`]; empty while the backend is [`Backend::Archetype`].
-    pools: Vec<Option<Box<dyn ErasedPool>>>,
-    /// Archetype tables; only the empty table while a per-component backend is in use.
-    archetypes: Archetypes,
+    storage: Storage,
     resources: Resources,
     commands: CommandQueue,
     totals: ApplyStats,
@@ -50,6 +46,61 @@ pub struct World {
     scratch: Vec<u32>,
     /// Reused handle buffer (a query's driver handles, a batch despawn's live targets).
     handle_scratch: Vec<Entity>,
+}
+
+/// Where a world's component values live: one pool per component type in one per-component layout, or the
+/// archetype tables. Every world operation matches this once.
+pub(crate) enum Storage {
+    /// Pools by [`ComponentId`], all in `layout`. A slot is `None` while a running query has taken its pool.
+    Pools { layout: PoolLayout, pools: Vec<Option<Box<dyn ErasedPool>>> },
+    /// One table per set of component types.
+    Tables(Archetypes),
+}
+
+impl Storage {
+    fn new(backend: Backend) -> Self {
+        match backend.pool_layout() {
+            Some(layout) => Storage::Pools { layout, pools: Vec::new() },
+            None => Storage::Tables(Archetypes::new()),
+        }
+    }
+
+    fn backend(&self) -> Backend {
+        match self {
+            Storage::Pools { layout, .. } => layout.backend(),
+            Storage::Tables(_) => Backend::Archetype,
+        }
+    }
+}
+
+/// Makes sure `pools` has a pool for every id up to `id`.
+fn ensure_pools(
+    pools: &mut Vec<Option<Box<dyn ErasedPool>>>,
+    layout: PoolLayout,
+    components: &Registry,
+    id: ComponentId,
+) {
+    while pools.len() <= id as usize {
+        pools.push(Some((components.data(pools.len() as ComponentId).new_pool)(layout)));
+    }
+}
+
+/// Puts each bundle of `items` into a new row of the table for `ids` (the entities are newly alive); `out`
+/// receives them in order.
+fn spawn_rows<B: Bundle>(
+    archetypes: &mut Archetypes,
+    components: &Registry,
+    ids: &BundleIds,
+    items: impl Iterator<Item = (Entity, B)>,
+    out: &mut Vec<Entity>,
+) {
+    let table = archetypes.table_for(ids.set, components);
+    archetypes.reserve_rows(table, items.size_hint().0);
+    for (entity, bundle) in items {
+        archetypes.push_row(entity, table);
+        bundle.put_table(archetypes, table, ids.ids());
+        out.push(entity);
+    }
 }
 
 /// The default capacity of [`World::new`]: about a million entities.
@@ -77,9 +128,7 @@ impl World {
         Self {
             entities,
             components: Registry::default(),
-            backend: Backend::SparseSet,
-            pools: Vec::new(),
-            archetypes: Archetypes::new(),
+            storage: Storage::new(Backend::default()),
             resources: Resources::default(),
             commands: CommandQueue::default(),
             totals: ApplyStats::default(),
@@ -90,7 +139,7 @@ impl World {
 
     /// The backend in use.
     pub fn backend(&self) -> Backend {
-        self.backend
+        self.storage.backend()
     }
 
     /// The allocator: live entities, capacity, retired indices.
@@ -130,19 +179,13 @@ impl World {
 
     #[inline]
     fn register<T: 'static>(&mut self) -> ComponentId {
-        let (id, new) = self.components.register::<T>();
-        if new || self.pools.len() <= id as usize {
-            self.ensure_pool(id);
+        let (id, _) = self.components.register::<T>();
+        if let Storage::Pools { layout, pools } = &mut self.storage {
+            if pools.len() <= id as usize {
+                ensure_pools(pools, *layout, &self.components, id);
+            }
         }
         id
-    }
-
-    /// The pool of component `id`; `None` if the type was registered (by a refused query or a refused spawn)
-    /// but never given a pool, which means no entity has it.
-    #[inline]
-    fn pool<T: 'static>(&self, id: ComponentId) -> Option<&AnyPool<T>> {
-        let pool = self.pools.get(id as usize)?.as_deref().expect("pool is taken by a running query");
-        Some(AnyPool::downcast_ref(pool))
     }
 
     /// Spawns an entity with the components of `bundle` (a tuple).
@@ -171,38 +214,28 @@ impl World {
         let hint = bundles.size_hint().0.min((self.capacity() - self.len()) as usize);
         out.reserve(hint);
         self.entities.reserve_indices(hint);
-        for id in ids.ids() {
-            self.ensure_pool(*id);
-            if let Some(pool) = self.pools.get_mut(*id as usize) {
-                pool.as_deref_mut().expect("pool is taken by a running query").reserve(hint);
+        // Allocation stops at the first refusal, before the next bundle is taken.
+        let mut full = Ok(());
+        let entities = &mut self.entities;
+        let items = bundles.map_while(|bundle| match entities.alloc() {
+            Ok(entity) => Some((entity, bundle)),
+            Err(error) => {
+                full = Err(error);
+                None
             }
-        }
-        if self.backend == Backend::Archetype {
-            let table = self.archetypes.table_for(ids.set, &self.components);
-            self.archetypes.reserve_rows(table, hint);
-            for bundle in bundles {
-                let entity = self.entities.alloc()?;
-                self.archetypes.push_row(entity, table);
-                bundle.put_table(&mut self.archetypes, table, ids.ids());
-                out.push(entity);
-            }
-            Ok(())
-        } else {
-            // One backend dispatch for the batch; each pool is downcast once. Allocation stops at the first
-            // refusal, before the next bundle is taken.
-            let (pools, ids, entities) = (&mut self.pools, ids.ids(), &mut self.entities);
-            let mut full = Ok(());
-            let items = bundles.map_while(|bundle| match entities.alloc() {
-                Ok(entity) => Some((entity, bundle)),
-                Err(error) => {
-                    full = Err(error);
-                    None
+        });
+        match &mut self.storage {
+            Storage::Tables(archetypes) => spawn_rows(archetypes, &self.components, &ids, items, out),
+            Storage::Pools { layout, pools } => {
+                for &id in ids.ids() {
+                    ensure_pools(pools, *layout, &self.components, id);
+                    pools[id as usize].as_deref_mut().expect("pool is taken by a running query").reserve(hint);
                 }
-            });
-            dispatch!(self.backend, L => B::put_batch::<L>(items, pools, ids, out),
-                tables => unreachable!("handled above"));
-            full
+                // One layout dispatch for the batch; each pool is downcast once.
+                dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out));
+            }
         }
+        full
     }
 
     /// Makes the handles of `reserved` (from [`Commands::spawn`]) alive with `bundles`, in order, resolving pools
@@ -215,52 +248,40 @@ impl World {
         ids: &BundleIds,
         out: &mut Vec<Entity>,
     ) {
-        for id in ids.ids() {
-            self.ensure_pool(*id);
-        }
         let entities = &mut self.entities;
         let items = reserved.iter().zip(bundles).filter(|(entity, _)| entities.activate(**entity));
-        if self.backend == Backend::Archetype {
-            let table = self.archetypes.table_for(ids.set, &self.components);
-            for (&entity, bundle) in items {
-                self.archetypes.push_row(entity, table);
-                bundle.put_table(&mut self.archetypes, table, ids.ids());
-                out.push(entity);
-            }
-            return;
-        }
         let items = items.map(|(&entity, bundle)| (entity, bundle));
-        let (pools, ids) = (&mut self.pools, ids.ids());
-        dispatch!(self.backend, L => B::put_batch::<L>(items, pools, ids, out),
-            tables => unreachable!("handled above"))
+        match &mut self.storage {
+            Storage::Tables(archetypes) => spawn_rows(archetypes, &self.components, ids, items, out),
+            Storage::Pools { layout, pools } => {
+                for &id in ids.ids() {
+                    ensure_pools(pools, *layout, &self.components, id);
+                }
+                dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out))
+            }
+        }
     }
 
     /// Gives every registered component type its pool (types may be registered by queries and bundles first).
     pub(crate) fn sync_pools(&mut self) {
-        if !self.components.is_empty() {
-            self.ensure_pool(self.components.len() as ComponentId - 1);
-        }
-    }
-
-    fn ensure_pool(&mut self, id: ComponentId) {
-        if self.backend != Backend::Archetype {
-            while self.pools.len() <= id as usize {
-                let fns = self.components.data(self.pools.len() as ComponentId);
-                self.pools.push(Some((fns.new_pool)(self.backend)));
+        if let Storage::Pools { layout, pools } = &mut self.storage {
+            if let Some(last) = self.components.len().checked_sub(1) {
+                ensure_pools(pools, *layout, &self.components, last as ComponentId);
             }
         }
     }
 
     fn place<B: Bundle>(&mut self, entity: Entity, bundle: B, ids: &BundleIds) {
-        if self.backend == Backend::Archetype {
-            let table = self.archetypes.table_for(ids.set, &self.components);
-            self.archetypes.push_row(entity, table);
-            bundle.put_table(&mut self.archetypes, table, ids.ids());
-        } else {
-            for id in ids.ids() {
-                self.ensure_pool(*id);
+        match &mut self.storage {
+            Storage::Tables(archetypes) => {
+                spawn_rows(archetypes, &self.components, ids, std::iter::once((entity, bundle)), &mut Vec::new())
             }
-            bundle.put_pools(&mut self.pools, ids.ids(), entity);
+            Storage::Pools { layout, pools } => {
+                for &id in ids.ids() {
+                    ensure_pools(pools, *layout, &self.components, id);
+                }
+                bundle.put_pools(pools, ids.ids(), entity);
+            }
         }
     }
 
@@ -274,18 +295,21 @@ impl World {
         if !self.entities.is_alive(entity) {
             return Err(NoSuchEntity(entity));
         }
-        if self.backend == Backend::Archetype {
-            // The row goes whole even if a component's `drop` panics (`Archetypes::despawn` finishes first), so
-            // the handle can be freed first.
-            self.entities.free(entity);
-            self.archetypes.despawn(entity.index());
-        } else {
-            // Values first: if a `drop` panics, the entity stays alive (partly stripped), and is never freed with
-            // values left behind for the index's next owner.
-            for pool in self.pools.iter_mut().flatten() {
-                pool.remove_index(entity.index());
+        match &mut self.storage {
+            Storage::Tables(archetypes) => {
+                // The row goes whole even if a component's `drop` panics (`Archetypes::despawn` finishes first),
+                // so the handle can be freed first.
+                self.entities.free(entity);
+                archetypes.despawn(entity.index());
             }
-            self.entities.free(entity);
+            Storage::Pools { pools, .. } => {
+                // Values first: if a `drop` panics, the entity stays alive (partly stripped), and is never freed
+                // with values left behind for the index's next owner.
+                for pool in pools.iter_mut().flatten() {
+                    pool.remove_index(entity.index());
+                }
+                self.entities.free(entity);
+            }
         }
         Ok(())
     }
@@ -303,9 +327,9 @@ impl World {
     /// assert!(world.is_empty());
     /// ```
     pub fn despawn_batch(&mut self, targets: &[Entity]) -> usize {
-        if self.backend == Backend::Archetype {
+        let Storage::Pools { pools, .. } = &mut self.storage else {
             return targets.iter().filter(|&&entity| self.despawn(entity).is_ok()).count();
-        }
+        };
         // Components go first and handles are freed after, as in `despawn`: if a component's `drop` panics, the
         // entities are still alive (partly stripped), never freed with values left behind for the index's next
         // owner. A repeated target is removed twice (the second finds nothing) and freed once (`free` refuses a
@@ -313,7 +337,7 @@ impl World {
         let mut live = std::mem::take(&mut self.handle_scratch);
         live.clear();
         live.extend(targets.iter().filter(|&&entity| self.entities.is_alive(entity)));
-        for pool in self.pools.iter_mut().flatten() {
+        for pool in pools.iter_mut().flatten() {
             pool.remove_entities(&live);
         }
         let despawned = live.iter().filter(|&&entity| self.entities.free(entity)).count();
@@ -348,17 +372,6 @@ impl World {
     pub fn insert_many<T: 'static>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
         let id = self.register::<T>();
         let entities = &self.entities;
-        if self.backend == Backend::Archetype {
-            let mut skipped = 0;
-            for (entity, value) in items {
-                if entities.is_alive(entity) {
-                    self.archetypes.insert(entity, id, value, &self.components);
-                } else {
-                    skipped += 1;
-                }
-            }
-            return skipped;
-        }
         fn run<L: Layout, T: 'static>(
             pool: &mut AnyPool<T>,
             entities: &Entities,
@@ -377,9 +390,23 @@ impl World {
             }
             skipped
         }
-        let backend = self.backend;
-        let pool = AnyPool::in_slot(&mut self.pools[id as usize]);
-        dispatch!(backend, L => run::<L, T>(pool, entities, items), tables => unreachable!("handled above"))
+        match &mut self.storage {
+            Storage::Tables(archetypes) => {
+                let mut skipped = 0;
+                for (entity, value) in items {
+                    if entities.is_alive(entity) {
+                        archetypes.insert(entity, id, value, &self.components);
+                    } else {
+                        skipped += 1;
+                    }
+                }
+                skipped
+            }
+            Storage::Pools { layout, pools } => {
+                let pool = AnyPool::in_slot(&mut pools[id as usize]);
+                dispatch!(*layout, L => run::<L, T>(pool, entities, items))
+            }
+        }
     }
 
     /// Removes component `T` from many entities, dropping the values, with one dispatch for the batch. Returns how
@@ -387,21 +414,21 @@ impl World {
     pub fn remove_many<T: 'static>(&mut self, targets: &[Entity]) -> usize {
         let Some(id) = self.components.id::<T>() else { return 0 };
         let entities = &self.entities;
-        if self.backend == Backend::Archetype {
-            return targets
-                .iter()
-                .filter(|e| entities.is_alive(**e) && self.archetypes.remove_erased(e.index(), id, &self.components))
-                .count();
-        }
         fn run<L: Layout, T: 'static>(pool: &mut AnyPool<T>, entities: &Entities, targets: &[Entity]) -> usize {
             let pool = L::pool_mut(pool);
             pool.remove_many(targets.iter().filter(|e| entities.is_alive(**e)).map(|e| e.index()))
         }
-        let backend = self.backend;
-        // A type registered by a refused query or spawn has no pool yet: then nobody has it.
-        let Some(pool) = self.pools.get_mut(id as usize) else { return 0 };
-        let pool = AnyPool::in_slot(pool);
-        dispatch!(backend, L => run::<L, T>(pool, entities, targets), tables => unreachable!("handled above"))
+        match &mut self.storage {
+            Storage::Tables(archetypes) => targets
+                .iter()
+                .filter(|e| entities.is_alive(**e) && archetypes.remove_erased(e.index(), id, &self.components))
+                .count(),
+            Storage::Pools { layout, pools } => {
+                // A type registered by a refused query or spawn has no pool yet: then nobody has it.
+                let Some(pool) = pools.get_mut(id as usize) else { return 0 };
+                dispatch!(*layout, L => run::<L, T>(AnyPool::in_slot(pool), entities, targets))
+            }
+        }
     }
 
     /// Component `T` of `entity`; `None` if the handle is stale or the component absent.
@@ -411,10 +438,13 @@ impl World {
             return None;
         }
         let id = self.components.id::<T>()?;
-        if self.backend == Backend::Archetype {
-            self.archetypes.get::<T>(entity.index(), id)
-        } else {
-            self.pool::<T>(id)?.get(entity.index())
+        match &self.storage {
+            Storage::Tables(archetypes) => archetypes.get::<T>(entity.index(), id),
+            Storage::Pools { pools, .. } => {
+                // A type registered by a refused query or spawn may have no pool yet: then nobody has it.
+                let pool = pools.get(id as usize)?.as_deref().expect("pool is taken by a running query");
+                AnyPool::<T>::downcast_ref(pool).get(entity.index())
+            }
         }
     }
 
@@ -448,10 +478,9 @@ impl World {
 
     #[inline]
     fn entities_and_store<T: 'static>(&mut self, id: ComponentId) -> (&Entities, Option<Store<'_, T>>) {
-        let store = if self.backend == Backend::Archetype {
-            Some(Store::Tables { archetypes: &mut self.archetypes, components: &self.components, id })
-        } else {
-            self.pools.get_mut(id as usize).map(|pool| Store::Pool(AnyPool::in_slot(pool)))
+        let store = match &mut self.storage {
+            Storage::Tables(archetypes) => Some(Store::Tables { archetypes, components: &self.components, id }),
+            Storage::Pools { pools, .. } => pools.get_mut(id as usize).map(|pool| Store::Pool(AnyPool::in_slot(pool))),
         };
         (&self.entities, store)
     }
@@ -472,18 +501,14 @@ impl World {
     }
 
     pub(crate) fn query_context(&mut self) -> QueryContext<'_> {
-        QueryContext {
-            entities: &self.entities,
-            pools: &mut self.pools,
-            tables: self.archetypes.tables_mut(),
-            scratch: &mut self.handle_scratch,
-        }
+        QueryContext { entities: &self.entities, storage: &mut self.storage, scratch: &mut self.handle_scratch }
     }
 
     /// The packed sparse-set pool of `T`, when the backend is [`Backend::SparseSet`] (for sorting, inspection).
     pub fn sparse_set<T: 'static>(&self) -> Option<&super::storage::sparse_set::SparseSet<T>> {
         let id = self.components.id::<T>()?;
-        match self.pools.get(id as usize)?.as_deref()?.as_any().downcast_ref::<AnyPool<T>>()? {
+        let Storage::Pools { pools, .. } = &self.storage else { return None };
+        match pools.get(id as usize)?.as_deref()?.as_any().downcast_ref::<AnyPool<T>>()? {
             AnyPool::SparseSet(set) => Some(set),
             _ => None,
         }
@@ -494,7 +519,8 @@ impl World {
     /// checks (liveness, the other pools) and is the caller's responsibility.
     pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut super::storage::sparse_set::SparseSet<T>> {
         let id = self.components.id::<T>()?;
-        match self.pools.get_mut(id as usize)?.as_deref_mut()?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
+        let Storage::Pools { pools, .. } = &mut self.storage else { return None };
+        match pools.get_mut(id as usize)?.as_deref_mut()?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
             AnyPool::SparseSet(set) => Some(set),
             _ => None,
         }
@@ -504,25 +530,23 @@ impl World {
     /// generation and the same values; stale handles stay dead; free list, capacity and retired indices are kept
     /// (they live in the allocator, which does not change).
     pub fn set_backend(&mut self, backend: Backend) {
-        if backend == self.backend {
+        if backend == self.backend() {
             return;
         }
         let entities = &self.entities;
-        let entity_at = |index: u32| entities.alive_at(index).expect("a pool holds a value for a dead entity");
-        match (self.backend, backend) {
-            (Backend::Archetype, to) => {
-                let mut pools = Vec::with_capacity(self.components.len());
-                for id in 0..self.components.len() as ComponentId {
-                    let fns = self.components.data(id);
-                    pools.push(Some((fns.tables_into_pool)(&mut self.archetypes, id, to)));
-                }
-                self.archetypes.clear();
-                self.pools = pools;
+        let components = &self.components;
+        let storage = match (&mut self.storage, backend.pool_layout()) {
+            (Storage::Tables(archetypes), Some(to)) => {
+                let pools = (0..components.len() as ComponentId)
+                    .map(|id| Some((components.data(id).tables_into_pool)(archetypes, id, to)))
+                    .collect();
+                Storage::Pools { layout: to, pools }
             }
-            (_, Backend::Archetype) => {
+            (Storage::Pools { pools, .. }, None) => {
                 // Rows first: every live entity gets its row in the table of its component set...
+                let mut archetypes = Archetypes::new();
                 let mut sets = vec![super::component::ComponentSet::EMPTY; entities.index_bound() as usize];
-                for (id, pool) in self.pools.iter().enumerate() {
+                for (id, pool) in pools.iter().enumerate() {
                     let pool = pool.as_deref().expect("pool is taken by a running query");
                     self.scratch.clear();
                     pool.collect_indices(&mut self.scratch);
@@ -530,38 +554,38 @@ impl World {
                         sets[index as usize].insert(id as ComponentId);
                     }
                 }
-                self.archetypes.clear();
                 for entity in entities.iter() {
-                    let table = self.archetypes.table_for(sets[entity.index() as usize], &self.components);
-                    self.archetypes.push_row(entity, table);
+                    let table = archetypes.table_for(sets[entity.index() as usize], components);
+                    archetypes.push_row(entity, table);
                 }
                 // ...then each type's values fill their columns in row order.
-                for (id, pool) in std::mem::take(&mut self.pools).into_iter().enumerate() {
+                for (id, pool) in std::mem::take(pools).into_iter().enumerate() {
                     let pool = pool.expect("pool is taken by a running query");
-                    (self.components.data(id as ComponentId).pool_into_tables)(
-                        pool,
-                        &mut self.archetypes,
-                        id as ComponentId,
-                    );
+                    (components.data(id as ComponentId).pool_into_tables)(pool, &mut archetypes, id as ComponentId);
                 }
+                Storage::Tables(archetypes)
             }
-            (_, to) => {
-                for pool in self.pools.iter_mut().flatten() {
+            (Storage::Pools { layout, pools }, Some(to)) => {
+                let entity_at = |index: u32| entities.alive_at(index).expect("a pool holds a value for a dead entity");
+                for pool in pools.iter_mut().flatten() {
                     pool.convert(to, &entity_at);
                 }
+                *layout = to;
+                return;
             }
-        }
-        self.backend = backend;
+            // There is one layout of tables, the current one.
+            (Storage::Tables(_), None) => return,
+        };
+        self.storage = storage;
     }
 
     /// Bytes held by component storage (capacity, not length), per component type, in registry order.
     pub fn component_bytes(&self, out: &mut Vec<ComponentBytes>) {
         out.clear();
         for (id, info) in self.components.infos().iter().enumerate() {
-            let bytes = if self.backend == Backend::Archetype {
-                self.archetypes.component_bytes(id as ComponentId)
-            } else {
-                self.pools.get(id).and_then(|p| p.as_deref()).map_or(0, |p| p.bytes())
+            let bytes = match &self.storage {
+                Storage::Tables(archetypes) => archetypes.component_bytes(id as ComponentId),
+                Storage::Pools { pools, .. } => pools.get(id).and_then(|p| p.as_deref()).map_or(0, |p| p.bytes()),
             };
             out.push(ComponentBytes { name: info.name, bytes });
         }
@@ -570,19 +594,19 @@ impl World {
     /// Bytes held by the backend's bookkeeping beyond component values (archetype tables and records, the pool
     /// table of per-component backends). The allocator is counted apart: see [`Entities::bytes`].
     pub fn overhead_bytes(&self) -> usize {
-        if self.backend == Backend::Archetype {
-            self.archetypes.overhead_bytes()
-        } else {
-            self.pools.capacity() * std::mem::size_of::<Option<Box<dyn ErasedPool>>>()
+        match &self.storage {
+            Storage::Tables(archetypes) => archetypes.overhead_bytes(),
+            Storage::Pools { pools, .. } => pools.capacity() * std::mem::size_of::<Option<Box<dyn ErasedPool>>>(),
         }
     }
 
     /// Total bytes of the current backend's storage: components plus bookkeeping. Allocates nothing.
     pub fn storage_bytes(&self) -> usize {
-        let components: usize = if self.backend == Backend::Archetype {
-            (0..self.components.len()).map(|id| self.archetypes.component_bytes(id as ComponentId)).sum()
-        } else {
-            self.pools.iter().flatten().map(|p| p.bytes()).sum()
+        let components: usize = match &self.storage {
+            Storage::Tables(archetypes) => {
+                (0..self.components.len()).map(|id| archetypes.component_bytes(id as ComponentId)).sum()
+            }
+            Storage::Pools { pools, .. } => pools.iter().flatten().map(|p| p.bytes()).sum(),
         };
         components + self.overhead_bytes()
     }
@@ -660,23 +684,30 @@ impl World {
     pub fn clear(&mut self) {
         self.discard_commands();
         self.entities.clear();
-        self.archetypes.clear();
-        for pool in self.pools.iter_mut().flatten() {
-            pool.clear();
+        match &mut self.storage {
+            Storage::Tables(archetypes) => archetypes.clear(),
+            Storage::Pools { pools, .. } => pools.iter_mut().flatten().for_each(|pool| pool.clear()),
         }
     }
 
     /// Panics with a message naming the broken invariant (allocator, pools, tables all agree).
     pub fn assert_invariants(&self) {
-        if self.backend == Backend::Archetype {
-            self.archetypes.assert_invariants();
-            let rows: usize = self.archetypes.tables().iter().map(|t| t.len()).sum();
-            assert_eq!(rows, self.entities.len() as usize, "archetype rows differ from live entities");
-        } else {
-            assert!(self.pools.len() <= self.components.len(), "more pools than registered components");
-            for (id, pool) in self.pools.iter().enumerate() {
+        match &self.storage {
+            Storage::Tables(archetypes) => {
+                archetypes.assert_invariants();
+                let rows: usize = archetypes.tables().iter().map(|t| t.len()).sum();
+                assert_eq!(rows, self.entities.len() as usize, "archetype rows differ from live entities");
+            }
+            Storage::Pools { layout, pools } => self.assert_pools(*layout, pools),
+        }
+    }
+
+    fn assert_pools(&self, layout: PoolLayout, pools: &[Option<Box<dyn ErasedPool>>]) {
+        {
+            assert!(pools.len() <= self.components.len(), "more pools than registered components");
+            for (id, pool) in pools.iter().enumerate() {
                 let pool = pool.as_deref().expect("a pool was left taken");
-                assert_eq!(pool.backend(), self.backend, "pool {id} is in another backend");
+                assert_eq!(pool.layout(), layout, "pool {id} is in another layout");
                 let mut indices = Vec::new();
                 pool.collect_indices(&mut indices);
                 assert_eq!(indices.len(), pool.len(), "pool {id} length disagrees with its indices");

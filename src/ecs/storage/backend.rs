@@ -4,8 +4,9 @@ use super::{BTreePool, DenseArray, HashPool, Layout, SparseSet};
 use std::fmt;
 use std::str::FromStr;
 
-/// Generates, from one list of backends, the [`Backend`] enum with `ALL`, `name`, `label` and `keeps_pools`,
-/// the `AnyPool` enum (one variant per per-component layout) and each layout's [`Layout`](super::Layout) type.
+/// Generates, from one list of backends, the [`Backend`] enum with `ALL`, `name`, `label` and `pool_layout`,
+/// the [`PoolLayout`] and `AnyPool` enums (one variant per per-component layout) and each layout's
+/// [`Layout`](super::Layout) type.
 /// `pools` lists the layouts with one pool per component type as `Variant(cli name, label, Pool, Layout)`;
 /// `tables` the layouts that keep components some other way (the archetype tables), as `Variant(cli name, label)`.
 macro_rules! backends {
@@ -41,12 +42,40 @@ macro_rules! backends {
                 }
             }
 
-            /// Whether this layout keeps one pool per component type (an [`AnyPool`] variant and a
-            /// [`Layout`](super::Layout)); otherwise it keeps tables.
-            pub const fn keeps_pools(self) -> bool {
+            /// The per-component layout this backend is, if it keeps one pool per component type; `None` for
+            /// a layout of tables.
+            pub const fn pool_layout(self) -> Option<PoolLayout> {
                 match self {
-                    $(Backend::$pool_variant => true,)*
-                    $(Backend::$table_variant => false,)*
+                    $(Backend::$pool_variant => Some(PoolLayout::$pool_variant),)*
+                    $(Backend::$table_variant => None,)*
+                }
+            }
+        }
+
+        /// The backends that keep one pool per component type (an [`AnyPool`] variant and a
+        /// [`Layout`](super::Layout) each).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum PoolLayout {
+            $(
+                #[doc = concat!("See [`Backend::", stringify!($pool_variant), "`].")]
+                $pool_variant,
+            )*
+        }
+
+        impl PoolLayout {
+            /// The backend this layout is.
+            pub const fn backend(self) -> Backend {
+                match self {
+                    $(PoolLayout::$pool_variant => Backend::$pool_variant,)*
+                }
+            }
+        }
+
+        impl<T> AnyPool<T> {
+            /// Which layout this pool is in.
+            pub fn layout(&self) -> PoolLayout {
+                match self {
+                    $(AnyPool::$pool_variant(_) => PoolLayout::$pool_variant,)*
                 }
             }
         }

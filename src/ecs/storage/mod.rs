@@ -62,15 +62,19 @@ macro_rules! layouts {
         $(#[$doc])*
         pub struct $layout;
         impl Layout for $layout {
-            const BACKEND: Backend = Backend::$variant;
+            const LAYOUT: PoolLayout = PoolLayout::$variant;
             type Pool<T: 'static> = $pool<T>;
+            fn wrap<T: 'static>(pool: $pool<T>) -> AnyPool<T> {
+                AnyPool::$variant(pool)
+            }
             #[inline]
             fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut $pool<T> {
                 match any {
                     AnyPool::$variant(pool) => pool,
+                    #[allow(unreachable_patterns)] // a world with one per-component layout
                     other => unreachable!(
-                        "pool of {} is {:?} but the world's backend is {:?}",
-                        std::any::type_name::<T>(), other.backend(), Backend::$variant
+                        "pool of {} is {:?} but the world's layout is {:?}",
+                        std::any::type_name::<T>(), other.layout(), PoolLayout::$variant
                     ),
                 }
             }
@@ -92,7 +96,9 @@ use archetype::Archetypes;
 use sparse_set::{PackedOrder, SparseSet};
 use std::any::Any;
 
-pub use backend::{AnyPool, BTreeLayout, Backend, DenseArrayLayout, HashMapLayout, SparseSetLayout, UnknownBackend};
+pub use backend::{
+    AnyPool, BTreeLayout, Backend, DenseArrayLayout, HashMapLayout, PoolLayout, SparseSetLayout, UnknownBackend,
+};
 pub use btree::BTreePool;
 pub use dense_array::DenseArray;
 pub use hash_map::HashPool;
@@ -101,18 +107,18 @@ pub use hash_map::HashPool;
 /// world's [`Registry`], so that code which only knows a component id can still build and move its values.
 #[derive(Clone, Copy)]
 pub struct StorageFns {
-    pub(crate) new_pool: fn(Backend) -> Box<dyn ErasedPool>,
+    pub(crate) new_pool: fn(PoolLayout) -> Box<dyn ErasedPool>,
     pub(crate) new_column: fn() -> Box<dyn archetype::ErasedColumn>,
     /// Moves every value of this type out of a per-component pool into the archetype tables (rows already made).
     pub(crate) pool_into_tables: fn(Box<dyn ErasedPool>, &mut Archetypes, ComponentId),
     /// Moves every value of this type out of the archetype tables into a new pool of the given backend.
-    pub(crate) tables_into_pool: fn(&mut Archetypes, ComponentId, Backend) -> Box<dyn ErasedPool>,
+    pub(crate) tables_into_pool: fn(&mut Archetypes, ComponentId, PoolLayout) -> Box<dyn ErasedPool>,
 }
 
 impl TypeData for StorageFns {
     fn of<T: 'static>() -> Self {
         Self {
-            new_pool: |backend| Box::new(AnyPool::<T>::new(backend)),
+            new_pool: |layout| Box::new(AnyPool::<T>::new(layout)),
             new_column: || Box::new(archetype::Column::<T>::new()),
             pool_into_tables: AnyPool::<T>::into_tables,
             tables_into_pool: AnyPool::<T>::from_tables,
@@ -195,36 +201,37 @@ pub trait Pool<T>: Default + 'static {
 /// A per-component layout, as a type: `L::Pool<T>` is its pool for `T`. Queries are generic over it, so the
 /// backend is matched once per query and the per-entity loop is monomorphized.
 pub trait Layout: 'static {
-    /// The backend this layout implements.
-    const BACKEND: Backend;
+    /// Which layout this is.
+    const LAYOUT: PoolLayout;
     /// The pool of one component type.
     type Pool<T: 'static>: Pool<T>;
+    /// The pool as an [`AnyPool`].
+    fn wrap<T: 'static>(pool: Self::Pool<T>) -> AnyPool<T>;
     /// The pool inside an [`AnyPool`] of this layout.
     fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut Self::Pool<T>;
 }
 
-/// Matches `$backend` once and runs `$body` with the type `$L` naming the per-component [`Layout`], or `$tables`
-/// for the archetype backend: the single backend dispatch of a query or a batch.
+/// Matches a [`PoolLayout`] once and runs `$body` with the type `$L` naming that [`Layout`]: the single layout
+/// dispatch of a query or a batch, after which the loops are monomorphized.
 macro_rules! dispatch {
-    ($backend:expr, $L:ident => $body:expr, tables => $tables:expr) => {
-        match $backend {
-            $crate::ecs::storage::Backend::SparseSet => {
+    ($layout:expr, $L:ident => $body:expr) => {
+        match $layout {
+            $crate::ecs::storage::PoolLayout::SparseSet => {
                 type $L = $crate::ecs::storage::SparseSetLayout;
                 $body
             }
-            $crate::ecs::storage::Backend::HashMap => {
+            $crate::ecs::storage::PoolLayout::HashMap => {
                 type $L = $crate::ecs::storage::HashMapLayout;
                 $body
             }
-            $crate::ecs::storage::Backend::BTree => {
+            $crate::ecs::storage::PoolLayout::BTree => {
                 type $L = $crate::ecs::storage::BTreeLayout;
                 $body
             }
-            $crate::ecs::storage::Backend::DenseArray => {
+            $crate::ecs::storage::PoolLayout::DenseArray => {
                 type $L = $crate::ecs::storage::DenseArrayLayout;
                 $body
             }
-            $crate::ecs::storage::Backend::Archetype => $tables,
         }
     };
 }
@@ -243,18 +250,9 @@ macro_rules! with_pool {
 }
 
 impl<T: 'static> AnyPool<T> {
-    /// An empty pool in `backend`'s layout.
-    ///
-    /// # Panics
-    /// For [`Backend::Archetype`], which keeps no per-component pools.
-    pub fn new(backend: Backend) -> Self {
-        match backend {
-            Backend::SparseSet => AnyPool::SparseSet(SparseSet::new()),
-            Backend::HashMap => AnyPool::HashMap(HashPool::default()),
-            Backend::BTree => AnyPool::BTree(BTreePool::default()),
-            Backend::DenseArray => AnyPool::DenseArray(DenseArray::default()),
-            Backend::Archetype => unreachable!("the archetype backend has no per-component pools"),
-        }
+    /// An empty pool in `layout`.
+    pub fn new(layout: PoolLayout) -> Self {
+        dispatch!(layout, L => L::wrap(Default::default()))
     }
 
     /// The typed pool behind an erased one (one `TypeId` comparison).
@@ -287,16 +285,6 @@ impl<T: 'static> AnyPool<T> {
         }
     }
 
-    /// Which layout this pool is in.
-    pub fn backend(&self) -> Backend {
-        match self {
-            AnyPool::SparseSet(_) => Backend::SparseSet,
-            AnyPool::HashMap(_) => Backend::HashMap,
-            AnyPool::BTree(_) => Backend::BTree,
-            AnyPool::DenseArray(_) => Backend::DenseArray,
-        }
-    }
-
     /// See [`Pool::insert`].
     #[inline]
     pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
@@ -321,13 +309,13 @@ impl<T: 'static> AnyPool<T> {
         with_pool!(self, p => Pool::remove(p, index))
     }
 
-    /// Moves every value into a new pool of `backend`'s layout. `entity_at` turns an index back into its handle.
-    pub fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity) {
-        if backend == Backend::BTree {
+    /// Moves every value into a new pool of `layout`. `entity_at` turns an index back into its handle.
+    pub fn convert(&mut self, layout: PoolLayout, entity_at: &dyn Fn(u32) -> Entity) {
+        if layout == PoolLayout::BTree {
             *self = AnyPool::BTree(staged_btree(|put| with_pool!(self, p => Pool::drain(p, &mut *put))));
             return;
         }
-        let mut next = AnyPool::new(backend);
+        let mut next = AnyPool::new(layout);
         let len = self.len();
         // Both layouts matched once, so the loop over the values is monomorphized for the pair. The new pool is
         // empty, so every value goes in as a fresh entity's (a sparse set appends them as plain pushes and writes
@@ -361,13 +349,13 @@ impl<T: 'static> AnyPool<T> {
         });
     }
 
-    /// Moves every value of component `id` out of the archetype tables into a new pool of `backend`'s layout.
-    pub(crate) fn from_tables(tables: &mut Archetypes, id: ComponentId, backend: Backend) -> Box<dyn ErasedPool> {
-        if backend == Backend::BTree {
+    /// Moves every value of component `id` out of the archetype tables into a new pool of `layout`.
+    pub(crate) fn from_tables(tables: &mut Archetypes, id: ComponentId, layout: PoolLayout) -> Box<dyn ErasedPool> {
+        if layout == PoolLayout::BTree {
             let pool = staged_btree(|put| tables.drain_column::<T>(id, |entity, value| put(entity.index(), value)));
             return Box::new(AnyPool::BTree(pool));
         }
-        let mut pool = AnyPool::<T>::new(backend);
+        let mut pool = AnyPool::<T>::new(layout);
         let mut fresh = Vec::new();
         with_pool!(&mut pool, to => {
             tables.drain_column::<T>(id, |entity, value| {
@@ -421,10 +409,10 @@ pub trait ErasedPool: Any {
     fn collect_indices(&self, out: &mut Vec<u32>);
     /// Bytes held.
     fn bytes(&self) -> usize;
-    /// Moves every value to `backend`'s layout.
-    fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity);
+    /// Moves every value to `layout`.
+    fn convert(&mut self, layout: PoolLayout, entity_at: &dyn Fn(u32) -> Entity);
     /// Which layout this pool is in.
-    fn backend(&self) -> Backend;
+    fn layout(&self) -> PoolLayout;
     /// Drops every value.
     fn clear(&mut self);
     /// Makes room for `additional` more values where the layout allows.
@@ -459,11 +447,11 @@ impl<T: 'static> ErasedPool for AnyPool<T> {
     fn bytes(&self) -> usize {
         with_pool!(self, p => p.bytes())
     }
-    fn convert(&mut self, backend: Backend, entity_at: &dyn Fn(u32) -> Entity) {
-        AnyPool::convert(self, backend, entity_at)
+    fn convert(&mut self, layout: PoolLayout, entity_at: &dyn Fn(u32) -> Entity) {
+        AnyPool::convert(self, layout, entity_at)
     }
-    fn backend(&self) -> Backend {
-        AnyPool::backend(self)
+    fn layout(&self) -> PoolLayout {
+        AnyPool::layout(self)
     }
     fn clear(&mut self) {
         with_pool!(self, p => Pool::drain(p, |_, _| {}))
