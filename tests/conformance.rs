@@ -1,6 +1,6 @@
 //! One conformance suite, run on every storage backend (EnTT style: every test over every policy).
 
-use swarm::ecs::entity::Entities;
+use swarm::ecs::Entities;
 use swarm::ecs::{Backend, ComponentError, Entity, NoSuchEntity, QueryError, With, Without, World, WorldFull};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -241,7 +241,7 @@ macro_rules! conformance {
                     w.despawn(e).unwrap();
                 }
                 type Row = (Entity, Pos, Vel);
-                fn each<F: swarm::ecs::query::Filter>(w: &mut World) -> Vec<Row> {
+                fn each<F: swarm::ecs::Filter>(w: &mut World) -> Vec<Row> {
                     let mut out = Vec::new();
                     w.query_filtered::<(&mut Pos, &Vel), F>().for_each(|e, (p, v)| {
                         p.1 += 1.0;
@@ -250,7 +250,7 @@ macro_rules! conformance {
                     out.sort_by_key(|r| r.0);
                     out
                 }
-                fn runs<F: swarm::ecs::query::Filter>(w: &mut World) -> Vec<Row> {
+                fn runs<F: swarm::ecs::Filter>(w: &mut World) -> Vec<Row> {
                     let mut out = Vec::new();
                     w.query_filtered::<(&mut Pos, &Vel), F>().for_each_run(|entities, (ps, vs)| {
                         assert!(!entities.is_empty(), "an empty run");
@@ -682,6 +682,13 @@ macro_rules! conformance {
             }
         }
     )*};
+}
+
+/// The backends the suite runs on, in `Backend::ALL`'s order: a backend added to the table but not here fails.
+#[test]
+fn the_suite_covers_every_backend() {
+    let listed = [Backend::SparseSet, Backend::HashMap, Backend::BTree, Backend::DenseArray, Backend::Archetype];
+    assert_eq!(listed.as_slice(), Backend::ALL.as_slice(), "add the new backend to `conformance!` below");
 }
 
 conformance! {

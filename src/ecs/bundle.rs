@@ -36,17 +36,22 @@ impl BundleIds {
 
 /// A tuple of up to 12 components, each of a distinct `'static` type.
 pub trait Bundle: 'static {
+    #[doc(hidden)]
     /// Panics if the tuple names a type twice (checked without a registry, e.g. when a command is recorded).
     fn assert_distinct();
+    #[doc(hidden)]
     /// Registers the component types and returns their ids.
     ///
     /// # Panics
     /// If the tuple names a type twice.
     fn ids(components: &mut Registry) -> BundleIds;
+    #[doc(hidden)]
     /// Inserts every component into its per-component pool (`ids` from [`Bundle::ids`]).
     fn put_pools(self, pools: &mut [Option<Box<dyn ErasedPool>>], ids: &[ComponentId], entity: Entity);
+    #[doc(hidden)]
     /// Pushes every component onto its column of `table` (whose row the caller pushes).
     fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]);
+    #[doc(hidden)]
     /// Puts each bundle of `items` into the per-component pools of layout `L` for its entity, downcasting each pool
     /// once for the whole batch; `out` receives the entities in order. Every entity must be newly alive, holding
     /// no value in any pool yet (the caller allocates or activates them as `items` is pulled).

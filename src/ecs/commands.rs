@@ -1,19 +1,6 @@
 //! The command buffer: structural changes recorded while systems iterate, applied after the frame in order.
 //!
-//! ```
-//! use swarm::ecs::World;
-//! struct Health(i32);
-//! let mut world = World::new();
-//! let a = world.spawn((Health(0),)).unwrap();
-//! let mut commands = world.commands();
-//! let b = commands.spawn((Health(5),)).unwrap(); // a handle at once, alive after apply
-//! commands.despawn(a);
-//! commands.despawn(a); // a double despawn despawns once
-//! commands.insert(b, 1u8); // later commands may target the reserved entity
-//! let stats = world.apply_commands();
-//! assert_eq!((stats.applied, stats.skipped), (3, 1));
-//! assert!(!world.is_alive(a) && world.get::<u8>(b) == Some(&1));
-//! ```
+//! (The example is on [`Commands`].)
 //!
 //! Layout: a list of small `Op`s in recorded order, and one typed queue per bundle / component type that carries
 //! the values (FIFO, in the same order). Values never go through a `Box` per command, and every vector keeps its
@@ -106,7 +93,7 @@ impl<T: 'static> ErasedQueue for InsertQueue<T> {
 
 /// The recorded commands. Lives in the [`World`]; record through [`World::commands`].
 #[derive(Default)]
-pub struct CommandQueue {
+pub(crate) struct CommandQueue {
     ops: Vec<Op>,
     queues: Vec<Box<dyn ErasedQueue>>,
     queue_of: FxHashMap<TypeId, u32>,
@@ -196,7 +183,25 @@ impl CommandQueue {
     }
 }
 
-/// Records commands into the world's [`CommandQueue`]. Get one from [`World::commands`].
+/// Records structural changes (spawn, despawn, insert, remove) into the world's command queue; they land, in
+/// the order recorded, when [`World::apply_commands`] runs (the app does it at the end of every frame). Get one from
+/// [`World::commands`]. A spawn hands back its handle at once. A command whose target is dead or stale by then is
+/// skipped and counted, never applied to an entity that took its index.
+///
+/// ```
+/// use swarm::ecs::World;
+/// struct Health(i32);
+/// let mut world = World::new();
+/// let a = world.spawn((Health(0),)).unwrap();
+/// let mut commands = world.commands();
+/// let b = commands.spawn((Health(5),)).unwrap(); // a handle at once, alive after apply
+/// commands.despawn(a);
+/// commands.despawn(a); // a double despawn despawns once
+/// commands.insert(b, 1u8); // later commands may target the reserved entity
+/// let stats = world.apply_commands();
+/// assert_eq!((stats.applied, stats.skipped), (3, 1));
+/// assert!(!world.is_alive(a) && world.get::<u8>(b) == Some(&1));
+/// ```
 pub struct Commands<'w> {
     pub(crate) queue: &'w mut CommandQueue,
     pub(crate) entities: &'w mut Entities,

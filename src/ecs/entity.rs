@@ -190,7 +190,7 @@ impl Entities {
 
     /// Hands out a handle that is not alive yet ([`Entities::activate`] makes it so). Reserved handles count
     /// against the capacity.
-    pub fn reserve(&mut self) -> Result<Entity, WorldFull> {
+    pub(crate) fn reserve(&mut self) -> Result<Entity, WorldFull> {
         let entity = self.take(State::Reserved)?;
         self.reserved += 1;
         Ok(entity)
@@ -221,7 +221,7 @@ impl Entities {
     }
 
     /// Turns a reserved handle into a live entity. Returns `false` (and changes nothing) if `entity` is not reserved.
-    pub fn activate(&mut self, entity: Entity) -> bool {
+    pub(crate) fn activate(&mut self, entity: Entity) -> bool {
         match self.slots.get_mut(entity.index as usize) {
             Some(slot) if slot.state == State::Reserved && slot.generation == entity.generation => {
                 slot.state = State::Alive;
@@ -328,7 +328,7 @@ impl Entities {
     }
 
     /// Makes room for `additional` more indices.
-    pub fn reserve_indices(&mut self, additional: usize) {
+    pub(crate) fn reserve_indices(&mut self, additional: usize) {
         self.slots.reserve(additional.saturating_sub(self.free.len()));
     }
 

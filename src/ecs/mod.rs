@@ -1,30 +1,33 @@
-//! A small sparse-set ECS with five storage backends that a running world can switch between.
+//! A small sparse-set ECS with storage backends that a running world can switch between.
 //!
-//! - [`Entity`] handles with generations, from an allocator with a capacity ([`entity`]);
-//! - [`SparseSet`], the default pool ([`sparse_set`]), and the other layouts ([`storage`]);
-//! - [`World`]: spawn, despawn, insert, remove, get, resources, live backend switch ([`world`]);
-//! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`query`]);
-//! - views of one component type for many per-entity operations ([`view`]);
-//! - the command buffer ([`commands`]) and the app with its stages and plugins ([`app`]).
+//! - [`World`]: spawn, despawn, insert, remove, get, resources, live backend switch ([`World::set_backend`]);
+//! - [`Entity`] handles with generations, from an allocator with a capacity ([`Entities`]);
+//! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`Query`]);
+//! - [`ViewMut`]: one component type's storage found once, for many per-entity operations;
+//! - [`Commands`]: structural changes recorded now and applied together ([`World::apply_commands`]);
+//! - [`Backend`] and the [`storage`] layouts, with "Choosing a backend"; [`SparseSet`], the default pool, and its
+//!   sorts ([`SortMethod`]).
+//!
+//! The app with its stages, plugins and profiler is [`crate::app`].
 
-pub mod bundle;
-pub mod commands;
-pub mod component;
-pub mod entity;
-pub mod query;
-pub mod resources;
-pub mod sort;
+mod bundle;
+mod commands;
+mod component;
+mod entity;
+mod query;
+mod resources;
+mod sort;
 pub mod storage;
-pub mod view;
-pub mod world;
+mod view;
+mod world;
 
-pub use bundle::Bundle;
+pub use bundle::{Bundle, MAX_BUNDLE};
 pub use commands::{ApplyStats, Commands};
-pub use component::{ComponentId, ComponentSet};
+pub use component::{ComponentId, ComponentInfo, ComponentSet, MAX_COMPONENTS};
 pub use entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
-pub use query::{Query, QueryError, With, Without};
+pub use query::{Filter, Query, QueryData, QueryError, Term, With, Without, MAX_QUERY_TYPES};
 pub use sort::SortMethod;
-pub use storage::sparse_set::{PackedOrder, SparseSet};
+pub use storage::sparse_set::{PackedOrder, SparseSet, PAGE_SIZE};
 pub use storage::{Backend, UnknownBackend};
 pub use view::ViewMut;
-pub use world::{ComponentBytes, World};
+pub use world::{ComponentBytes, World, DEFAULT_CAPACITY};

@@ -1,16 +1,6 @@
 //! Queries: tuples of `&T` / `&mut T`, filtered by [`With`] / [`Without`], run the same way on every backend.
 //!
-//! ```
-//! use swarm::ecs::{World, With, Without};
-//! struct Pos(f32); struct Vel(f32); struct Frozen; struct Red;
-//! let mut world = World::new();
-//! world.spawn((Pos(0.0), Vel(1.0), Red)).unwrap();
-//! world.spawn((Pos(0.0), Vel(1.0), Frozen)).unwrap();
-//! world.query::<(&mut Pos, &Vel)>().without::<Frozen>().for_each(|_entity, (pos, vel)| pos.0 += vel.0);
-//! let mut moved = 0;
-//! world.query::<(&Pos,)>().with::<Red>().for_each(|_, (pos,)| moved += (pos.0 == 1.0) as u32);
-//! assert_eq!(moved, 1);
-//! ```
+//! (The example is on [`Query`].)
 //!
 //! How a query runs: the world matches its backend **once**, then calls a loop monomorphized for that layout.
 //! - Per-component layouts ([`Layout`]): if every fetched pool keeps packed arrays in the same entity order
@@ -122,35 +112,48 @@ impl Access {
 pub trait Term {
     /// The component type.
     type Component: 'static;
+    #[doc(hidden)]
     /// Whether the term borrows mutably.
     const MUTABLE: bool;
     /// What the loop body receives.
     type Item<'a>;
+    #[doc(hidden)]
     /// The typed pool borrow of a per-component layout.
     type PoolRef<'w, L: Layout>;
     /// Packed values: a slice of a sparse-set pool or of an archetype column, walked by row.
     type Slice<'w>;
 
+    #[doc(hidden)]
     /// Borrows the typed pool out of an erased one (one downcast per query).
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> Self::PoolRef<'w, L>;
+    #[doc(hidden)]
     /// The value at `index`, if present.
     fn probe<'a, L: Layout>(pool: &'a mut Self::PoolRef<'_, L>, index: u32) -> Option<Self::Item<'a>>;
+    #[doc(hidden)]
     /// Number of values in the pool.
     fn len<L: Layout>(pool: &Self::PoolRef<'_, L>) -> usize;
+    #[doc(hidden)]
     /// Appends the pool's indices in its iteration order.
     fn collect<L: Layout>(pool: &Self::PoolRef<'_, L>, entities: &Entities, out: &mut Vec<Entity>);
+    #[doc(hidden)]
     /// The packed entity order of the pool, if the layout packs (see [`Pool::order`]).
     fn order<'a, L: Layout>(pool: &'a Self::PoolRef<'_, L>) -> Option<PackedOrder<'a>>;
+    #[doc(hidden)]
     /// Turns the pool borrow into its packed values (only called when `order` is `Some`).
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], Self::Slice<'w>);
+    #[doc(hidden)]
     /// One archetype column.
     fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> Self::Slice<'w>;
+    #[doc(hidden)]
     /// The first `len` values (so the loop's bounds checks fold away).
     fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w>;
+    #[doc(hidden)]
     /// The value at `row`.
     fn at<'a>(slice: &'a mut Self::Slice<'_>, row: usize) -> Self::Item<'a>;
+    #[doc(hidden)]
     /// The first `n` values, and the rest.
     fn split_front<'w>(slice: Self::Slice<'w>, n: usize) -> (Self::Slice<'w>, Self::Slice<'w>);
+    #[doc(hidden)]
     /// One value as a slice of one.
     fn one<'a>(item: Self::Item<'a>) -> Self::Slice<'a>;
 }
@@ -277,18 +280,25 @@ pub struct Without<T>(PhantomData<fn() -> T>);
 
 /// A filter: `()`, [`With<T>`], [`Without<T>`], or a pair of filters.
 pub trait Filter {
+    #[doc(hidden)]
     /// Typed pool borrows of a per-component layout.
     type Pools<'w, L: Layout>;
+    #[doc(hidden)]
     /// Whether every entity matches (no `With` / `Without` in it), so loops need not ask.
     const ALWAYS: bool = false;
+    #[doc(hidden)]
     /// Registers the filtered types and records them in `access`.
     fn access(components: &mut Registry, access: &mut Access);
+    #[doc(hidden)]
     /// Takes this filter's pools, in the order `access` recorded them.
     fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
+    #[doc(hidden)]
     /// Whether `index` passes.
     fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool;
+    #[doc(hidden)]
     /// The smallest `With` pool length (`usize::MAX` if none): a candidate to drive the loop.
     fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize;
+    #[doc(hidden)]
     /// Appends the indices of the first `With` pool of length `len`, once (`done` guards it).
     fn collect<L: Layout>(
         pools: &Self::Pools<'_, L>,
@@ -400,35 +410,47 @@ pub(crate) struct QueryContext<'w> {
 }
 
 /// A tuple of [`Term`]s. Its methods apply one step to every term (the tuple macro only delegates per element);
-/// the iteration strategy over them is ordinary generic code ([`run_pools`], [`run_tables`]).
+/// the iteration strategy over them is ordinary generic code (`run_pools`, `run_tables`).
 pub trait QueryData {
     /// What the loop body receives: a tuple of references.
     type Item<'a>;
     /// A run of rows: a tuple of parallel slices.
     type Slices<'a>;
+    #[doc(hidden)]
     /// The typed pool borrows of a per-component layout, one per term.
     type Pools<'w, L: Layout>;
+    #[doc(hidden)]
     /// Per term, how a probing loop reaches its values (see [`Lane`]).
     type Lanes<'w, L: Layout>;
 
+    #[doc(hidden)]
     /// Registers the fetched types and records them in `access`.
     fn access(components: &mut Registry, access: &mut Access);
+    #[doc(hidden)]
     /// Takes the terms' pools, in access order.
     fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
+    #[doc(hidden)]
     /// Each term's packed order (`None` where the layout does not pack), in term order.
     fn orders<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> impl Iterator<Item = Option<PackedOrder<'a>>>;
+    #[doc(hidden)]
     /// The smallest pool length.
     fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize;
+    #[doc(hidden)]
     /// The first term whose pool has `len` values and packed arrays: the best driver of a probing loop.
     fn packed_driver<L: Layout>(pools: &Self::Pools<'_, L>, len: usize) -> Option<usize>;
+    #[doc(hidden)]
     /// Every term's packed values (only when every pool packs), and the first term's entities, which own the rows.
     fn into_packed<'w, L: Layout>(pools: Self::Pools<'w, L>) -> (&'w [Entity], Self::Slices<'w>);
+    #[doc(hidden)]
     /// Term `driver` walked by row (its entities returned), the others probed.
     fn into_lanes<'w, L: Layout>(pools: Self::Pools<'w, L>, driver: usize) -> (&'w [Entity], Self::Lanes<'w, L>);
+    #[doc(hidden)]
     /// The values at `row` of the driver / `index` of the probed pools, if every term has one.
     fn lane_get<'a, L: Layout>(lanes: &'a mut Self::Lanes<'_, L>, row: usize, index: u32) -> Option<Self::Item<'a>>;
+    #[doc(hidden)]
     /// The values at `index`, if every term has one.
     fn probe<'a, L: Layout>(pools: &'a mut Self::Pools<'_, L>, index: u32) -> Option<Self::Item<'a>>;
+    #[doc(hidden)]
     /// Appends the handles of the first term whose pool has `len` values, once (`done` guards it).
     fn collect<L: Layout>(
         pools: &Self::Pools<'_, L>,
@@ -437,16 +459,21 @@ pub trait QueryData {
         entities: &Entities,
         out: &mut Vec<Entity>,
     );
+    #[doc(hidden)]
     /// The first `len` values of each slice (so the loop's bounds checks fold away).
     fn truncate<'w>(slices: Self::Slices<'w>, len: usize) -> Self::Slices<'w>;
+    #[doc(hidden)]
     /// The first `n` rows of each slice, and the rest.
     fn split_front<'w>(slices: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>);
+    #[doc(hidden)]
     /// The entities of `table` and its columns for the ids `access` names, in term order.
     fn table_parts<'w>(table: &'w mut Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>);
+    #[doc(hidden)]
     /// Calls `f` with each row of parallel slices.
     fn each_row<Func>(entities: &[Entity], slices: Self::Slices<'_>, f: &mut Func)
     where
         Func: for<'a> FnMut(Entity, Self::Item<'a>);
+    #[doc(hidden)]
     /// One entity's values as slices of one.
     fn one_slices<'a>(item: Self::Item<'a>) -> Self::Slices<'a>;
 }
@@ -744,7 +771,25 @@ impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2);
 impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3);
 impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3, E se de ie 4);
 impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3, E se de ie 4, G sg dg ig 5);
-/// A query being built: fetch `Q`, filtered by `F`. Run it with [`Query::for_each`].
+/// A query being built: fetch `Q` (a tuple of `&T` / `&mut T`), filtered by `F` ([`With`], [`Without`]). Run it
+/// with [`Query::for_each`] or [`Query::for_each_run`]. The same query runs on every backend; the world matches
+/// its storage once per query, not per entity.
+///
+/// ```
+/// use swarm::ecs::{World, With, Without};
+/// struct Pos(f32); struct Vel(f32); struct Frozen; struct Red;
+/// let mut world = World::new();
+/// world.spawn((Pos(0.0), Vel(1.0), Red)).unwrap();
+/// world.spawn((Pos(0.0), Vel(1.0), Frozen)).unwrap();
+/// world.query::<(&mut Pos, &Vel)>().without::<Frozen>().for_each(|_entity, (pos, vel)| pos.0 += vel.0);
+/// let mut moved = 0;
+/// world.query::<(&Pos,)>().with::<Red>().for_each(|_, (pos,)| moved += (pos.0 == 1.0) as u32);
+/// assert_eq!(moved, 1);
+/// ```
+///
+/// A query may name each component type once: `(&mut A, &A)` would hand out a mutable and a shared reference to
+/// the same value, so it is refused with [`QueryError::Conflict`], and so are `(&A, &A)` and a filter on a
+/// fetched type.
 pub struct Query<'w, Q: QueryData, F: Filter = ()> {
     world: &'w mut World,
     _marker: PhantomData<fn() -> (Q, F)>,

@@ -5,20 +5,7 @@
 //! the selected) takes a [`ViewMut`] instead, as EnTT code holds a `storage<T>()` or specs code a `WriteStorage`:
 //! the lookup happens once and each call is the pool's own work plus the liveness check of the handle.
 //!
-//! ```
-//! use swarm::ecs::World;
-//! struct Health(i32);
-//! let mut world = World::new();
-//! let a = world.spawn((Health(10),)).unwrap();
-//! let b = world.spawn((Health(10),)).unwrap();
-//! let mut health = world.view_mut::<Health>();
-//! for (e, damage) in [(a, 3), (b, 4), (a, 1)] {
-//!     if let Some(h) = health.get_mut(e) {
-//!         h.0 -= damage;
-//!     }
-//! }
-//! assert_eq!(world.get::<Health>(a).map(|h| h.0), Some(6));
-//! ```
+//! (The example is on [`ViewMut`].)
 
 use super::component::ComponentId;
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity};
@@ -81,6 +68,21 @@ impl<'w, T: 'static> Store<'w, T> {
 /// Mutable access to component `T` of any live entity, with the type's storage found once. Get one from
 /// [`World::view_mut`](crate::ecs::World::view_mut). Every operation on a stale or dead handle answers "no such
 /// entity" and touches nothing, as the world's own methods do.
+///
+/// ```
+/// use swarm::ecs::World;
+/// struct Health(i32);
+/// let mut world = World::new();
+/// let a = world.spawn((Health(10),)).unwrap();
+/// let b = world.spawn((Health(10),)).unwrap();
+/// let mut health = world.view_mut::<Health>();
+/// for (e, damage) in [(a, 3), (b, 4), (a, 1)] {
+///     if let Some(h) = health.get_mut(e) {
+///         h.0 -= damage;
+///     }
+/// }
+/// assert_eq!(world.get::<Health>(a).map(|h| h.0), Some(6));
+/// ```
 pub struct ViewMut<'w, T: 'static> {
     pub(crate) entities: &'w Entities,
     pub(crate) store: Store<'w, T>,

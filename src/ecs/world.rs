@@ -147,11 +147,6 @@ impl World {
         &self.entities
     }
 
-    /// The component registry.
-    pub fn components(&self) -> &Registry {
-        &self.components
-    }
-
     pub(crate) fn components_mut(&mut self) -> &mut Registry {
         &mut self.components
     }
@@ -666,6 +661,11 @@ impl World {
         self.resources.get_mut()
     }
 
+    /// Whether a resource of type `R` is present.
+    pub fn contains_resource<R: 'static>(&self) -> bool {
+        self.resources.contains::<R>()
+    }
+
     /// Removes and returns the resource of type `R`.
     pub fn remove_resource<R: 'static>(&mut self) -> Option<R> {
         self.resources.remove()
@@ -690,7 +690,8 @@ impl World {
         }
     }
 
-    /// Panics with a message naming the broken invariant (allocator, pools, tables all agree).
+    /// Panics with a message naming the broken invariant (allocator, pools, tables all agree). For tests.
+    #[doc(hidden)]
     pub fn assert_invariants(&self) {
         match &self.storage {
             Storage::Tables(archetypes) => {

@@ -19,7 +19,7 @@ pub mod spawn;
 
 use crate::app::profile::Profiler;
 use crate::app::{App, Plugin};
-use crate::ecs::entity::Entities;
+use crate::ecs::Entities;
 use crate::ecs::{Backend, World};
 pub use config::{SimConfig, SimRng, SimStats, SpawnRequests, DT};
 pub use digest::digest;

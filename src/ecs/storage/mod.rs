@@ -84,11 +84,11 @@ macro_rules! layouts {
 
 #[macro_use]
 mod backend;
-pub mod archetype;
-pub mod btree;
-pub mod dense_array;
-pub mod hash_map;
-pub mod sparse_set;
+pub(crate) mod archetype;
+mod btree;
+mod dense_array;
+mod hash_map;
+pub(crate) mod sparse_set;
 
 use super::component::{ComponentId, Components, TypeData};
 use super::entity::{Entities, Entity};
@@ -96,15 +96,19 @@ use archetype::Archetypes;
 use sparse_set::{PackedOrder, SparseSet};
 use std::any::Any;
 
-pub use backend::{
-    AnyPool, BTreeLayout, Backend, DenseArrayLayout, HashMapLayout, PoolLayout, SparseSetLayout, UnknownBackend,
-};
+#[doc(hidden)]
+pub use backend::{AnyPool, BTreeLayout, DenseArrayLayout, HashMapLayout, PoolLayout, SparseSetLayout};
+pub use backend::{Backend, UnknownBackend};
+#[doc(hidden)]
 pub use btree::BTreePool;
+#[doc(hidden)]
 pub use dense_array::DenseArray;
+#[doc(hidden)]
 pub use hash_map::HashPool;
 
 /// The monomorphized functions that create and migrate one component type's storage, kept per type by the
 /// world's [`Registry`], so that code which only knows a component id can still build and move its values.
+#[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct StorageFns {
     pub(crate) new_pool: fn(PoolLayout) -> Box<dyn ErasedPool>,
@@ -127,10 +131,12 @@ impl TypeData for StorageFns {
 }
 
 /// A world's component registry: ids and names, and each type's [`StorageFns`].
+#[doc(hidden)]
 pub type Registry = Components<StorageFns>;
 
 /// One component type's values in a per-component layout, keyed by entity index. The verbs are `HashMap`'s, so
 /// the backends read alike. The world checks liveness; a pool only knows indices.
+#[doc(hidden)]
 pub trait Pool<T>: Default + 'static {
     /// Inserts or replaces the value of `entity`; returns the previous one.
     fn insert(&mut self, entity: Entity, value: T) -> Option<T>;
@@ -200,6 +206,7 @@ pub trait Pool<T>: Default + 'static {
 
 /// A per-component layout, as a type: `L::Pool<T>` is its pool for `T`. Queries are generic over it, so the
 /// backend is matched once per query and the per-entity loop is monomorphized.
+#[doc(hidden)]
 pub trait Layout: 'static {
     /// Which layout this is.
     const LAYOUT: PoolLayout;
@@ -385,6 +392,7 @@ fn staged_btree<T>(fill: impl FnOnce(&mut dyn FnMut(u32, T))) -> BTreePool<T> {
 }
 
 /// A pool with its component type erased: what the world can do knowing only a [`ComponentId`].
+#[doc(hidden)]
 pub trait ErasedPool: Any {
     /// Upcast, to downcast to the typed [`AnyPool`].
     fn as_any(&self) -> &dyn Any;

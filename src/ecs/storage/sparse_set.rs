@@ -490,6 +490,7 @@ impl<T> SparseSet<T> {
     }
 
     /// Panics with a message naming the broken invariant.
+    #[doc(hidden)]
     pub fn assert_invariants(&self) {
         assert_eq!(self.entities.len(), self.values.len(), "packed entities and values differ in length");
         for (position, entity) in self.entities.iter().enumerate() {
