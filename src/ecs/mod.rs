@@ -1,11 +1,11 @@
 //! A small sparse-set ECS with five storage backends that a running world can switch between.
 //!
 //! - [`Entity`] handles with generations, from an allocator with a capacity ([`entity`]);
-//! - [`SparseSet`], the default pool ([`sparse_set`]), and the other layouts ([`storage`]);
+//! - [`SparseSet`], the default pool ([`sparse_set`](storage::sparse_set)), and the other layouts ([`storage`]);
 //! - [`World`]: spawn, despawn, insert, remove, get, resources, live backend switch ([`world`]);
 //! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`query`]);
 //! - views of one component type for many per-entity operations ([`view`]);
-//! - the command buffer ([`commands`]) and the app with its stages and plugins ([`app`]).
+//! - the command buffer ([`commands`]) and the app with its stages and plugins ([`app`](crate::app)).
 
 pub mod bundle;
 pub mod commands;
