@@ -2,10 +2,16 @@
 //!
 //! - [`ecs`]: entities, pools, the five storage backends, world, queries, command buffer, app and profiler;
 //! - [`sim`]: the simulation (ECS and glam only, no window), its digest and the headless report;
-//! - [`cli`]: the command line shared by the window and the headless runs;
+#![cfg_attr(feature = "window", doc = "- [`cli`]: the command line shared by the window and the headless runs;")]
 //! - [`art`]: the sprites' pixels, shared by the window and the program that writes `assets/`.
 //!
 //! The window lives in the binary (`src/main.rs`, `src/render/`), the only code that calls macroquad.
+//!
+//! # Features
+//!
+//! - `window` (default): the `swarm` and `make_assets` binaries and the `cli` module, with macroquad, clap and
+//!   image. Without it (`default-features = false`) the library is the ECS, the app and the simulation with its
+//!   headless report, built on glam, rand, tracing, serde and serde_json only.
 //!
 //! # Quick start
 //!
@@ -51,6 +57,7 @@
 
 pub mod app;
 pub mod art;
+#[cfg(feature = "window")]
 pub mod cli;
 pub mod ecs;
 pub mod sim;
