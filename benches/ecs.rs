@@ -34,14 +34,14 @@ fn hot_world(backend: Backend, n: usize) -> (World, Vec<Entity>) {
     let mut world = World::with_capacity(2 * n as u32 + 16);
     world.set_backend(backend);
     let mut handles = Vec::new();
-    world.spawn_batch((0..n).map(bundle), &mut handles).unwrap();
+    world.spawn_batch_into((0..n).map(bundle), &mut handles).unwrap();
     let mut rng = Pcg64Mcg::seed_from_u64(n as u64);
     handles.shuffle(&mut rng);
     for e in handles.drain(..n / 3) {
         world.despawn(e).unwrap();
     }
     let mut respawned = Vec::new();
-    world.spawn_batch((0..n / 3).map(bundle), &mut respawned).unwrap();
+    world.spawn_batch_into((0..n / 3).map(bundle), &mut respawned).unwrap();
     handles.extend(respawned);
     (world, handles)
 }
@@ -85,7 +85,7 @@ fn spawn(c: &mut Criterion) {
                     let mut world = World::new();
                     world.set_backend(backend);
                     let mut out = Vec::with_capacity(n);
-                    world.spawn_batch((0..n).map(bundle), &mut out).unwrap();
+                    world.spawn_batch_into((0..n).map(bundle), &mut out).unwrap();
                     (world, out)
                 })
             });
@@ -106,7 +106,7 @@ fn spawn_reused(c: &mut Criterion) {
                 b.iter(|| {
                     world.clear();
                     out.clear();
-                    world.spawn_batch((0..n).map(bundle), &mut out).unwrap();
+                    world.spawn_batch_into((0..n).map(bundle), &mut out).unwrap();
                 })
             });
         }
@@ -147,7 +147,7 @@ fn despawn(c: &mut Criterion) {
 /// hecs holding `n` entities of the same four components (the reference beside the backends).
 fn hecs_world(n: usize) -> (hecs::World, Vec<hecs::Entity>) {
     let mut world = hecs::World::new();
-    let handles = world.spawn_batch((0..n).map(bundle)).collect();
+    let handles = world.spawn_batch_into((0..n).map(bundle)).collect();
     (world, handles)
 }
 
@@ -242,7 +242,7 @@ fn query(c: &mut Criterion) {
             // Same order: spawned together, so the sparse-set pools are packed alike (lock-step walk).
             let mut world = World::with_capacity(n as u32);
             world.set_backend(backend);
-            world.spawn_batch((0..n).map(bundle), &mut Vec::new()).unwrap();
+            world.spawn_batch_into((0..n).map(bundle), &mut Vec::new()).unwrap();
             group.bench_function(BenchmarkId::new(backend.name(), n), |b| {
                 b.iter(|| world.query::<(&mut Position, &Velocity)>().for_each(|_, (p, v)| p.0 += v.0))
             });

@@ -93,7 +93,7 @@ fn query_after_sort_as(c: &mut Criterion) {
     // Velocities inserted in another order: the pools disagree until `sort_as`.
     let mut world = World::new();
     let mut handles = Vec::new();
-    world.spawn_batch((0..n).map(|i| (Pos(glam::Vec3::splat(i as f32)),)), &mut handles).unwrap();
+    world.spawn_batch_into((0..n).map(|i| (Pos(glam::Vec3::splat(i as f32)),)), &mut handles).unwrap();
     handles.shuffle(&mut Pcg64Mcg::seed_from_u64(3));
     for &e in &handles {
         world.insert(e, Vel(glam::Vec3::ONE)).unwrap();

@@ -127,7 +127,7 @@ macro_rules! conformance {
                 let build = || {
                     let mut w = world();
                     let mut spawned = Vec::new();
-                    w.spawn_batch((0..20).map(|i| (Pos(i as f32, 0.0), Vel(1.0, i as f32))), &mut spawned).unwrap();
+                    w.spawn_batch_into((0..20).map(|i| (Pos(i as f32, 0.0), Vel(1.0, i as f32))), &mut spawned).unwrap();
                     let tagged = w.spawn((Pos(-1.0, 0.0), Red)).unwrap();
                     // A stale handle whose index is live again, and a reserved (not yet alive) handle.
                     let stale = spawned[19];
@@ -330,6 +330,22 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn spawn_batch_counts_without_collecting_handles() {
+                let mut w = World::with_capacity(50);
+                w.set_backend($backend);
+                let first = w.spawn((Pos(-1.0, 0.0),)).unwrap();
+                assert_eq!(w.spawn_batch((0..30).map(|i| (Pos(i as f32, 0.0), Vel(0.0, i as f32)))), Ok(30));
+                assert_eq!(w.spawn_batch((0..40).map(|i| (Vel(i as f32, 1.0),))), Err(WorldFull { capacity: 50 }));
+                assert_eq!(w.len(), 50, "the bundles that fitted stay");
+                let mut sum = 0.0;
+                w.query::<(&Pos, &Vel)>().for_each(|_, (p, v)| sum += p.0 + v.1);
+                assert_eq!(sum, 2.0 * (0..30).sum::<i32>() as f32);
+                assert_eq!(w.query::<(&Vel,)>().without::<Pos>().count(), 19);
+                assert_eq!(w.get::<Pos>(first), Some(&Pos(-1.0, 0.0)));
+                w.assert_invariants();
+            }
+
+            #[test]
             fn full_world_refuses_and_loses_nothing() {
                 let mut w = World::with_capacity(3);
                 w.set_backend($backend);
@@ -337,7 +353,7 @@ macro_rules! conformance {
                 assert_eq!(w.spawn((Pos(9.0, 9.0),)), Err(WorldFull { capacity: 3 }));
                 assert_eq!(w.commands().spawn((Pos(9.0, 9.0),)), Err(WorldFull { capacity: 3 }));
                 let mut out = Vec::new();
-                assert!(w.spawn_batch((0..5).map(|_| (Pos(0.0, 0.0),)), &mut out).is_err());
+                assert!(w.spawn_batch_into((0..5).map(|_| (Pos(0.0, 0.0),)), &mut out).is_err());
                 assert!(out.is_empty());
                 for (i, e) in all.iter().enumerate() {
                     assert_eq!(w.get::<Pos>(*e), Some(&Pos(i as f32, 0.0)));
@@ -351,7 +367,7 @@ macro_rules! conformance {
             fn spawn_batch_matches_spawn() {
                 let mut w = world();
                 let mut out = Vec::new();
-                w.spawn_batch((0..100).map(|i| (Pos(i as f32, 0.0), Vel(0.0, i as f32))), &mut out).unwrap();
+                w.spawn_batch_into((0..100).map(|i| (Pos(i as f32, 0.0), Vel(0.0, i as f32))), &mut out).unwrap();
                 assert_eq!(out.len(), 100);
                 assert_eq!(w.get::<Vel>(out[42]), Some(&Vel(0.0, 42.0)));
                 w.assert_invariants();
@@ -362,14 +378,14 @@ macro_rules! conformance {
                 let mut w = World::with_capacity(150);
                 w.set_backend($backend);
                 let mut first = Vec::new();
-                w.spawn_batch((0..100).map(|i| (Pos(i as f32, 0.0), Vel(0.0, i as f32))), &mut first).unwrap();
+                w.spawn_batch_into((0..100).map(|i| (Pos(i as f32, 0.0), Vel(0.0, i as f32))), &mut first).unwrap();
                 for e in first.iter().skip(1).step_by(2) {
                     w.despawn(*e).unwrap();
                 }
                 // 50 live, room for 100: the first 100 of these 120 fit (the 50 freed indices first), then the
                 // batch stops with an error and every entity it did spawn is whole.
                 let mut second = Vec::new();
-                let result = w.spawn_batch((0..120).map(|i| (Vel(1.0, i as f32), Pos(-(i as f32), 1.0))), &mut second);
+                let result = w.spawn_batch_into((0..120).map(|i| (Vel(1.0, i as f32), Pos(-(i as f32), 1.0))), &mut second);
                 assert_eq!(result, Err(WorldFull { capacity: 150 }));
                 assert_eq!(second.len(), 100);
                 assert_eq!(w.len(), 150);
@@ -390,7 +406,7 @@ macro_rules! conformance {
                 let mut out = Vec::new();
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let bundles = (0..10).map(|i| if i == 7 { panic!("bundle 7") } else { (Pos(i as f32, 0.0), Red) });
-                    let _ = w.spawn_batch(bundles, &mut out);
+                    let _ = w.spawn_batch_into(bundles, &mut out);
                 }));
                 assert!(outcome.is_err());
                 assert_eq!(out.len(), 7);
@@ -551,7 +567,7 @@ macro_rules! conformance {
             fn insert_many_and_remove_many() {
                 let mut w = world();
                 let mut live = Vec::new();
-                w.spawn_batch((0..50).map(|i| (Pos(i as f32, 0.0),)), &mut live).unwrap();
+                w.spawn_batch_into((0..50).map(|i| (Pos(i as f32, 0.0),)), &mut live).unwrap();
                 let dead = live.pop().unwrap();
                 w.despawn(dead).unwrap();
                 let skipped = w.insert_many(live.iter().chain([&dead]).map(|&e| (e, Vel(1.0, 2.0))));
@@ -615,7 +631,7 @@ macro_rules! conformance {
                 w.spawn((Pos(0.0, 0.0),)).unwrap();
                 let small = w.storage_bytes();
                 let mut out = Vec::new();
-                w.spawn_batch((0..5000).map(|i| (Pos(i as f32, 0.0), Vel(0.0, 0.0), Red)), &mut out).unwrap();
+                w.spawn_batch_into((0..5000).map(|i| (Pos(i as f32, 0.0), Vel(0.0, 0.0), Red)), &mut out).unwrap();
                 let big = w.storage_bytes();
                 assert!(big > small, "{big} <= {small}");
                 let mut per = Vec::new();

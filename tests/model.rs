@@ -332,7 +332,7 @@ fn lock_step_queries_never_hand_an_entity_anothers_value() {
                     let n = rng.gen_range(0..30);
                     let bundle = (OwnA(NOBODY), OwnB(NOBODY), OwnC(NOBODY));
                     spawned.clear();
-                    w.spawn_batch((0..n).map(|_| bundle), &mut spawned).unwrap();
+                    w.spawn_batch_into((0..n).map(|_| bundle), &mut spawned).unwrap();
                     for &e in &spawned {
                         w.insert(e, OwnA(e)).unwrap();
                         w.insert(e, OwnB(e)).unwrap();

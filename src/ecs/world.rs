@@ -196,10 +196,30 @@ impl World {
         Ok(entity)
     }
 
-    /// Spawns one entity per bundle, resolving component ids and tables once. Stops at the first bundle that does
-    /// not fit (the world is full) with `WorldFull`; `out` receives the handles of those spawned, so its growth
-    /// says how many were.
-    pub fn spawn_batch<B: Bundle>(
+    /// Spawns one entity per bundle, resolving component ids and tables once, and returns how many it spawned.
+    /// Stops at the first bundle that does not fit (the world is full) with `WorldFull`; the ones before it stay.
+    /// [`World::spawn_batch_into`] also hands back the handles.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32);
+    /// let mut world = World::with_capacity(10);
+    /// assert_eq!(world.spawn_batch((0..4).map(|i| (Pos(i as f32),))), Ok(4));
+    /// assert!(world.spawn_batch((0..10).map(|i| (Pos(i as f32),))).is_err());
+    /// assert_eq!(world.len(), 10); // six more fitted
+    /// ```
+    pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Result<usize, WorldFull> {
+        let mut handles = std::mem::take(&mut self.handle_scratch);
+        handles.clear();
+        let result = self.spawn_batch_into(bundles, &mut handles);
+        let spawned = handles.len();
+        self.handle_scratch = handles;
+        result.map(|()| spawned)
+    }
+
+    /// Like [`World::spawn_batch`], and `out` receives the new handles in order (those spawned before a
+    /// `WorldFull` too).
+    pub fn spawn_batch_into<B: Bundle>(
         &mut self,
         bundles: impl IntoIterator<Item = B>,
         out: &mut Vec<Entity>,
