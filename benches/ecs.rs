@@ -147,7 +147,7 @@ fn despawn(c: &mut Criterion) {
 /// hecs holding `n` entities of the same four components (the reference beside the backends).
 fn hecs_world(n: usize) -> (hecs::World, Vec<hecs::Entity>) {
     let mut world = hecs::World::new();
-    let handles = world.spawn_batch_into((0..n).map(bundle)).collect();
+    let handles = world.spawn_batch((0..n).map(bundle)).collect();
     (world, handles)
 }
 
