@@ -106,3 +106,59 @@ fn digest_sees_every_change() {
     pos.0.x += 0.001;
     assert_ne!(digest(&mut app.world), before);
 }
+
+/// Puts every sparse-set pool of the simulation into a random order (Fisher-Yates through `swap_positions`, which
+/// keeps each entity's value with it), so queries visit entities in an order no system chose.
+fn shuffle_pools(world: &mut swarm::ecs::World, rng: &mut u64) {
+    use swarm::sim::components::*;
+    fn shuffle<T: 'static>(world: &mut swarm::ecs::World, rng: &mut u64) {
+        let Some(pool) = world.sparse_set_mut::<T>() else { return };
+        for i in (1..pool.len()).rev() {
+            // xorshift64*: a fixed stream, independent of the simulation's own generator.
+            *rng ^= *rng >> 12;
+            *rng ^= *rng << 25;
+            *rng ^= *rng >> 27;
+            let j = (rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % (i + 1);
+            pool.swap_positions(i, j);
+        }
+    }
+    shuffle::<Position>(world, rng);
+    shuffle::<Velocity>(world, rng);
+    shuffle::<Health>(world, rng);
+    shuffle::<Red>(world, rng);
+    shuffle::<Blue>(world, rng);
+    shuffle::<Hunter>(world, rng);
+    shuffle::<Target>(world, rng);
+    shuffle::<Particle>(world, rng);
+    shuffle::<Lifetime>(world, rng);
+}
+
+#[test]
+fn shuffled_iteration_order_does_not_change_the_world() {
+    for seed in [1, 7] {
+        let config = SimConfig::with_population(600);
+        let reference = run(&settings(seed, 600, 150, Backend::Archetype, None), |_| {});
+        let mut app = build_app(config.clone(), seed, Backend::SparseSet, config.default_capacity());
+        let mut rng = 0x9e37_79b9_7f4a_7c15 ^ seed;
+        let mut moved = 0;
+        for _ in 0..150 {
+            let before: Vec<_> = app
+                .world
+                .sparse_set::<swarm::sim::components::Position>()
+                .map_or(Vec::new(), |p| p.entities().to_vec());
+            shuffle_pools(&mut app.world, &mut rng);
+            let after = app
+                .world
+                .sparse_set::<swarm::sim::components::Position>()
+                .map_or(Vec::new(), |p| p.entities().to_vec());
+            moved += before.iter().zip(&after).filter(|(a, b)| a != b).count();
+            app.world.assert_invariants();
+            app.update();
+        }
+        assert!(moved > 10_000, "seed {seed}: the shuffles moved only {moved} entities");
+        let stats = app.world.resource::<SimStats>().clone();
+        assert!(stats.deaths > 0, "seed {seed}: nobody died; the test would prove little");
+        let shuffled = format!("{:016x}", digest(&mut app.world));
+        assert_eq!(shuffled, reference.digest, "seed {seed}: shuffled pools changed the world");
+    }
+}
