@@ -309,6 +309,48 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn optional_terms_fetch_when_present_and_never_restrict() {
+                let mut w = world();
+                let a = w.spawn((Pos(1.0, 0.0), Vel(10.0, 0.0))).unwrap();
+                let b = w.spawn((Pos(2.0, 0.0),)).unwrap();
+                let c = w.spawn((Vel(30.0, 0.0), Red)).unwrap();
+                let d = w.spawn((Pos(4.0, 0.0), Vel(40.0, 0.0), Red)).unwrap();
+                let mut seen = Vec::new();
+                w.query::<(&Pos, Option<&Vel>)>().for_each(|e, (p, v)| seen.push((e, p.0, v.map(|v| v.0))));
+                seen.sort_by_key(|row| row.0);
+                assert_eq!(seen, vec![(a, 1.0, Some(10.0)), (b, 2.0, None), (d, 4.0, Some(40.0))]);
+                // Mutable and optional: only the entities that have it are written.
+                w.query::<(Option<&mut Vel>, &Pos)>().for_each(|_, (v, p)| {
+                    if let Some(v) = v {
+                        v.1 = p.0;
+                    }
+                });
+                assert_eq!(w.get::<Vel>(a), Some(&Vel(10.0, 1.0)));
+                assert_eq!(w.get::<Vel>(c), Some(&Vel(30.0, 0.0)), "c has no Pos: not visited");
+                assert_eq!(w.get::<Vel>(d), Some(&Vel(40.0, 4.0)));
+                // Only optional terms: every live entity, or those the filters allow.
+                let mut all = Vec::new();
+                w.query::<(Option<&Pos>,)>().for_each(|e, (p,)| all.push((e, p.is_some())));
+                assert_eq!(sorted(all.iter().map(|r| r.0).collect()), sorted(vec![a, b, c, d]));
+                assert_eq!(all.iter().filter(|r| r.1).count(), 3);
+                assert_eq!(w.query::<(Option<&Pos>,)>().without::<Red>().count(), 2);
+                assert_eq!(w.query::<(Option<&Pos>, Option<&Vel>)>().with::<Red>().count(), 2);
+                // Runs hand over the same rows as `for_each`, with the optional column absent where it is.
+                let mut rows = Vec::new();
+                w.query::<(&Vel, Option<&Pos>)>().for_each_run(|entities, (vels, poss)| {
+                    for (k, &e) in entities.iter().enumerate() {
+                        rows.push((e, vels[k].0, poss.as_ref().map(|p| p[k].0)));
+                    }
+                });
+                rows.sort_by_key(|row| row.0);
+                assert_eq!(rows, vec![(a, 10.0, Some(1.0)), (c, 30.0, None), (d, 40.0, Some(4.0))]);
+                // Naming a type twice is still refused, optional or not.
+                let err = w.query::<(&mut Pos, Option<&Pos>)>().try_for_each(|_, _| {}).unwrap_err();
+                assert!(matches!(err, QueryError::Conflict { mutable: true, .. }), "{err}");
+                w.assert_invariants();
+            }
+
+            #[test]
             fn aliasing_queries_are_refused() {
                 let mut w = world();
                 w.spawn((Pos(0.0, 0.0),)).unwrap();

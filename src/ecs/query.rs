@@ -115,6 +115,9 @@ pub trait Term {
     #[doc(hidden)]
     /// Whether the term borrows mutably.
     const MUTABLE: bool;
+    #[doc(hidden)]
+    /// Whether an entity must have the component to match (`false` for `Option<&T>`).
+    const REQUIRED: bool = true;
     /// What the loop body receives.
     type Item<'a>;
     #[doc(hidden)]
@@ -142,8 +145,9 @@ pub trait Term {
     /// Turns the pool borrow into its packed values (only called when `order` is `Some`).
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], Self::Slice<'w>);
     #[doc(hidden)]
-    /// One archetype column.
-    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> Self::Slice<'w>;
+    /// One archetype table's column of the component (`None` if the table has none: then the table matches only
+    /// an optional term).
+    fn column<'w>(column: Option<&'w mut Box<dyn ErasedColumn>>) -> Self::Slice<'w>;
     #[doc(hidden)]
     /// The first `len` values (so the loop's bounds checks fold away).
     fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w>;
@@ -188,8 +192,8 @@ impl<T: 'static> Term for &T {
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], &'w [T]) {
         pool.packed().expect("into_packed on a layout without packed arrays")
     }
-    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> &'w [T] {
-        typed_column::<T>(column.as_mut())
+    fn column<'w>(column: Option<&'w mut Box<dyn ErasedColumn>>) -> &'w [T] {
+        typed_column::<T>(column.expect("table matched the query").as_mut())
     }
     #[inline]
     fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w> {
@@ -235,8 +239,8 @@ impl<T: 'static> Term for &mut T {
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], &'w mut [T]) {
         pool.packed_mut().expect("into_packed on a layout without packed arrays")
     }
-    fn column<'w>(column: &'w mut Box<dyn ErasedColumn>) -> &'w mut [T] {
-        typed_column::<T>(column.as_mut())
+    fn column<'w>(column: Option<&'w mut Box<dyn ErasedColumn>>) -> &'w mut [T] {
+        typed_column::<T>(column.expect("table matched the query").as_mut())
     }
     #[inline]
     fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w> {
@@ -255,6 +259,69 @@ impl<T: 'static> Term for &mut T {
         std::slice::from_mut(item)
     }
 }
+
+/// `Option<&T>` and `Option<&mut T>`: the component if the entity has it. An optional term never restricts which
+/// entities match and never drives a loop: a query of optional terms only visits every live entity (or those its
+/// filters allow).
+macro_rules! impl_optional_term {
+    ($($mut:ident)?; $mutable:expr, $get:ident, $packed:ident, $as_slice:ident, $split:ident, $one:path) => {
+        impl<'r, T: 'static> Term for Option<&'r $($mut)? T> {
+            type Component = T;
+            const MUTABLE: bool = $mutable;
+            const REQUIRED: bool = false;
+            type Item<'a> = Option<<&'r $($mut)? T as Term>::Item<'a>>;
+            type PoolRef<'w, L: Layout> = <&'r $($mut)? T as Term>::PoolRef<'w, L>;
+            type Slice<'w> = Option<<&'r $($mut)? T as Term>::Slice<'w>>;
+
+            fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> Self::PoolRef<'w, L> {
+                <&'r $($mut)? T as Term>::pool_ref::<L>(pool)
+            }
+            #[inline]
+            fn probe<'a, L: Layout>(pool: &'a mut Self::PoolRef<'_, L>, index: u32) -> Option<Self::Item<'a>> {
+                Some(pool.$get(index))
+            }
+            fn len<L: Layout>(_: &Self::PoolRef<'_, L>) -> usize {
+                usize::MAX // never the smallest: an optional term does not drive
+            }
+            fn collect<L: Layout>(_: &Self::PoolRef<'_, L>, _: &Entities, _: &mut Vec<Entity>) {}
+            fn order<'a, L: Layout>(_: &'a Self::PoolRef<'_, L>) -> Option<PackedOrder<'a>> {
+                None // its pool holds other entities than the others': never walked in lock-step
+            }
+            fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], Self::Slice<'w>) {
+                let (entities, values) = pool.$packed().expect("into_packed on a layout without packed arrays");
+                (entities, Some(values))
+            }
+            fn column<'w>(column: Option<&'w mut Box<dyn ErasedColumn>>) -> Self::Slice<'w> {
+                column.map(|column| typed_column::<T>(column.as_mut()).$as_slice())
+            }
+            #[inline]
+            fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w> {
+                slice.map(|s| <&'r $($mut)? T as Term>::truncate(s, len))
+            }
+            #[inline]
+            fn at<'a>(slice: &'a mut Self::Slice<'_>, row: usize) -> Self::Item<'a> {
+                slice.as_mut().map(|s| <&'r $($mut)? T as Term>::at(s, row))
+            }
+            #[inline]
+            fn split_front<'w>(slice: Self::Slice<'w>, n: usize) -> (Self::Slice<'w>, Self::Slice<'w>) {
+                match slice {
+                    Some(s) => {
+                        let (front, back) = s.$split(n);
+                        (Some(front), Some(back))
+                    }
+                    None => (None, None),
+                }
+            }
+            #[inline]
+            fn one<'a>(item: Self::Item<'a>) -> Self::Slice<'a> {
+                item.map($one)
+            }
+        }
+    };
+}
+
+impl_optional_term!(; false, get, packed, as_slice, split_at, std::slice::from_ref);
+impl_optional_term!(mut; true, get_mut, packed_mut, as_mut_slice, split_at_mut, std::slice::from_mut);
 
 /// How one term of a probing loop reaches its values: by row in the driver's packed array, or by index lookup.
 #[doc(hidden)]
@@ -568,8 +635,12 @@ fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     }
 
     // Otherwise (a `With` filter is smallest, or the layout does not pack): copy the driver's handles to the
-    // scratch buffer and probe every pool by index.
+    // scratch buffer and probe every pool by index. With no pool to drive (only optional terms and `Without`
+    // filters), every live entity is a candidate.
     scratch.clear();
+    if smallest == usize::MAX {
+        scratch.extend(entities.iter());
+    }
     let mut done = false;
     Q::collect::<L>(&pools, smallest, &mut done, entities, scratch);
     F::collect::<L>(&filter, smallest, &mut done, entities, scratch);
@@ -647,7 +718,9 @@ macro_rules! impl_query_data {
                 $(
                     let (id, _) = components.register::<$T::Component>();
                     access.push(components, id, $T::MUTABLE);
-                    access.required.insert(id);
+                    if $T::REQUIRED {
+                        access.required.insert(id);
+                    }
                 )+
             }
 
@@ -740,9 +813,17 @@ macro_rules! impl_query_data {
 
             fn table_parts<'w>(table: &'w mut Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>) {
                 let ids = access.ids();
-                let slots = [$(table.column_slot(ids[$k]).expect("table matched the query")),+];
+                let slots = [$(table.column_slot(ids[$k])),+];
                 let (rows, columns) = table.parts_mut();
-                let [$($s),+] = columns.get_disjoint_mut(slots).expect("query ids are distinct");
+                // Each column goes to the term naming it (ids are distinct, so at most one); optional terms whose
+                // type the table lacks get `None`.
+                let mut picked: [Option<&'w mut Box<dyn ErasedColumn>>; [$($k),+].len()] = Default::default();
+                for (slot, column) in columns.iter_mut().enumerate() {
+                    if let Some(k) = slots.iter().position(|&s| s == Some(slot)) {
+                        picked[k] = Some(column);
+                    }
+                }
+                let [$($s),+] = picked;
                 (rows, ($($T::column($s),)+))
             }
 
