@@ -351,6 +351,50 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn shared_queries_read_what_mutable_ones_read() {
+                #[derive(Debug)]
+                struct Never;
+                let mut w = world();
+                let mut all = Vec::new();
+                for i in 0..60 {
+                    let e = match i % 3 {
+                        0 => w.spawn((Pos(i as f32, 0.0), Vel(1.0, i as f32))).unwrap(),
+                        1 => w.spawn((Pos(i as f32, 1.0), Red)).unwrap(),
+                        _ => w.spawn((Vel(2.0, i as f32), Red)).unwrap(),
+                    };
+                    all.push(e);
+                }
+                for &e in all.iter().step_by(7) {
+                    w.despawn(e).unwrap();
+                }
+                fn rows(w: &World) -> Vec<(Entity, f32, Option<f32>)> {
+                    let mut out = Vec::new();
+                    w.query_ref::<(&Pos, Option<&Vel>)>().for_each(|e, (p, v)| out.push((e, p.0, v.map(|v| v.1))));
+                    out.sort_by_key(|r| r.0);
+                    out
+                }
+                let mut expected = Vec::new();
+                w.query::<(&Pos, Option<&Vel>)>().for_each(|e, (p, v)| expected.push((e, p.0, v.map(|v| v.1))));
+                expected.sort_by_key(|r| r.0);
+                let red_vel = w.query::<(&Vel,)>().with::<Red>().count();
+                let shared: &World = &w;
+                assert_eq!(rows(shared), expected);
+                assert_eq!(shared.query_ref::<(&Vel,)>().with::<Red>().count(), red_vel);
+                assert_eq!(shared.query_ref::<(&Pos,)>().without::<Red>().count(), 17);
+                // Types the world never met: nothing has them, nothing is excluded by them, they read as None.
+                assert_eq!(shared.query_ref::<(&Never,)>().count(), 0);
+                assert_eq!(shared.query_ref::<(&Pos,)>().with::<Never>().count(), 0);
+                assert_eq!(shared.query_ref::<(&Pos,)>().without::<Never>().count(), expected.len());
+                let mut nones = 0;
+                shared.query_ref::<(&Pos, Option<&Never>)>().for_each(|_, (_, n)| nones += n.is_none() as usize);
+                assert_eq!(nones, expected.len());
+                let err = shared.query_ref::<(&Pos, Option<&Pos>)>().try_for_each(|_, _| {}).unwrap_err();
+                assert!(matches!(err, QueryError::Conflict { mutable: false, .. }), "{err}");
+                let err = shared.query_ref::<(&Never, &Never)>().try_for_each(|_, _| {}).unwrap_err();
+                assert!(matches!(err, QueryError::Conflict { .. }), "an unknown type named twice: {err}");
+            }
+
+            #[test]
             fn aliasing_queries_are_refused() {
                 let mut w = world();
                 w.spawn((Pos(0.0, 0.0),)).unwrap();

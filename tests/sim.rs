@@ -100,11 +100,11 @@ fn digest_sees_every_change() {
     for _ in 0..10 {
         app.update();
     }
-    let before = digest(&mut app.world);
+    let before = digest(&app.world);
     let some = app.world.entities().iter().next().unwrap();
     let pos = app.world.get_mut::<swarm::sim::components::Position>(some).unwrap();
     pos.0.x += 0.001;
-    assert_ne!(digest(&mut app.world), before);
+    assert_ne!(digest(&app.world), before);
 }
 
 /// Puts every sparse-set pool of the simulation into a random order (Fisher-Yates through `swap_positions`, which
@@ -158,7 +158,7 @@ fn shuffled_iteration_order_does_not_change_the_world() {
         assert!(moved > 10_000, "seed {seed}: the shuffles moved only {moved} entities");
         let stats = app.world.resource::<SimStats>().clone();
         assert!(stats.deaths > 0, "seed {seed}: nobody died; the test would prove little");
-        let shuffled = format!("{:016x}", digest(&mut app.world));
+        let shuffled = format!("{:016x}", digest(&app.world));
         assert_eq!(shuffled, reference.digest, "seed {seed}: shuffled pools changed the world");
     }
 }

@@ -25,7 +25,10 @@ pub use bundle::{Bundle, MAX_BUNDLE};
 pub use commands::{ApplyStats, Commands};
 pub use component::{ComponentId, ComponentInfo, ComponentSet, MAX_COMPONENTS};
 pub use entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
-pub use query::{Filter, Query, QueryData, QueryError, Term, With, Without, MAX_QUERY_TYPES};
+pub use query::{
+    Filter, Query, QueryData, QueryError, QueryRef, ReadOnlyQueryData, ReadOnlyTerm, Term, With, Without,
+    MAX_QUERY_TYPES,
+};
 pub use sort::SortMethod;
 pub use storage::sparse_set::{PackedOrder, SparseSet, PAGE_SIZE};
 pub use storage::{Backend, UnknownBackend};

@@ -30,6 +30,7 @@ use super::storage::archetype::{Column, ErasedColumn, Table};
 use super::storage::sparse_set::PackedOrder;
 use super::storage::{dispatch, AnyPool, ErasedPool, Layout, Pool, Registry};
 use super::world::{Storage, World};
+use std::any::{type_name, TypeId};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -74,22 +75,31 @@ impl std::error::Error for QueryError {}
 #[derive(Default)]
 pub struct Access {
     ids: [ComponentId; MAX_QUERY_TYPES],
+    types: [Option<TypeId>; MAX_QUERY_TYPES],
     mutable: [bool; MAX_QUERY_TYPES],
     len: usize,
     /// Types that must be present (fetched and `With`).
     pub required: ComponentSet,
     /// Types that must be absent (`Without`).
     pub excluded: ComponentSet,
+    /// A required type the world has never met (a query through `&World`, which registers nothing): no entity
+    /// can match.
+    unmatchable: bool,
     error: Option<QueryError>,
 }
 
+/// The id of a type a query through `&World` names but the world has never met.
+const ABSENT: ComponentId = ComponentId::MAX;
+
 impl Access {
-    fn push(&mut self, components: &Registry, id: ComponentId, mutable: bool) {
+    /// Records a named type: `id` is `None` if the world has not met it (shared queries only). `required` for
+    /// fetched terms and `With`; `excluded` for `Without`.
+    fn name<T: 'static>(&mut self, id: Option<ComponentId>, mutable: bool, required: bool, excluded: bool) {
         if self.error.is_some() {
             return;
         }
-        if let Some(k) = self.ids[..self.len].iter().position(|&other| other == id) {
-            let component = components.info(id).name;
+        if let Some(k) = self.types[..self.len].iter().position(|&other| other == Some(TypeId::of::<T>())) {
+            let component = type_name::<T>();
             self.error = Some(QueryError::Conflict { component, mutable: mutable || self.mutable[k] });
             return;
         }
@@ -97,9 +107,20 @@ impl Access {
             self.error = Some(QueryError::TooManyTypes);
             return;
         }
-        self.ids[self.len] = id;
+        self.ids[self.len] = id.unwrap_or(ABSENT);
+        self.types[self.len] = Some(TypeId::of::<T>());
         self.mutable[self.len] = mutable;
         self.len += 1;
+        match id {
+            Some(id) if required => {
+                self.required.insert(id);
+            }
+            Some(id) if excluded => {
+                self.excluded.insert(id);
+            }
+            None if required => self.unmatchable = true,
+            _ => {}
+        }
     }
 
     /// The ids, in the order the query names them.
@@ -164,6 +185,39 @@ pub trait Term {
 
 fn typed_column<T: 'static>(column: &mut dyn ErasedColumn) -> &mut Vec<T> {
     &mut column.as_any_mut().downcast_mut::<Column<T>>().expect("column type does not match its component id").0
+}
+
+fn typed_column_ref<T: 'static>(column: &dyn ErasedColumn) -> &[T] {
+    &column.as_any().downcast_ref::<Column<T>>().expect("column type does not match its component id").0
+}
+
+/// A term that only reads (`&T`, `Option<&T>`): it can run through a shared `&World` ([`World::query_ref`]).
+pub trait ReadOnlyTerm: Term {
+    #[doc(hidden)]
+    /// The typed pool borrow from a shared one (`None` where the world has no pool of the type); `None` if no
+    /// entity can match.
+    fn pool_shared<'w, L: Layout>(pool: Option<&'w dyn ErasedPool>) -> Option<Self::PoolRef<'w, L>>;
+    #[doc(hidden)]
+    /// One archetype table's column, shared.
+    fn column_shared<'w>(column: Option<&'w dyn ErasedColumn>) -> Self::Slice<'w>;
+}
+
+impl<T: 'static> ReadOnlyTerm for &T {
+    fn pool_shared<'w, L: Layout>(pool: Option<&'w dyn ErasedPool>) -> Option<&'w L::Pool<T>> {
+        pool.map(|pool| L::pool_ref(AnyPool::<T>::downcast_ref(pool)))
+    }
+    fn column_shared<'w>(column: Option<&'w dyn ErasedColumn>) -> &'w [T] {
+        typed_column_ref::<T>(column.expect("table matched the query"))
+    }
+}
+
+impl<'r, T: 'static> ReadOnlyTerm for Option<&'r T> {
+    fn pool_shared<'w, L: Layout>(pool: Option<&'w dyn ErasedPool>) -> Option<Option<&'w L::Pool<T>>> {
+        Some(<&T as ReadOnlyTerm>::pool_shared::<L>(pool))
+    }
+    fn column_shared<'w>(column: Option<&'w dyn ErasedColumn>) -> Option<&'w [T]> {
+        column.map(typed_column_ref::<T>)
+    }
 }
 
 impl<T: 'static> Term for &T {
@@ -270,15 +324,16 @@ macro_rules! impl_optional_term {
             const MUTABLE: bool = $mutable;
             const REQUIRED: bool = false;
             type Item<'a> = Option<<&'r $($mut)? T as Term>::Item<'a>>;
-            type PoolRef<'w, L: Layout> = <&'r $($mut)? T as Term>::PoolRef<'w, L>;
+            /// `None` where the world has no pool of `T` (a shared query of a type it never met).
+            type PoolRef<'w, L: Layout> = Option<<&'r $($mut)? T as Term>::PoolRef<'w, L>>;
             type Slice<'w> = Option<<&'r $($mut)? T as Term>::Slice<'w>>;
 
             fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> Self::PoolRef<'w, L> {
-                <&'r $($mut)? T as Term>::pool_ref::<L>(pool)
+                Some(<&'r $($mut)? T as Term>::pool_ref::<L>(pool))
             }
             #[inline]
             fn probe<'a, L: Layout>(pool: &'a mut Self::PoolRef<'_, L>, index: u32) -> Option<Self::Item<'a>> {
-                Some(pool.$get(index))
+                Some(pool.as_mut().and_then(|pool| pool.$get(index)))
             }
             fn len<L: Layout>(_: &Self::PoolRef<'_, L>) -> usize {
                 usize::MAX // never the smallest: an optional term does not drive
@@ -288,6 +343,7 @@ macro_rules! impl_optional_term {
                 None // its pool holds other entities than the others': never walked in lock-step
             }
             fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], Self::Slice<'w>) {
+                let pool = pool.expect("into_packed on a pool that exists");
                 let (entities, values) = pool.$packed().expect("into_packed on a layout without packed arrays");
                 (entities, Some(values))
             }
@@ -357,6 +413,15 @@ pub trait Filter {
     /// Registers the filtered types and records them in `access`.
     fn access(components: &mut Registry, access: &mut Access);
     #[doc(hidden)]
+    /// Records the filtered types in `access` without registering them (a query through `&World`).
+    fn access_lookup(components: &Registry, access: &mut Access);
+    #[doc(hidden)]
+    /// This filter's pools, shared, in access order (`None` where the world has no pool of the type); `None` if
+    /// no entity can pass.
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Self::Pools<'w, L>>;
+    #[doc(hidden)]
     /// Takes this filter's pools, in the order `access` recorded them.
     fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
     #[doc(hidden)]
@@ -380,7 +445,11 @@ impl Filter for () {
     type Pools<'w, L: Layout> = ();
     const ALWAYS: bool = true;
     fn access(_: &mut Registry, _: &mut Access) {}
+    fn access_lookup(_: &Registry, _: &mut Access) {}
     fn pools<'w, L: Layout>(_: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) {}
+    fn pools_shared<'w, L: Layout>(_: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>) -> Option<()> {
+        Some(())
+    }
     #[inline]
     fn matches<L: Layout>(_: &(), _: u32) -> bool {
         true
@@ -394,12 +463,18 @@ impl Filter for () {
 impl<T: 'static> Filter for With<T> {
     type Pools<'w, L: Layout> = &'w L::Pool<T>;
     fn access(components: &mut Registry, access: &mut Access) {
-        let (id, _) = components.register::<T>();
-        access.push(components, id, false);
-        access.required.insert(id);
+        access.name::<T>(Some(components.register::<T>().0), false, true, false);
+    }
+    fn access_lookup(components: &Registry, access: &mut Access) {
+        access.name::<T>(components.id::<T>(), false, true, false);
     }
     fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
         L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("filter pool was taken")))
+    }
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<&'w L::Pool<T>> {
+        pools.next().expect("a pool per filter").map(|pool| L::pool_ref(AnyPool::<T>::downcast_ref(pool)))
     }
     #[inline]
     fn matches<L: Layout>(pool: &&L::Pool<T>, index: u32) -> bool {
@@ -417,23 +492,30 @@ impl<T: 'static> Filter for With<T> {
 }
 
 impl<T: 'static> Filter for Without<T> {
-    type Pools<'w, L: Layout> = &'w L::Pool<T>;
+    /// `None` where the world has no pool of `T` (a shared query): then nothing is excluded.
+    type Pools<'w, L: Layout> = Option<&'w L::Pool<T>>;
     fn access(components: &mut Registry, access: &mut Access) {
-        let (id, _) = components.register::<T>();
-        access.push(components, id, false);
-        access.excluded.insert(id);
+        access.name::<T>(Some(components.register::<T>().0), false, false, true);
     }
-    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
-        L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("filter pool was taken")))
+    fn access_lookup(components: &Registry, access: &mut Access) {
+        access.name::<T>(components.id::<T>(), false, false, true);
+    }
+    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Option<&'w L::Pool<T>> {
+        Some(L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("filter pool was taken"))))
+    }
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Option<&'w L::Pool<T>>> {
+        Some(pools.next().expect("a pool per filter").map(|pool| L::pool_ref(AnyPool::<T>::downcast_ref(pool))))
     }
     #[inline]
-    fn matches<L: Layout>(pool: &&L::Pool<T>, index: u32) -> bool {
-        !pool.contains(index)
+    fn matches<L: Layout>(pool: &Option<&L::Pool<T>>, index: u32) -> bool {
+        pool.is_none_or(|pool| !pool.contains(index))
     }
-    fn min_len<L: Layout>(_: &&L::Pool<T>) -> usize {
+    fn min_len<L: Layout>(_: &Option<&L::Pool<T>>) -> usize {
         usize::MAX
     }
-    fn collect<L: Layout>(_: &&L::Pool<T>, _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
+    fn collect<L: Layout>(_: &Option<&L::Pool<T>>, _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
 }
 
 impl<A: Filter, B: Filter> Filter for (A, B) {
@@ -443,9 +525,21 @@ impl<A: Filter, B: Filter> Filter for (A, B) {
         A::access(components, access);
         B::access(components, access);
     }
+    fn access_lookup(components: &Registry, access: &mut Access) {
+        A::access_lookup(components, access);
+        B::access_lookup(components, access);
+    }
     fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
         let a = A::pools::<L>(taken);
         (a, B::pools::<L>(taken))
+    }
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Self::Pools<'w, L>> {
+        // Both halves take their pools even if the first cannot match, so the iterator stays in step.
+        let a = A::pools_shared::<L>(pools);
+        let b = B::pools_shared::<L>(pools);
+        Some((a?, b?))
     }
     #[inline]
     fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool {
@@ -545,7 +639,23 @@ pub trait QueryData {
     fn one_slices<'a>(item: Self::Item<'a>) -> Self::Slices<'a>;
 }
 
-/// The loop over a per-component layout. `taken` yields the query's pools in access order.
+/// A [`QueryData`] whose terms only read: it can run through a shared `&World` ([`World::query_ref`]).
+pub trait ReadOnlyQueryData: QueryData {
+    #[doc(hidden)]
+    /// Records the fetched types in `access` without registering them.
+    fn access_lookup(components: &Registry, access: &mut Access);
+    #[doc(hidden)]
+    /// The terms' pools, shared, in access order (`None` where the world has no pool of the type); `None` if
+    /// no entity can match.
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Self::Pools<'w, L>>;
+    #[doc(hidden)]
+    /// The entities of `table` and its columns for the ids `access` names, shared.
+    fn table_parts_shared<'w>(table: &'w Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>);
+}
+
+/// The loop over a per-component layout, given the query's pools and its filter's.
 ///
 /// Lock-step when every fetched pool is packed in the same entity order (e.g. after `sort_as`, or because they get
 /// the same spawns and despawns) and no `With` pool is smaller: shared order stamps prove it in O(1) when nothing
@@ -553,14 +663,12 @@ pub trait QueryData {
 /// once, and found equal they get one fresh stamp. Else the smallest pool drives and the others are probed.
 #[inline]
 fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
-    taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>,
+    mut pools: Q::Pools<'w, L>,
+    filter: F::Pools<'w, L>,
     entities: &Entities,
     scratch: &mut Vec<Entity>,
     visit: &mut V,
 ) {
-    let mut pools = Q::pools::<L>(taken);
-    let filter = F::pools::<L>(taken);
-
     let mut aligned = true;
     {
         let mut first: Option<PackedOrder<'_>> = None;
@@ -655,14 +763,24 @@ fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     }
 }
 
-/// The loop over archetype tables: every non-empty table that holds the fetched and `With` types and none of the
-/// `Without` types is one run of column slices.
+/// Whether the rows of `table` match: it is not empty, holds the fetched and `With` types and none of the
+/// `Without` types.
+fn table_matches(table: &Table, access: &Access) -> bool {
+    !table.is_empty() && table.set().is_superset(&access.required) && !table.set().intersects(&access.excluded)
+}
+
+/// The loop over archetype tables: every matching table is one run of column slices.
 fn run_tables<Q: QueryData, V: Visit<Q>>(tables: &mut [Table], access: &Access, visit: &mut V) {
-    for table in tables {
-        if table.is_empty() || !table.set().is_superset(&access.required) || table.set().intersects(&access.excluded) {
-            continue;
-        }
+    for table in tables.iter_mut().filter(|table| table_matches(table, access)) {
         let (rows, slices) = Q::table_parts(table, access);
+        visit.run(rows, Q::truncate(slices, rows.len()));
+    }
+}
+
+/// The loop over archetype tables through a shared world.
+fn run_tables_shared<Q: ReadOnlyQueryData, V: Visit<Q>>(tables: &[Table], access: &Access, visit: &mut V) {
+    for table in tables.iter().filter(|table| table_matches(table, access)) {
+        let (rows, slices) = Q::table_parts_shared(table, access);
         visit.run(rows, Q::truncate(slices, rows.len()));
     }
 }
@@ -717,10 +835,7 @@ macro_rules! impl_query_data {
             fn access(components: &mut Registry, access: &mut Access) {
                 $(
                     let (id, _) = components.register::<$T::Component>();
-                    access.push(components, id, $T::MUTABLE);
-                    if $T::REQUIRED {
-                        access.required.insert(id);
-                    }
+                    access.name::<$T::Component>(Some(id), $T::MUTABLE, $T::REQUIRED, false);
                 )+
             }
 
@@ -841,6 +956,31 @@ macro_rules! impl_query_data {
             #[inline]
             fn one_slices<'a>(($($i,)+): Self::Item<'a>) -> Self::Slices<'a> {
                 ($($T::one($i),)+)
+            }
+        }
+
+        impl<$($T: ReadOnlyTerm),+> ReadOnlyQueryData for ($($T,)+) {
+            fn access_lookup(components: &Registry, access: &mut Access) {
+                $(access.name::<$T::Component>(components.id::<$T::Component>(), false, $T::REQUIRED, false);)+
+            }
+
+            fn pools_shared<'w, L: Layout>(
+                pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+            ) -> Option<Self::Pools<'w, L>> {
+                // Every term takes its pool before any `None` returns, so the filter's pools come next.
+                $(let $s = $T::pool_shared::<L>(pools.next().expect("a pool per term"));)+
+                Some(($($s?,)+))
+            }
+
+            fn table_parts_shared<'w>(table: &'w Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>) {
+                let ids = access.ids();
+                let (rows, columns) = table.parts();
+                // A type the world never met (`ABSENT`) has no column anywhere.
+                let column = |id: ComponentId| match id {
+                    ABSENT => None,
+                    id => table.column_slot(id).map(|slot| columns[slot].as_ref()),
+                };
+                (rows, ($($T::column_shared(column(ids[$k])),)+))
             }
         }
     };
@@ -967,6 +1107,99 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, Q, F> {
     }
 }
 
+/// A query through a shared `&World`, for systems and tools that only read (a digest, a census, drawing): every
+/// term is `&T` or `Option<&T>`. Get one from [`World::query_ref`]; it runs like [`Query`]. It registers no type:
+/// a type the world has never met matches no entity (or `None`, or nothing to exclude).
+///
+/// ```
+/// use swarm::ecs::World;
+/// struct Pos(f32); struct Vel(f32); struct Never;
+/// let mut world = World::new();
+/// world.spawn((Pos(1.0), Vel(2.0))).unwrap();
+/// world.spawn((Pos(3.0),)).unwrap();
+/// let world = &world; // shared from here on
+/// let mut sum = 0.0;
+/// world.query_ref::<(&Pos, Option<&Vel>)>().for_each(|_, (p, v)| sum += p.0 + v.map_or(0.0, |v| v.0));
+/// assert_eq!(sum, 6.0);
+/// assert_eq!(world.query_ref::<(&Pos,)>().with::<Never>().count(), 0);
+/// ```
+pub struct QueryRef<'w, Q: ReadOnlyQueryData, F: Filter = ()> {
+    world: &'w World,
+    _marker: PhantomData<fn() -> (Q, F)>,
+}
+
+impl<'w, Q: ReadOnlyQueryData, F: Filter> QueryRef<'w, Q, F> {
+    pub(crate) fn new(world: &'w World) -> Self {
+        Self { world, _marker: PhantomData }
+    }
+
+    /// Also requires `T`.
+    pub fn with<T: 'static>(self) -> QueryRef<'w, Q, (F, With<T>)> {
+        QueryRef::new(self.world)
+    }
+
+    /// Also requires the absence of `T`.
+    pub fn without<T: 'static>(self) -> QueryRef<'w, Q, (F, Without<T>)> {
+        QueryRef::new(self.world)
+    }
+
+    /// Calls `f` with each matching entity and its components; panics like [`Query::for_each`].
+    pub fn for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
+        if let Err(error) = self.try_for_each(f) {
+            panic!("{error}");
+        }
+    }
+
+    /// Calls `f` with each matching entity and its components, or says why the query is refused.
+    pub fn try_for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
+        self.visit(&mut Each(f))
+    }
+
+    /// Calls `f` with runs of matching entities as parallel slices, as [`Query::for_each_run`] does.
+    pub fn for_each_run(self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
+        if let Err(error) = self.visit(&mut Runs(f)) {
+            panic!("{error}");
+        }
+    }
+
+    /// Number of matching entities.
+    pub fn count(self) -> usize {
+        let mut n = 0;
+        self.for_each_run(|entities, _| n += entities.len());
+        n
+    }
+
+    fn visit(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
+        let (entities, components, storage) = self.world.query_parts();
+        let mut access = Access::default();
+        Q::access_lookup(components, &mut access);
+        F::access_lookup(components, &mut access);
+        if let Some(error) = access.error.take() {
+            return Err(error);
+        }
+        if access.unmatchable {
+            return Ok(());
+        }
+        match storage {
+            Storage::Pools { layout, pools } => {
+                let mut shared = access.ids().iter().map(|&id| match id {
+                    ABSENT => None,
+                    id => pools.get(id as usize).map(|pool| pool.as_deref().expect("pool is taken by a running query")),
+                });
+                // Only a probing loop over an index-only layout copies handles: then this buffer grows.
+                let mut scratch = Vec::new();
+                dispatch!(*layout, L => {
+                    let Some(pools) = Q::pools_shared::<L>(&mut shared) else { return Ok(()) };
+                    let Some(filter) = F::pools_shared::<L>(&mut shared) else { return Ok(()) };
+                    run_pools::<Q, L, F, _>(pools, filter, entities, &mut scratch, visit)
+                })
+            }
+            Storage::Tables(archetypes) => run_tables_shared::<Q, _>(archetypes.tables(), &access, visit),
+        }
+        Ok(())
+    }
+}
+
 /// Takes the query's pools out of the world's table for the duration of the loop (so several can be borrowed
 /// mutably at once) and puts them back even if the loop body panics.
 struct Taken<'p> {
@@ -997,6 +1230,8 @@ fn run<Q: QueryData, F: Filter, L: Layout, V: Visit<Q>>(
         taken.ids[k] = id;
     }
     let len = taken.len;
-    let mut pools = taken.held[..len].iter_mut().map(|p| p.as_deref_mut().expect("taken above"));
-    run_pools::<Q, L, F, V>(&mut pools, entities, scratch, visit);
+    let mut taken = taken.held[..len].iter_mut().map(|p| p.as_deref_mut().expect("taken above"));
+    let pools = Q::pools::<L>(&mut taken);
+    let filter = F::pools::<L>(&mut taken);
+    run_pools::<Q, L, F, V>(pools, filter, entities, scratch, visit);
 }

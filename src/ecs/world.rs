@@ -4,7 +4,7 @@ use super::bundle::{Bundle, BundleIds};
 use super::commands::{ApplyStats, CommandQueue, Commands};
 use super::component::ComponentId;
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
-use super::query::{Filter, Query, QueryContext, QueryData};
+use super::query::{Filter, Query, QueryContext, QueryData, QueryRef, ReadOnlyQueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
 use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry};
@@ -513,6 +513,15 @@ impl World {
     /// A query with a filter given as a type: `With<T>`, `Without<T>`, or pairs of them.
     pub fn query_filtered<Q: QueryData, F: Filter>(&mut self) -> Query<'_, Q, F> {
         Query::new(self)
+    }
+
+    /// A read-only query through a shared borrow: every term `&T` or `Option<&T>` (see [`QueryRef`]).
+    pub fn query_ref<Q: ReadOnlyQueryData>(&self) -> QueryRef<'_, Q, ()> {
+        QueryRef::new(self)
+    }
+
+    pub(crate) fn query_parts(&self) -> (&Entities, &Registry, &Storage) {
+        (&self.entities, &self.components, &self.storage)
     }
 
     pub(crate) fn query_context(&mut self) -> QueryContext<'_> {

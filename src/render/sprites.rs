@@ -99,18 +99,18 @@ impl DrawOrder {
 }
 
 /// Draws particles, then fighters (tinted by team, dimmed as they lose health), hunters with their own sprite.
-pub fn draw_world(world: &mut World, sprites: &Sprites, scratch: &mut DrawScratch) {
+pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch) {
     let config = world.resource::<SimConfig>().clone();
     let marks = &mut scratch.marks;
     marks.clear();
     marks.resize(world.entities().index_bound() as usize, 0);
-    world.query::<(&Red,)>().for_each(|e, _| marks[e.index() as usize] |= RED);
-    world.query::<(&Blue,)>().for_each(|e, _| marks[e.index() as usize] |= BLUE);
-    world.query::<(&Hunter,)>().for_each(|e, _| marks[e.index() as usize] |= HUNTER);
+    world.query_ref::<(&Red,)>().for_each(|e, _| marks[e.index() as usize] |= RED);
+    world.query_ref::<(&Blue,)>().for_each(|e, _| marks[e.index() as usize] |= BLUE);
+    world.query_ref::<(&Hunter,)>().for_each(|e, _| marks[e.index() as usize] |= HUNTER);
 
     let particle_size = config.radius * 2.2;
     let life = config.particle_life.max(1) as f32;
-    world.query::<(&Position, &Lifetime)>().for_each(|_, (p, l)| {
+    world.query_ref::<(&Position, &Lifetime)>().for_each(|_, (p, l)| {
         let fade = l.0 as f32 / life;
         let tint = Color::new(1.0, 0.55 + 0.4 * fade, 0.2, 0.25 + 0.75 * fade);
         draw_texture_ex(
@@ -124,7 +124,7 @@ pub fn draw_world(world: &mut World, sprites: &Sprites, scratch: &mut DrawScratc
 
     let size = config.radius * 2.6;
     let max_health = config.max_health.max(1) as f32;
-    world.query::<(&Position, &Health, &Velocity)>().for_each(|e, (p, h, v)| {
+    world.query_ref::<(&Position, &Health, &Velocity)>().for_each(|e, (p, h, v)| {
         let mark = marks[e.index() as usize];
         let vigour = 0.35 + 0.65 * (h.0.max(0) as f32 / max_health);
         let (r, g, b) = if mark & RED != 0 { (0.95, 0.30, 0.25) } else { (0.30, 0.55, 1.0) };

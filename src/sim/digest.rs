@@ -17,7 +17,7 @@ fn record(kind: u64, e: Entity, value: u64) -> u64 {
 
 /// The digest. Handles are hashed in index order; component records are summed (wrapping), which makes the digest
 /// independent of each backend's iteration order while any changed value, handle or membership changes it.
-pub fn digest(world: &mut World) -> u64 {
+pub fn digest(world: &World) -> u64 {
     let mut handles = 0xcbf2_9ce4_8422_2325u64;
     for e in world.entities().iter() {
         handles = mix(handles ^ e.to_bits());
@@ -25,14 +25,14 @@ pub fn digest(world: &mut World) -> u64 {
     let mut sum = 0u64;
     let mut add = |kind: u64, e: Entity, value: u64| sum = sum.wrapping_add(record(kind, e, value));
     let pack = |x: f32, y: f32| (x.to_bits() as u64) << 32 | y.to_bits() as u64;
-    world.query::<(&Position,)>().for_each(|e, (p,)| add(1, e, pack(p.0.x, p.0.y)));
-    world.query::<(&Velocity,)>().for_each(|e, (v,)| add(2, e, pack(v.0.x, v.0.y)));
-    world.query::<(&Health,)>().for_each(|e, (h,)| add(3, e, h.0 as u32 as u64));
-    world.query::<(&Red,)>().for_each(|e, _| add(4, e, 0));
-    world.query::<(&Blue,)>().for_each(|e, _| add(5, e, 0));
-    world.query::<(&Hunter,)>().for_each(|e, _| add(6, e, 0));
-    world.query::<(&Target,)>().for_each(|e, (t,)| add(7, e, t.0.to_bits()));
-    world.query::<(&Particle,)>().for_each(|e, _| add(8, e, 0));
-    world.query::<(&Lifetime,)>().for_each(|e, (l,)| add(9, e, l.0 as u64));
+    world.query_ref::<(&Position,)>().for_each(|e, (p,)| add(1, e, pack(p.0.x, p.0.y)));
+    world.query_ref::<(&Velocity,)>().for_each(|e, (v,)| add(2, e, pack(v.0.x, v.0.y)));
+    world.query_ref::<(&Health,)>().for_each(|e, (h,)| add(3, e, h.0 as u32 as u64));
+    world.query_ref::<(&Red,)>().for_each(|e, _| add(4, e, 0));
+    world.query_ref::<(&Blue,)>().for_each(|e, _| add(5, e, 0));
+    world.query_ref::<(&Hunter,)>().for_each(|e, _| add(6, e, 0));
+    world.query_ref::<(&Target,)>().for_each(|e, (t,)| add(7, e, t.0.to_bits()));
+    world.query_ref::<(&Particle,)>().for_each(|e, _| add(8, e, 0));
+    world.query_ref::<(&Lifetime,)>().for_each(|e, (l,)| add(9, e, l.0 as u64));
     mix(handles ^ mix(sum) ^ world.len() as u64)
 }

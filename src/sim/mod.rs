@@ -70,12 +70,12 @@ pub struct Census {
 }
 
 /// Counts live entities by kind (one query per kind).
-pub fn census(world: &mut World) -> Census {
+pub fn census(world: &World) -> Census {
     use components::{Blue, Hunter, Particle, Red};
     Census {
-        red: world.query::<(&Red,)>().count() as u32,
-        blue: world.query::<(&Blue,)>().count() as u32,
-        hunters: world.query::<(&Hunter,)>().count() as u32,
-        particles: world.query::<(&Particle,)>().count() as u32,
+        red: world.query_ref::<(&Red,)>().count() as u32,
+        blue: world.query_ref::<(&Blue,)>().count() as u32,
+        hunters: world.query_ref::<(&Hunter,)>().count() as u32,
+        particles: world.query_ref::<(&Particle,)>().count() as u32,
     }
 }

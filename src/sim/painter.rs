@@ -34,9 +34,9 @@ mod tests {
         }
         let (mut order, mut scratch) = (Vec::new(), Vec::new());
         for method in SortMethod::ALL {
-            let before = crate::sim::digest(&mut app.world);
+            let before = crate::sim::digest(&app.world);
             assert!(sort_by_y(&mut app.world, method, &mut order, &mut scratch));
-            assert_eq!(crate::sim::digest(&mut app.world), before, "{method:?}: sorting changed the world");
+            assert_eq!(crate::sim::digest(&app.world), before, "{method:?}: sorting changed the world");
             let mut ys = Vec::new();
             app.world.query::<(&Position, &Health, &Velocity)>().for_each(|_, (p, _, _)| ys.push(p.0.y));
             assert!(ys.len() > 100);

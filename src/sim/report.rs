@@ -145,7 +145,7 @@ pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::app::App)) -> Rep
         storage_bytes: app.world.storage_bytes(),
         peak_storage_bytes: peak_storage,
         allocator_bytes: app.world.entities().bytes(),
-        digest: format!("{:016x}", digest(&mut app.world)),
+        digest: format!("{:016x}", digest(&app.world)),
     }
 }
 

@@ -144,6 +144,10 @@ impl Table {
     }
 
     /// Entities and columns at once, for queries that borrow several columns.
+    pub(crate) fn parts(&self) -> (&[Entity], &[Box<dyn ErasedColumn>]) {
+        (&self.entities, &self.columns)
+    }
+
     pub(crate) fn parts_mut(&mut self) -> (&[Entity], &mut [Box<dyn ErasedColumn>]) {
         (&self.entities, &mut self.columns)
     }

@@ -68,6 +68,17 @@ macro_rules! layouts {
                 AnyPool::$variant(pool)
             }
             #[inline]
+            fn pool_ref<T: 'static>(any: &AnyPool<T>) -> &$pool<T> {
+                match any {
+                    AnyPool::$variant(pool) => pool,
+                    #[allow(unreachable_patterns)] // a world with one per-component layout
+                    other => unreachable!(
+                        "pool of {} is {:?} but the world's layout is {:?}",
+                        std::any::type_name::<T>(), other.layout(), PoolLayout::$variant
+                    ),
+                }
+            }
+            #[inline]
             fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut $pool<T> {
                 match any {
                     AnyPool::$variant(pool) => pool,
@@ -214,6 +225,8 @@ pub trait Layout: 'static {
     type Pool<T: 'static>: Pool<T>;
     /// The pool as an [`AnyPool`].
     fn wrap<T: 'static>(pool: Self::Pool<T>) -> AnyPool<T>;
+    /// The pool inside an [`AnyPool`] of this layout, shared.
+    fn pool_ref<T: 'static>(any: &AnyPool<T>) -> &Self::Pool<T>;
     /// The pool inside an [`AnyPool`] of this layout.
     fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut Self::Pool<T>;
 }
