@@ -56,11 +56,9 @@ impl ComponentSet {
         self.0.iter().zip(&other.0).any(|(a, b)| a & b != 0)
     }
 
-    /// The ids, ascending.
-    pub fn iter(&self) -> impl Iterator<Item = ComponentId> + '_ {
-        self.0.iter().enumerate().flat_map(|(word, &bits)| {
-            (0..64).filter(move |bit| bits & (1u64 << bit) != 0).map(move |bit| (word * 64 + bit) as ComponentId)
-        })
+    /// The ids, ascending. Visits the set bits only: per word, the lowest set bit, then clears it.
+    pub fn iter(&self) -> Ids {
+        Ids { words: self.0, word: 0 }
     }
 
     /// Number of ids.
@@ -73,6 +71,42 @@ impl ComponentSet {
         *self == Self::EMPTY
     }
 }
+
+/// The ids of a [`ComponentSet`], ascending (see [`ComponentSet::iter`]). Holds a copy of the set: the bits not
+/// yet visited.
+#[derive(Clone)]
+pub struct Ids {
+    words: [u64; MAX_COMPONENTS / 64],
+    /// The word being visited; the words before it are spent.
+    word: usize,
+}
+
+impl Iterator for Ids {
+    type Item = ComponentId;
+
+    #[inline]
+    fn next(&mut self) -> Option<ComponentId> {
+        while let Some(bits) = self.words.get_mut(self.word) {
+            if *bits != 0 {
+                let bit = bits.trailing_zeros();
+                *bits &= *bits - 1;
+                return Some((self.word * 64) as ComponentId + bit);
+            }
+            self.word += 1;
+        }
+        None
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.words.iter().map(|w| w.count_ones() as usize).sum();
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for Ids {}
+
+impl std::iter::FusedIterator for Ids {}
 
 impl fmt::Debug for ComponentSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -189,6 +223,29 @@ mod tests {
         assert_eq!(a.iter().collect::<Vec<_>>(), vec![3, 200]);
         a.remove(200);
         assert!(!a.intersects(&b) && a.len() == 1);
+    }
+
+    #[test]
+    fn iter_yields_the_set_bits_ascending() {
+        let naive =
+            |set: &ComponentSet| (0..MAX_COMPONENTS as ComponentId).filter(|&id| set.contains(id)).collect::<Vec<_>>();
+        assert_eq!(ComponentSet::EMPTY.iter().next(), None);
+        let mut set = ComponentSet::EMPTY;
+        // Word edges, a full word, a lone top bit and scattered bits.
+        for id in [0, 1, 62, 63, 64, 65, 127, 191, 255].into_iter().chain(128..192).chain((5..250).step_by(37)) {
+            set.insert(id);
+            let ids: Vec<ComponentId> = set.iter().collect();
+            assert_eq!(ids, naive(&set));
+            assert_eq!(set.iter().len(), set.len());
+        }
+        let mut ids = set.iter();
+        ids.next();
+        assert_eq!(ids.len(), set.len() - 1, "the size hint counts what is left");
+        assert_eq!(ids.last(), Some(255));
+        let mut top = ComponentSet::EMPTY;
+        top.insert(255);
+        let mut ids = top.iter();
+        assert_eq!((ids.next(), ids.next(), ids.next()), (Some(255), None, None));
     }
 
     #[test]

@@ -15,6 +15,9 @@
 //! `records[t.entities[r].index] == (t, r)`, and every column of `t` has `t.entities.len()` values.
 //! Tags (zero-sized types) are part of the table key and their columns hold no bytes.
 //! Finding a table never scans: by set through `by_set`, and on insert / remove through the table's edge maps.
+//! An edge is made once per (table, component) and keeps where each column of its source goes in its destination,
+//! so moving a row is one loop over the source's columns; edges are made in pairs, the add edge `A -(+C)-> B` with
+//! the remove edge `B -(-C)-> A`, so a component added and later removed finds both ways cached.
 
 use super::Registry;
 use crate::ecs::component::{ComponentId, ComponentSet, MAX_COMPONENTS};
@@ -102,7 +105,7 @@ pub struct Table {
     pub(crate) columns: Vec<Box<dyn ErasedColumn>>,
     /// `column_of[id]` is the column of component `id`, or `NO_COLUMN`.
     column_of: Box<[u16; MAX_COMPONENTS]>,
-    /// Where an entity of this table goes when component `id` is added / removed.
+    /// The edge (an index into `Archetypes::edges`) an entity of this table takes when `id` is added / removed.
     add_edges: FxHashMap<ComponentId, u32>,
     remove_edges: FxHashMap<ComponentId, u32>,
 }
@@ -158,6 +161,17 @@ impl Table {
     }
 }
 
+/// A cached move from one table to another whose set has one component more (add edge) or less (remove edge).
+struct Edge {
+    /// The destination table.
+    to: u32,
+    /// For each column slot of the source table, the slot of the same component in `to`; `NO_COLUMN` for the
+    /// component a remove edge takes away.
+    dst_slots: Box<[u16]>,
+    /// The slot of the component the edge adds (in `to`) or removes (in the source table).
+    slot: u16,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Record {
     table: u32,
@@ -169,6 +183,8 @@ const NO_TABLE: u32 = u32::MAX;
 /// All tables of a world, and each entity's `(table, row)`.
 pub struct Archetypes {
     tables: Vec<Table>,
+    /// Every edge of every table, by the index the tables' edge maps hold.
+    edges: Vec<Edge>,
     by_set: FxHashMap<ComponentSet, u32>,
     records: Vec<Record>,
 }
@@ -179,7 +195,8 @@ const EMPTY_TABLE: u32 = 0;
 impl Archetypes {
     /// Storage with only the empty table.
     pub fn new() -> Self {
-        let mut archetypes = Self { tables: Vec::new(), by_set: FxHashMap::default(), records: Vec::new() };
+        let mut archetypes =
+            Self { tables: Vec::new(), edges: Vec::new(), by_set: FxHashMap::default(), records: Vec::new() };
         archetypes.table_for(ComponentSet::EMPTY, &Registry::default());
         archetypes
     }
@@ -301,10 +318,46 @@ impl Archetypes {
         self.tables[r.table as usize].column_mut::<T>(id).map(|c| &mut c[r.row as usize])
     }
 
-    /// Moves the row of `index` from its table to `to`, keeping the values `to` has columns for and dropping the
-    /// others. Returns the new row.
-    fn move_entity(&mut self, index: u32, to: u32) -> usize {
-        self.move_entity_without(index, to, usize::MAX)
+    /// The edge from table `from` that adds (`add`) or removes component `id`, made with its reverse if new.
+    #[inline]
+    fn edge(&mut self, from: u32, id: ComponentId, add: bool, components: &Registry) -> u32 {
+        let table = &self.tables[from as usize];
+        let edges = if add { &table.add_edges } else { &table.remove_edges };
+        match edges.get(&id) {
+            Some(&edge) => edge,
+            None => self.link(from, id, add, components),
+        }
+    }
+
+    /// Makes the pair of edges between table `from` and the table with component `id` added (`add`) or removed:
+    /// the add edge from the table without `id` to the one with it, and the remove edge back. Returns the one
+    /// leaving `from`.
+    #[cold]
+    fn link(&mut self, from: u32, id: ComponentId, add: bool, components: &Registry) -> u32 {
+        let mut set = self.tables[from as usize].set;
+        if add {
+            set.insert(id);
+        } else {
+            set.remove(id);
+        }
+        let to = self.table_for(set, components);
+        let (with, without) = if add { (to, from) } else { (from, to) };
+        let (with_table, without_table) = (&self.tables[with as usize], &self.tables[without as usize]);
+        let slot = with_table.column_slot(id).expect("a table lacks a column of its own set") as u16;
+        // Where each column of `src` goes in `dst`: the slot of the same id there, `NO_COLUMN` where it has none.
+        let dst_slots = |src: &Table, dst: &Table| src.set.iter().map(|c| dst.column_of[c as usize]).collect();
+        let add_edge = Edge { to: with, dst_slots: dst_slots(without_table, with_table), slot };
+        let remove_edge = Edge { to: without, dst_slots: dst_slots(with_table, without_table), slot };
+        let add_index = self.edges.len() as u32;
+        self.edges.push(add_edge);
+        self.edges.push(remove_edge);
+        self.tables[without as usize].add_edges.insert(id, add_index);
+        self.tables[with as usize].remove_edges.insert(id, add_index + 1);
+        if add {
+            add_index
+        } else {
+            add_index + 1
+        }
     }
 
     /// Sets component `id` of `entity` (which must have a record) to `value`; returns the previous value.
@@ -316,76 +369,65 @@ impl Archetypes {
         components: &Registry,
     ) -> Option<T> {
         let index = entity.index();
-        if let Some(slot) = self.get_mut::<T>(index, id) {
-            return Some(std::mem::replace(slot, value));
+        let r = self.record(index).expect("inserting into an entity with no record");
+        let table = &mut self.tables[r.table as usize];
+        if let Some(slot) = table.column_slot(id) {
+            let column = table.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch");
+            return Some(std::mem::replace(&mut column.0[r.row as usize], value));
         }
-        let from = self.record(index).expect("inserting into an entity with no record").table;
-        let to = match self.tables[from as usize].add_edges.get(&id) {
-            Some(&to) => to,
-            None => {
-                let mut set = self.tables[from as usize].set;
-                set.insert(id);
-                let to = self.table_for(set, components);
-                self.tables[from as usize].add_edges.insert(id, to);
-                to
-            }
-        };
-        self.move_entity(index, to);
-        self.push_value(to, id, value);
+        let edge = self.edge(r.table, id, true, components);
+        self.move_along(index, r, edge, usize::MAX);
+        let Edge { to, slot, .. } = self.edges[edge as usize];
+        self.tables[to as usize].columns[slot as usize]
+            .as_any_mut()
+            .downcast_mut::<Column<T>>()
+            .expect("column type mismatch")
+            .0
+            .push(value);
         None
     }
 
     /// Removes component `id` from `index`; returns its value.
     pub fn remove<T: 'static>(&mut self, index: u32, id: ComponentId, components: &Registry) -> Option<T> {
         let r = self.record(index)?;
-        let from = r.table;
-        let slot = self.tables[from as usize].column_slot(id)?;
-        let to = match self.tables[from as usize].remove_edges.get(&id) {
-            Some(&to) => to,
-            None => {
-                let mut set = self.tables[from as usize].set;
-                set.remove(id);
-                let to = self.table_for(set, components);
-                self.tables[from as usize].remove_edges.insert(id, to);
-                to
-            }
-        };
+        let slot = self.tables[r.table as usize].column_slot(id)?;
+        let edge = self.edge(r.table, id, false, components);
         // Swap-remove the value here, as the move below swap-removes every other column at the same row.
-        let value = self.tables[from as usize].columns[slot]
+        let value = self.tables[r.table as usize].columns[slot]
             .as_any_mut()
             .downcast_mut::<Column<T>>()
             .expect("column type mismatch")
             .0
             .swap_remove(r.row as usize);
-        self.move_entity_without(index, to, slot);
+        self.move_along(index, r, edge, slot);
         Some(value)
     }
 
-    /// Like `move_entity`, for a row whose column `skip` was already swap-removed (`usize::MAX`: none was).
-    fn move_entity_without(&mut self, index: u32, to: u32, skip: usize) -> usize {
-        let r = self.record(index).expect("moving an entity that has no record");
-        let (from, row) = (r.table as usize, r.row as usize);
-        let (src, dst) = if from < to as usize {
-            let (a, b) = self.tables.split_at_mut(to as usize);
-            (&mut a[from], &mut b[0])
-        } else {
-            let (a, b) = self.tables.split_at_mut(from);
-            (&mut b[0], &mut a[to as usize])
-        };
+    /// Moves the row of `index`, at `r`, along `edge`: each value goes to its column in the edge's destination, or
+    /// is dropped if the destination has none, but for column `skip` of the source, which the caller has already
+    /// swap-removed at the row (`usize::MAX`: none). Returns the new row.
+    fn move_along(&mut self, index: u32, r: Record, edge: u32, skip: usize) -> usize {
+        let edge = &self.edges[edge as usize];
+        let (row, to) = (r.row as usize, edge.to);
+        let (src, dst) = pair_mut(&mut self.tables, r.table as usize, to as usize);
+        debug_assert_eq!(src.columns.len(), edge.dst_slots.len(), "an edge made for another table");
         // A panicking `drop` of a component left behind must not stop the move half-way: it goes on afterwards.
         let mut panic = None;
-        for (slot, (id, column)) in src.set.iter().zip(src.columns.iter_mut()).enumerate() {
-            if slot == skip {
-                continue;
-            }
-            match dst.column_slot(id) {
-                Some(dst_slot) => column.move_row_to(row, dst.columns[dst_slot].as_mut()),
-                None => keep_panic(&mut panic, || column.swap_remove_drop(row)),
+        for (slot, (column, &dst_slot)) in src.columns.iter_mut().zip(&edge.dst_slots[..]).enumerate() {
+            if dst_slot != NO_COLUMN {
+                column.move_row_to(row, dst.columns[dst_slot as usize].as_mut());
+            } else if slot != skip {
+                keep_panic(&mut panic, || column.swap_remove_drop(row));
             }
         }
-        let entity = src.entities[row];
-        self.remove_row_entity(from as u32, row);
-        let new_row = self.push_row(entity, to);
+        let entity = src.entities.swap_remove(row);
+        debug_assert_eq!(entity.index(), index, "the record of {entity:?} points at another entity's row");
+        if let Some(&moved) = src.entities.get(row) {
+            self.records[moved.index() as usize].row = row as u32;
+        }
+        let new_row = dst.entities.len();
+        dst.entities.push(entity);
+        self.records[index as usize] = Record { table: to, row: new_row as u32 };
         resume(panic);
         new_row
     }
@@ -398,10 +440,8 @@ impl Archetypes {
         if !self.tables[r.table as usize].set.contains(id) {
             return false;
         }
-        let mut set = self.tables[r.table as usize].set;
-        set.remove(id);
-        let to = self.table_for(set, components);
-        self.move_entity(index, to);
+        let edge = self.edge(r.table, id, false, components);
+        self.move_along(index, r, edge, usize::MAX);
         true
     }
 
@@ -469,7 +509,10 @@ impl Archetypes {
                     + (t.add_edges.capacity() + t.remove_edges.capacity()) * (size_of::<(u32, u32)>() + 1)
             })
             .sum();
+        let edges: usize = self.edges.iter().map(|e| e.dst_slots.len() * size_of::<u16>()).sum();
         per_table
+            + self.edges.capacity() * size_of::<Edge>()
+            + edges
             + self.records.capacity() * size_of::<Record>()
             + self.by_set.capacity() * (size_of::<(ComponentSet, u32)>() + 1)
     }
@@ -492,7 +535,39 @@ impl Archetypes {
                     "record of {entity:?} does not point at table {t} row {row}"
                 );
             }
+            // Edges come in pairs and map each column to the same component's column.
+            for add in [true, false] {
+                for (&id, &e) in if add { &table.add_edges } else { &table.remove_edges } {
+                    let edge = &self.edges[e as usize];
+                    let to = &self.tables[edge.to as usize];
+                    let mut set = table.set;
+                    if add {
+                        set.insert(id);
+                    } else {
+                        set.remove(id);
+                    }
+                    assert_eq!(to.set, set, "edge {e} of table {t} leads to the wrong table");
+                    let back = if add { &to.remove_edges } else { &to.add_edges };
+                    let back = back.get(&id).map(|&b| self.edges[b as usize].to);
+                    assert_eq!(back, Some(t as u32), "edge {e} of table {t} has no way back");
+                    let slots: Vec<u16> = table.set.iter().map(|c| to.column_of[c as usize]).collect();
+                    assert_eq!(slots[..], edge.dst_slots[..], "edge {e} of table {t} maps the columns wrongly");
+                    let with = if add { to } else { table };
+                    assert_eq!(with.column_slot(id), Some(edge.slot as usize), "edge {e} of table {t}: wrong slot");
+                }
+            }
         }
+    }
+}
+
+/// Two distinct tables, both mutably.
+fn pair_mut(tables: &mut [Table], a: usize, b: usize) -> (&mut Table, &mut Table) {
+    if a < b {
+        let (low, high) = tables.split_at_mut(b);
+        (&mut low[a], &mut high[0])
+    } else {
+        let (low, high) = tables.split_at_mut(a);
+        (&mut high[0], &mut low[b])
     }
 }
 
