@@ -387,7 +387,7 @@ pub enum Lane<'w, T: Term, L: Layout> {
 }
 
 impl<T: Term, L: Layout> Lane<'_, T, L> {
-    #[inline]
+    #[inline(always)]
     fn get(&mut self, row: usize, index: u32) -> Option<T::Item<'_>> {
         match self {
             Lane::Packed(values) => Some(T::at(values, row)),
@@ -886,7 +886,9 @@ macro_rules! impl_query_data {
                 (rows, ($($d,)+))
             }
 
-            #[inline]
+            // Forced inline, like `probe` below: as plain `#[inline]` calls the probing loops over two sparse sets
+            // in different orders measured 1.5-1.9x slower.
+            #[inline(always)]
             fn lane_get<'a, L: Layout>(($($d,)+): &'a mut Self::Lanes<'_, L>, row: usize, index: u32) -> Option<Self::Item<'a>> {
                 $(let $i = $d.get(row, index);)+
                 match ($($i,)+) {
@@ -896,7 +898,7 @@ macro_rules! impl_query_data {
                 }
             }
 
-            #[inline]
+            #[inline(always)]
             fn probe<'a, L: Layout>(($($s,)+): &'a mut Self::Pools<'_, L>, index: u32) -> Option<Self::Item<'a>> {
                 $(let $i = $T::probe::<L>($s, index);)+
                 match ($($i,)+) {

@@ -85,21 +85,24 @@ fn ensure_pools(
     }
 }
 
-/// Puts each bundle of `items` into a new row of the table for `ids` (the entities are newly alive); `out`
-/// receives them in order.
+/// Puts each bundle of `items` into a new row of the table for `ids` (the entities are newly alive), with room
+/// made for `expected` rows first; `spawned` hears of each entity, in order.
 fn spawn_rows<B: Bundle>(
     archetypes: &mut Archetypes,
     components: &Registry,
     ids: &BundleIds,
+    expected: usize,
     items: impl Iterator<Item = (Entity, B)>,
-    out: &mut Vec<Entity>,
+    mut spawned: impl FnMut(Entity),
 ) {
     let table = archetypes.table_for(ids.set, components);
-    archetypes.reserve_rows(table, items.size_hint().0);
+    if expected > 1 {
+        archetypes.reserve_rows(table, expected);
+    }
     for (entity, bundle) in items {
         archetypes.push_row(entity, table);
         bundle.put_table(archetypes, table, ids.ids());
-        out.push(entity);
+        spawned(entity);
     }
 }
 
@@ -240,7 +243,7 @@ impl World {
             }
         });
         match &mut self.storage {
-            Storage::Tables(archetypes) => spawn_rows(archetypes, &self.components, &ids, items, out),
+            Storage::Tables(archetypes) => spawn_rows(archetypes, &self.components, &ids, hint, items, |e| out.push(e)),
             Storage::Pools { layout, pools } => {
                 for &id in ids.ids() {
                     ensure_pools(pools, *layout, &self.components, id);
@@ -267,7 +270,9 @@ impl World {
         let items = reserved.iter().zip(bundles).filter(|(entity, _)| entities.activate(**entity));
         let items = items.map(|(&entity, bundle)| (entity, bundle));
         match &mut self.storage {
-            Storage::Tables(archetypes) => spawn_rows(archetypes, &self.components, ids, items, out),
+            Storage::Tables(archetypes) => {
+                spawn_rows(archetypes, &self.components, ids, reserved.len(), items, |e| out.push(e))
+            }
             Storage::Pools { layout, pools } => {
                 for &id in ids.ids() {
                     ensure_pools(pools, *layout, &self.components, id);
@@ -289,7 +294,7 @@ impl World {
     fn place<B: Bundle>(&mut self, entity: Entity, bundle: B, ids: &BundleIds) {
         match &mut self.storage {
             Storage::Tables(archetypes) => {
-                spawn_rows(archetypes, &self.components, ids, std::iter::once((entity, bundle)), &mut Vec::new())
+                spawn_rows(archetypes, &self.components, ids, 1, std::iter::once((entity, bundle)), |_| {})
             }
             Storage::Pools { layout, pools } => {
                 for &id in ids.ids() {
