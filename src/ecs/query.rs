@@ -994,9 +994,11 @@ impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2);
 impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3);
 impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3, E se de ie 4);
 impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3, E se de ie 4, G sg dg ig 5);
-/// A query being built: fetch `Q` (a tuple of `&T` / `&mut T`), filtered by `F` ([`With`], [`Without`]). Run it
-/// with [`Query::for_each`] or [`Query::for_each_run`]. The same query runs on every backend; the world matches
-/// its storage once per query, not per entity.
+/// A query being built: fetch `Q` (a tuple of `&T`, `&mut T`, `Option<&T>`, `Option<&mut T>`), filtered by `F`
+/// ([`With`], [`Without`]), over the world `W` borrows: `&mut World` from [`World::query`], or `&World` from
+/// [`World::query_ref`] when every term only reads ([`QueryRef`]). Run it with [`Query::for_each`] or
+/// [`Query::for_each_run`]. The same query runs on every backend; the world matches its storage once per query,
+/// not per entity.
 ///
 /// ```
 /// use swarm::ecs::{World, With, Without};
@@ -1013,23 +1015,104 @@ impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2, D sd dd id 3, E se de
 /// A query may name each component type once: `(&mut A, &A)` would hand out a mutable and a shared reference to
 /// the same value, so it is refused with [`QueryError::Conflict`], and so are `(&A, &A)` and a filter on a
 /// fetched type.
-pub struct Query<'w, Q: QueryData, F: Filter = ()> {
-    world: &'w mut World,
+pub struct Query<W, Q: QueryData, F: Filter = ()> {
+    world: W,
     _marker: PhantomData<fn() -> (Q, F)>,
 }
 
-impl<'w, Q: QueryData, F: Filter> Query<'w, Q, F> {
-    pub(crate) fn new(world: &'w mut World) -> Self {
+/// A query through a shared `&World`, for systems and tools that only read (a digest, a census, drawing): every
+/// term is `&T` or `Option<&T>`. Get one from [`World::query_ref`]; it runs like any [`Query`]. It registers no
+/// type: a type the world has never met matches no entity (or reads `None`, or excludes nothing).
+///
+/// ```
+/// use swarm::ecs::World;
+/// struct Pos(f32); struct Vel(f32); struct Never;
+/// let mut world = World::new();
+/// world.spawn((Pos(1.0), Vel(2.0))).unwrap();
+/// world.spawn((Pos(3.0),)).unwrap();
+/// let world = &world; // shared from here on
+/// let mut sum = 0.0;
+/// world.query_ref::<(&Pos, Option<&Vel>)>().for_each(|_, (p, v)| sum += p.0 + v.map_or(0.0, |v| v.0));
+/// assert_eq!(sum, 6.0);
+/// assert_eq!(world.query_ref::<(&Pos,)>().with::<Never>().count(), 0);
+/// ```
+pub type QueryRef<'w, Q, F = ()> = Query<&'w World, Q, F>;
+
+/// The world a query runs on: borrowed mutably (any terms; pools are taken out while the loop runs) or shared
+/// (read-only terms; pools are borrowed). Both end in the same generic loops.
+pub trait Source<Q: QueryData> {
+    #[doc(hidden)]
+    /// Runs the query with filter `F`, handing the matches to `visit`.
+    fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError>;
+}
+
+impl<Q: QueryData> Source<Q> for &mut World {
+    fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
+        let world = self;
+        let mut access = Access::default();
+        Q::access(world.components_mut(), &mut access);
+        F::access(world.components_mut(), &mut access);
+        if let Some(error) = access.error.take() {
+            return Err(error);
+        }
+        world.sync_pools();
+        let context = world.query_context();
+        // The one storage dispatch of the query.
+        match context.storage {
+            Storage::Pools { layout, pools } => {
+                let (entities, scratch) = (context.entities, context.scratch);
+                dispatch!(*layout, L => run::<Q, F, L, _>(pools, entities, scratch, &access, visit))
+            }
+            Storage::Tables(archetypes) => run_tables::<Q, _>(archetypes.tables_mut(), &access, visit),
+        }
+        Ok(())
+    }
+}
+
+impl<Q: ReadOnlyQueryData> Source<Q> for &World {
+    fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
+        let (entities, components, storage) = self.query_parts();
+        let mut access = Access::default();
+        Q::access_lookup(components, &mut access);
+        F::access_lookup(components, &mut access);
+        if let Some(error) = access.error.take() {
+            return Err(error);
+        }
+        if access.unmatchable {
+            return Ok(());
+        }
+        match storage {
+            Storage::Pools { layout, pools } => {
+                let mut shared = access.ids().iter().map(|&id| match id {
+                    ABSENT => None,
+                    id => pools.get(id as usize).map(|pool| pool.as_deref().expect("pool is taken by a running query")),
+                });
+                // Only a probing loop over an index-only layout copies handles: then this buffer grows.
+                let mut scratch = Vec::new();
+                dispatch!(*layout, L => {
+                    let Some(pools) = Q::pools_shared::<L>(&mut shared) else { return Ok(()) };
+                    let Some(filter) = F::pools_shared::<L>(&mut shared) else { return Ok(()) };
+                    run_pools::<Q, L, F, _>(pools, filter, entities, &mut scratch, visit)
+                })
+            }
+            Storage::Tables(archetypes) => run_tables_shared::<Q, _>(archetypes.tables(), &access, visit),
+        }
+        Ok(())
+    }
+}
+
+impl<W: Source<Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
+    pub(crate) fn new(world: W) -> Self {
         Self { world, _marker: PhantomData }
     }
 
     /// Also requires `T`.
-    pub fn with<T: 'static>(self) -> Query<'w, Q, (F, With<T>)> {
+    pub fn with<T: 'static>(self) -> Query<W, Q, (F, With<T>)> {
         Query::new(self.world)
     }
 
     /// Also requires the absence of `T`.
-    pub fn without<T: 'static>(self) -> Query<'w, Q, (F, Without<T>)> {
+    pub fn without<T: 'static>(self) -> Query<W, Q, (F, Without<T>)> {
         Query::new(self.world)
     }
 
@@ -1045,7 +1128,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, Q, F> {
 
     /// Calls `f` with each matching entity and its components, or says why the query is refused.
     pub fn try_for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
-        self.visit(&mut Each(f))
+        self.world.visit::<F>(&mut Each(f))
     }
 
     /// Calls `f` with runs of matching entities and their components as parallel slices (`entities[k]` owns
@@ -1075,30 +1158,9 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, Q, F> {
     /// # Panics
     /// If the query is refused, like [`Query::for_each`].
     pub fn for_each_run(self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
-        if let Err(error) = self.visit(&mut Runs(f)) {
+        if let Err(error) = self.world.visit::<F>(&mut Runs(f)) {
             panic!("{error}");
         }
-    }
-
-    fn visit(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
-        let world = self.world;
-        let mut access = Access::default();
-        Q::access(world.components_mut(), &mut access);
-        F::access(world.components_mut(), &mut access);
-        if let Some(error) = access.error.take() {
-            return Err(error);
-        }
-        world.sync_pools();
-        let context = world.query_context();
-        // The one storage dispatch of the query.
-        match context.storage {
-            Storage::Pools { layout, pools } => {
-                let (entities, scratch) = (context.entities, context.scratch);
-                dispatch!(*layout, L => run::<Q, F, L, _>(pools, entities, scratch, &access, visit))
-            }
-            Storage::Tables(archetypes) => run_tables::<Q, _>(archetypes.tables_mut(), &access, visit),
-        }
-        Ok(())
     }
 
     /// Number of matching entities (a lock-step walk counts whole runs, without visiting their rows).
@@ -1106,99 +1168,6 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, Q, F> {
         let mut n = 0;
         self.for_each_run(|entities, _| n += entities.len());
         n
-    }
-}
-
-/// A query through a shared `&World`, for systems and tools that only read (a digest, a census, drawing): every
-/// term is `&T` or `Option<&T>`. Get one from [`World::query_ref`]; it runs like [`Query`]. It registers no type:
-/// a type the world has never met matches no entity (or `None`, or nothing to exclude).
-///
-/// ```
-/// use swarm::ecs::World;
-/// struct Pos(f32); struct Vel(f32); struct Never;
-/// let mut world = World::new();
-/// world.spawn((Pos(1.0), Vel(2.0))).unwrap();
-/// world.spawn((Pos(3.0),)).unwrap();
-/// let world = &world; // shared from here on
-/// let mut sum = 0.0;
-/// world.query_ref::<(&Pos, Option<&Vel>)>().for_each(|_, (p, v)| sum += p.0 + v.map_or(0.0, |v| v.0));
-/// assert_eq!(sum, 6.0);
-/// assert_eq!(world.query_ref::<(&Pos,)>().with::<Never>().count(), 0);
-/// ```
-pub struct QueryRef<'w, Q: ReadOnlyQueryData, F: Filter = ()> {
-    world: &'w World,
-    _marker: PhantomData<fn() -> (Q, F)>,
-}
-
-impl<'w, Q: ReadOnlyQueryData, F: Filter> QueryRef<'w, Q, F> {
-    pub(crate) fn new(world: &'w World) -> Self {
-        Self { world, _marker: PhantomData }
-    }
-
-    /// Also requires `T`.
-    pub fn with<T: 'static>(self) -> QueryRef<'w, Q, (F, With<T>)> {
-        QueryRef::new(self.world)
-    }
-
-    /// Also requires the absence of `T`.
-    pub fn without<T: 'static>(self) -> QueryRef<'w, Q, (F, Without<T>)> {
-        QueryRef::new(self.world)
-    }
-
-    /// Calls `f` with each matching entity and its components; panics like [`Query::for_each`].
-    pub fn for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
-        if let Err(error) = self.try_for_each(f) {
-            panic!("{error}");
-        }
-    }
-
-    /// Calls `f` with each matching entity and its components, or says why the query is refused.
-    pub fn try_for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
-        self.visit(&mut Each(f))
-    }
-
-    /// Calls `f` with runs of matching entities as parallel slices, as [`Query::for_each_run`] does.
-    pub fn for_each_run(self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
-        if let Err(error) = self.visit(&mut Runs(f)) {
-            panic!("{error}");
-        }
-    }
-
-    /// Number of matching entities.
-    pub fn count(self) -> usize {
-        let mut n = 0;
-        self.for_each_run(|entities, _| n += entities.len());
-        n
-    }
-
-    fn visit(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
-        let (entities, components, storage) = self.world.query_parts();
-        let mut access = Access::default();
-        Q::access_lookup(components, &mut access);
-        F::access_lookup(components, &mut access);
-        if let Some(error) = access.error.take() {
-            return Err(error);
-        }
-        if access.unmatchable {
-            return Ok(());
-        }
-        match storage {
-            Storage::Pools { layout, pools } => {
-                let mut shared = access.ids().iter().map(|&id| match id {
-                    ABSENT => None,
-                    id => pools.get(id as usize).map(|pool| pool.as_deref().expect("pool is taken by a running query")),
-                });
-                // Only a probing loop over an index-only layout copies handles: then this buffer grows.
-                let mut scratch = Vec::new();
-                dispatch!(*layout, L => {
-                    let Some(pools) = Q::pools_shared::<L>(&mut shared) else { return Ok(()) };
-                    let Some(filter) = F::pools_shared::<L>(&mut shared) else { return Ok(()) };
-                    run_pools::<Q, L, F, _>(pools, filter, entities, &mut scratch, visit)
-                })
-            }
-            Storage::Tables(archetypes) => run_tables_shared::<Q, _>(archetypes.tables(), &access, visit),
-        }
-        Ok(())
     }
 }
 

@@ -511,18 +511,18 @@ impl World {
     }
 
     /// A query over tuples of `&T` / `&mut T`; add filters with [`Query::with`] / [`Query::without`].
-    pub fn query<Q: QueryData>(&mut self) -> Query<'_, Q, ()> {
+    pub fn query<Q: QueryData>(&mut self) -> Query<&mut World, Q, ()> {
         Query::new(self)
     }
 
     /// A query with a filter given as a type: `With<T>`, `Without<T>`, or pairs of them.
-    pub fn query_filtered<Q: QueryData, F: Filter>(&mut self) -> Query<'_, Q, F> {
+    pub fn query_filtered<Q: QueryData, F: Filter>(&mut self) -> Query<&mut World, Q, F> {
         Query::new(self)
     }
 
     /// A read-only query through a shared borrow: every term `&T` or `Option<&T>` (see [`QueryRef`]).
     pub fn query_ref<Q: ReadOnlyQueryData>(&self) -> QueryRef<'_, Q, ()> {
-        QueryRef::new(self)
+        Query::new(self)
     }
 
     pub(crate) fn query_parts(&self) -> (&Entities, &Registry, &Storage) {

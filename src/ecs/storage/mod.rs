@@ -56,6 +56,12 @@ macro_rules! map_pool_methods {
     };
 }
 
+/// A pool was asked for as a layout it is not in: a world keeps every pool in its one layout, so this is a bug.
+#[cold]
+pub(crate) fn wrong_layout<T>(found: PoolLayout, expected: PoolLayout) -> ! {
+    unreachable!("pool of {} is {found:?} but the world's layout is {expected:?}", std::any::type_name::<T>())
+}
+
 /// Each per-component layout as a type implementing [`Layout`]; invoked by the table of backends.
 macro_rules! layouts {
     ($($(#[$doc:meta])* $layout:ident => $variant:ident($pool:ident);)*) => {$(
@@ -72,10 +78,7 @@ macro_rules! layouts {
                 match any {
                     AnyPool::$variant(pool) => pool,
                     #[allow(unreachable_patterns)] // a world with one per-component layout
-                    other => unreachable!(
-                        "pool of {} is {:?} but the world's layout is {:?}",
-                        std::any::type_name::<T>(), other.layout(), PoolLayout::$variant
-                    ),
+                    other => $crate::ecs::storage::wrong_layout::<T>(other.layout(), PoolLayout::$variant),
                 }
             }
             #[inline]
@@ -83,10 +86,7 @@ macro_rules! layouts {
                 match any {
                     AnyPool::$variant(pool) => pool,
                     #[allow(unreachable_patterns)] // a world with one per-component layout
-                    other => unreachable!(
-                        "pool of {} is {:?} but the world's layout is {:?}",
-                        std::any::type_name::<T>(), other.layout(), PoolLayout::$variant
-                    ),
+                    other => $crate::ecs::storage::wrong_layout::<T>(other.layout(), PoolLayout::$variant),
                 }
             }
         }
