@@ -34,7 +34,7 @@ fn frame(world: &mut World, expired: &mut Vec<swarm::ecs::Entity>) {
 
 #[test]
 fn steady_state_commands_allocate_nothing() {
-    // One test function runs all backends in turn, so no other test thread allocates while we count.
+    // Allocations are counted on this thread only (see `common`), so other threads cannot disturb the count.
     for backend in Backend::ALL {
         let mut world = World::with_capacity(4096);
         world.set_backend(backend);
