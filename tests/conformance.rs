@@ -19,6 +19,63 @@ fn sorted(mut v: Vec<Entity>) -> Vec<Entity> {
     v
 }
 
+/// A live entity and its components (`bool`: tagged `Red`).
+type Row = (Entity, Option<Pos>, Option<Vel>, Option<Name>, bool);
+
+/// Holes in the free list, then one loop that despawns, spawns (deferred, with a follow-up insert on the new
+/// entity), inserts and removes per visited row, with `shuffle` > 0 putting sparse-set pools in a seeded
+/// random order first. Returns every live entity with its components, in handle order.
+fn keyed_scenario(backend: Backend, shuffle: u64) -> Vec<Row> {
+    let mut w = World::with_capacity(1_000);
+    w.set_backend(backend);
+    let all: Vec<Entity> = (0..200).map(|i| w.spawn((Pos(i as f32, 0.0), Vel(0.0, i as f32))).unwrap()).collect();
+    for e in all.iter().step_by(7) {
+        w.despawn(*e).unwrap();
+    }
+    if shuffle > 0 && backend == Backend::SparseSet {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ shuffle;
+        for pool in [0, 1] {
+            let mut permute = |len: usize, swap: &mut dyn FnMut(usize, usize)| {
+                for i in (1..len).rev() {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    swap(i, (rng % (i as u64 + 1)) as usize);
+                }
+            };
+            if pool == 0 {
+                let p = w.sparse_set_mut::<Pos>().expect("sparse-set pool");
+                permute(p.len(), &mut |i, j| p.swap_positions(i, j));
+            } else {
+                let p = w.sparse_set_mut::<Vel>().expect("sparse-set pool");
+                permute(p.len(), &mut |i, j| p.swap_positions(i, j));
+            }
+        }
+    }
+    w.query::<(&Pos, &Vel)>().for_each_with_commands(|e, (p, v), c| match p.0 as u32 % 5 {
+        0 => {
+            c.despawn(e);
+            let child = c.spawn((Pos(p.0, 1.0),)).unwrap();
+            c.insert(child, Name(format!("child of {}", p.0)));
+        }
+        1 => c.insert(e, Name(format!("{}", v.1))),
+        2 => c.remove::<Vel>(e),
+        3 => {
+            c.spawn((Pos(-p.0, 2.0), Red)).unwrap();
+            c.spawn((Vel(p.0, 3.0),)).unwrap();
+        }
+        _ => {}
+    });
+    let stats = w.apply_commands();
+    assert_eq!(stats.skipped + stats.refused, 0);
+    w.assert_invariants();
+    let mut out = Vec::new();
+    for e in w.entities().iter().collect::<Vec<_>>() {
+        out.push((e, w.get::<Pos>(e).copied(), w.get::<Vel>(e).copied(), w.get::<Name>(e).cloned(), w.has::<Red>(e)));
+    }
+    out
+}
+
 macro_rules! conformance {
     ($($module:ident => $backend:expr;)*) => {$(
         mod $module {
@@ -551,6 +608,98 @@ macro_rules! conformance {
                 let c = w.spawn((Pos(2.0, 0.0),)).unwrap();
                 assert_ne!(c.index(), a.index());
                 assert_eq!(w.get::<Pos>(b), None);
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn commands_recorded_in_a_loop_apply_in_handle_order() {
+                // The same loop, visiting in this backend's order (and, on the sparse set, in shuffled orders),
+                // must leave exactly the world the dense array leaves: it visits in index order.
+                let expected = keyed_scenario(Backend::DenseArray, 0);
+                for shuffle in 0..4 {
+                    let got = keyed_scenario($backend, shuffle);
+                    assert_eq!(got, expected, "{} (shuffle {shuffle})", $backend);
+                }
+            }
+
+            #[test]
+            fn deferred_spawns_name_their_entity_only_in_their_buffer() {
+                let mut w = world();
+                let a = w.spawn((Pos(1.0, 0.0),)).unwrap();
+                let mut deferred = Vec::new();
+                w.query::<(&Pos,)>().for_each_with_commands(|e, (p,), c| {
+                    let child = c.spawn((Pos(p.0 + 1.0, 0.0),)).unwrap();
+                    assert!(child.is_deferred() && !e.is_deferred());
+                    c.insert(child, Name("child".into())); // names the new entity
+                    c.insert(e, Vel(1.0, 1.0));
+                    deferred.push(child);
+                });
+                let child = deferred[0];
+                assert_eq!(format!("{child:?}"), "deferred#1");
+                assert!(!w.is_alive(child) && w.get::<Pos>(child).is_none(), "a deferred handle is never alive");
+                assert_eq!(w.despawn(child), Err(NoSuchEntity(child)));
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped, stats.refused), (3, 0, 0));
+                assert_eq!(w.get::<Vel>(a), Some(&Vel(1.0, 1.0)));
+                let mut named = Vec::new();
+                w.query::<(&Name, &Pos)>().for_each(|e, (n, p)| named.push((e, n.0.clone(), *p)));
+                assert_eq!(named.len(), 1);
+                assert_eq!((named[0].1.as_str(), named[0].2), ("child", Pos(2.0, 0.0)));
+                assert!(!named[0].0.is_deferred());
+                // The deferred handle belongs to the applied buffer: in a later buffer it names nothing.
+                let mut c = w.commands();
+                c.insert(child, Red);
+                c.despawn(child);
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped), (0, 2));
+                assert_eq!(w.len(), 2);
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn deferred_spawns_beyond_capacity_are_refused_in_handle_order() {
+                let mut w = World::with_capacity(6);
+                w.set_backend($backend);
+                let parents: Vec<Entity> = (0..4).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();
+                // Every parent asks for a child: room for two; the two lowest handles get them.
+                w.query::<(&Pos,)>().for_each_with_commands(|_, (p,), c| {
+                    let child = c.spawn((Vel(p.0, 0.0),)).unwrap();
+                    c.insert(child, Red); // skipped where the spawn is refused
+                });
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped, stats.refused), (4, 2, 2));
+                assert_eq!(w.len(), 6);
+                let mut children = Vec::new();
+                w.query::<(&Vel,)>().with::<Red>().for_each(|_, (v,)| children.push(v.0 as i32));
+                children.sort();
+                let mut lowest: Vec<Entity> = parents.clone();
+                lowest.sort();
+                let lowest: Vec<i32> = lowest[..2].iter().map(|&e| w.get::<Pos>(e).unwrap().0 as i32).collect();
+                assert_eq!(children, lowest);
+                assert_eq!(w.command_totals().refused, 2);
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn a_panicking_loop_keeps_what_it_recorded() {
+                let mut w = world();
+                let all: Vec<Entity> = (0..10).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();
+                let mut visited = 0;
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    w.query::<(&Pos,)>().for_each_with_commands(|e, _, c| {
+                        visited += 1;
+                        if visited == 6 {
+                            panic!("a system bug");
+                        }
+                        c.insert(e, Red);
+                    })
+                }));
+                assert!(result.is_err());
+                assert_eq!(w.commands().len(), 5, "the five commands recorded before the panic are kept");
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped), (5, 0));
+                assert_eq!(w.query::<(&Red,)>().count(), 5);
+                assert_eq!(w.query::<(&Pos,)>().count(), all.len(), "the pools came back after the panic");
                 w.assert_invariants();
             }
 

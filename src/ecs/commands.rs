@@ -1,17 +1,24 @@
-//! The command buffer: structural changes recorded while systems iterate, applied after the frame in order.
+//! The command buffer: structural changes recorded while systems iterate, applied after the frame.
 //!
-//! (The example is on [`Commands`].)
+//! (The examples are on [`Commands`] and [`Query::for_each_with_commands`](super::Query::for_each_with_commands).)
 //!
-//! Layout: a list of small `Op`s in recorded order, and one typed queue per bundle / component type that carries
-//! the values (FIFO, in the same order). Values never go through a `Box` per command, and every vector keeps its
-//! capacity when cleared, so after warm-up recording and applying allocate nothing.
+//! Layout: a list of small `Op`s, and one typed queue per bundle / component type that carries the values. An op
+//! names its value by slot, so ops can be put in another order than the values were recorded in (a loop's ops are
+//! sorted by the entity that recorded them). Values never go through a `Box` per command, and every vector keeps
+//! its capacity when cleared, so after warm-up recording and applying allocate nothing.
+//!
+//! Order: ops recorded through [`World::commands`] apply in the order recorded. Ops recorded inside a query loop
+//! carry the visited entity as a key; when the loop ends they are sorted by (key, order recorded for that key)
+//! and appended, so the world after [`World::apply_commands`] does not depend on the order in which the storage
+//! yielded the entities. Spawns recorded in a loop are *deferred*: they get their handles when applied, in that
+//! same order, because which free index a spawn takes must not depend on the visiting order either.
 
 use super::bundle::{Bundle, BundleIds};
 use super::entity::{Entities, Entity, WorldFull};
 use super::world::World;
 use rustc_hash::FxHashMap;
 use std::any::{Any, TypeId};
-use std::collections::VecDeque;
+use std::num::NonZeroU32;
 
 /// Counts of the last [`World::apply_commands`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -20,6 +27,9 @@ pub struct ApplyStats {
     pub applied: u32,
     /// Commands whose target was dead or stale (or lacked the component to remove): skipped, nothing written.
     pub skipped: u32,
+    /// Deferred spawns (recorded inside a query loop) refused because the world was full when they were applied;
+    /// later commands naming them are skipped.
+    pub refused: u32,
 }
 
 impl ApplyStats {
@@ -32,43 +42,74 @@ impl ApplyStats {
     }
 }
 
+/// Commands applied, skipped and refused since the world was made ([`World::command_totals`]). 64-bit: a game
+/// applying 15,000 commands a frame at 60 frames a second would wrap 32-bit counters in under two days.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommandTotals {
+    /// Commands that changed the world.
+    pub applied: u64,
+    /// Commands skipped (dead or stale target, or no component to remove).
+    pub skipped: u64,
+    /// Deferred spawns refused because the world was full.
+    pub refused: u64,
+}
+
+impl CommandTotals {
+    pub(crate) fn add(&mut self, stats: ApplyStats) {
+        self.applied += u64::from(stats.applied);
+        self.skipped += u64::from(stats.skipped);
+        self.refused += u64::from(stats.refused);
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Op {
-    Spawn { entity: Entity, queue: u32 },
-    Insert { entity: Entity, queue: u32 },
+    Spawn { entity: Entity, queue: u32, slot: u32 },
+    Insert { entity: Entity, queue: u32, slot: u32 },
     Remove { entity: Entity, remove: fn(&mut World, Entity) -> bool },
     Despawn(Entity),
 }
 
+/// An op recorded inside a query loop, with its sort key: the visited entity, then the order recorded.
+#[derive(Clone, Copy)]
+struct Keyed {
+    key: Entity,
+    seq: u32,
+    op: Op,
+}
+
 trait ErasedQueue: Any {
     fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// An insert queue's op: applies the front value to `entity`; whether it was applied (the value is dropped if
-    /// not). Spawn queues never get insert ops.
-    fn apply_front(&mut self, world: &mut World, entity: Entity) -> bool;
-    /// A spawn queue's run of ops: spawns the front `reserved.len()` bundles as `reserved`, in order; `out`
+    /// An insert queue's op: applies the value in `slot` to `entity`; whether it was applied (the value is dropped
+    /// if not). Spawn queues never get insert ops.
+    fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool;
+    /// A spawn queue's run of ops: spawns the bundles in `slots` as `reserved` (pairwise), in order; `out`
     /// receives the handles made alive. Insert queues never get spawn ops.
-    fn spawn_front(&mut self, world: &mut World, reserved: &[Entity], out: &mut Vec<Entity>);
+    fn spawn_run(&mut self, world: &mut World, reserved: &[Entity], slots: &[u32], out: &mut Vec<Entity>);
+    /// Drops every value (those of skipped and refused commands included).
     fn clear(&mut self);
 }
 
-/// Bundles to spawn, and their component ids, looked up once (a queue belongs to one world).
+/// Bundles to spawn, by slot, and their component ids, looked up once (a queue belongs to one world).
 struct SpawnQueue<B> {
-    bundles: VecDeque<B>,
+    bundles: Vec<Option<B>>,
     ids: Option<BundleIds>,
 }
-struct InsertQueue<T>(VecDeque<T>);
+/// Values to insert, by slot.
+struct InsertQueue<T>(Vec<Option<T>>);
 
 impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
-    fn apply_front(&mut self, _: &mut World, _: Entity) -> bool {
+    fn apply_insert(&mut self, _: &mut World, _: Entity, _: u32) -> bool {
         unreachable!("insert ops name insert queues")
     }
-    fn spawn_front(&mut self, world: &mut World, reserved: &[Entity], out: &mut Vec<Entity>) {
-        assert!(reserved.len() <= self.bundles.len(), "spawn ops without their bundles");
+    fn spawn_run(&mut self, world: &mut World, reserved: &[Entity], slots: &[u32], out: &mut Vec<Entity>) {
         let ids = *self.ids.get_or_insert_with(|| world.bundle_ids::<B>());
-        world.spawn_reserved_batch(reserved, self.bundles.drain(..reserved.len()), &ids, out);
+        let bundles = &mut self.bundles;
+        let values = slots.iter().map(|&slot| bundles[slot as usize].take().expect("a spawn op without its bundle"));
+        world.spawn_reserved_batch(reserved, values, &ids, out);
     }
     fn clear(&mut self) {
         self.bundles.clear();
@@ -79,11 +120,11 @@ impl<T: 'static> ErasedQueue for InsertQueue<T> {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
-    fn apply_front(&mut self, world: &mut World, entity: Entity) -> bool {
-        let value = self.0.pop_front().expect("an insert op without its value");
+    fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool {
+        let value = self.0[slot as usize].take().expect("an insert op without its value");
         world.insert(entity, value).is_ok()
     }
-    fn spawn_front(&mut self, _: &mut World, _: &[Entity], _: &mut Vec<Entity>) {
+    fn spawn_run(&mut self, _: &mut World, _: &[Entity], _: &[u32], _: &mut Vec<Entity>) {
         unreachable!("spawn ops name spawn queues")
     }
     fn clear(&mut self) {
@@ -91,14 +132,30 @@ impl<T: 'static> ErasedQueue for InsertQueue<T> {
     }
 }
 
-/// The recorded commands. Lives in the [`World`]; record through [`World::commands`].
+/// Slot of the next value pushed onto `values`.
+fn push_slot<T>(values: &mut Vec<Option<T>>, value: T) -> u32 {
+    let slot = values.len() as u32;
+    values.push(Some(value));
+    slot
+}
+
+/// The recorded commands. Lives in the [`World`]; record through [`World::commands`] or inside
+/// [`Query::for_each_with_commands`](super::Query::for_each_with_commands).
 #[derive(Default)]
 pub(crate) struct CommandQueue {
     ops: Vec<Op>,
+    /// The ops of the query loop recording now, sorted into `ops` when it ends.
+    keyed: Vec<Keyed>,
     queues: Vec<Box<dyn ErasedQueue>>,
     queue_of: FxHashMap<TypeId, u32>,
+    /// Deferred spawns recorded so far (the last deferred handle's number).
+    deferred: u32,
+    /// While applying: the real handle of each deferred spawn (`None` until spawned, or if refused).
+    resolved: Vec<Option<Entity>>,
     /// The run of despawns or spawns being applied, reused.
     run: Vec<Entity>,
+    /// The value slots of a run of spawns, reused.
+    run_slots: Vec<u32>,
     /// The handles a run of spawns made alive, reused.
     spawned: Vec<Entity>,
 }
@@ -116,50 +173,99 @@ impl CommandQueue {
 
     /// Number of commands recorded and not applied yet.
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.ops.len() + self.keyed.len()
     }
 
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.len() == 0
     }
 
-    /// Applies every command in recorded order, then clears (keeping capacity).
+    /// Ends a query loop's recording: its ops, sorted by (visited entity, order recorded), join the list.
+    fn end_loop(&mut self) {
+        // `seq` is unique, so the unstable sort gives the stable order (and needs no buffer: nothing allocates).
+        self.keyed.sort_unstable_by_key(|k| (k.key, k.seq));
+        self.ops.extend(self.keyed.drain(..).map(|k| k.op));
+    }
+
+    /// The live handle a command's target stands for: itself, or for a deferred handle the entity its spawn made
+    /// (`None` if that spawn was refused, not applied yet, or belongs to another buffer).
+    fn resolve(resolved: &[Option<Entity>], entity: Entity) -> Option<Entity> {
+        if entity.is_deferred() {
+            resolved.get(entity.generation().get() as usize - 1).copied().flatten()
+        } else {
+            Some(entity)
+        }
+    }
+
+    /// Applies every command in order, then clears (keeping capacity).
     ///
     /// Runs are applied as batches, with the same result as one by one: a run of consecutive despawns goes to
     /// [`World::despawn_batch`], which visits each pool once for the run, and a run of consecutive spawns of one
-    /// bundle type resolves its pools once for the run.
+    /// bundle type resolves its pools once for the run. Deferred spawns reserve their handles here, in order.
     pub(crate) fn apply(&mut self, world: &mut World) -> ApplyStats {
+        self.end_loop(); // no-op: a loop's recording ends with the loop
         let mut stats = ApplyStats::default();
+        self.resolved.clear();
+        self.resolved.resize(self.deferred as usize, None);
+        let (run, slots, resolved) = (&mut self.run, &mut self.run_slots, &mut self.resolved);
         let mut ops = self.ops.drain(..).peekable();
-        let run = &mut self.run;
         while let Some(op) = ops.next() {
             match op {
-                Op::Insert { entity, queue } => {
-                    stats.count(self.queues[queue as usize].apply_front(world, entity));
-                }
-                Op::Spawn { entity, queue } => {
+                Op::Insert { entity, queue, slot } => match Self::resolve(resolved, entity) {
+                    Some(entity) => stats.count(self.queues[queue as usize].apply_insert(world, entity, slot)),
+                    None => stats.skipped += 1,
+                },
+                Op::Spawn { entity, queue, slot } => {
                     run.clear();
-                    run.push(entity);
-                    while let Some(&Op::Spawn { entity: next, queue: same }) = ops.peek() {
-                        if same != queue {
-                            break;
+                    slots.clear();
+                    let mut next = Some((entity, slot));
+                    while let Some((entity, slot)) = next {
+                        if entity.is_deferred() {
+                            match world.reserve_entity() {
+                                Ok(handle) => {
+                                    resolved[entity.generation().get() as usize - 1] = Some(handle);
+                                    run.push(handle);
+                                    slots.push(slot);
+                                }
+                                Err(WorldFull { .. }) => stats.refused += 1,
+                            }
+                        } else {
+                            run.push(entity);
+                            slots.push(slot);
                         }
-                        run.push(next);
-                        ops.next();
+                        next = match ops.peek() {
+                            Some(&Op::Spawn { entity, queue: same, slot }) if same == queue => {
+                                ops.next();
+                                Some((entity, slot))
+                            }
+                            _ => None,
+                        };
                     }
                     self.spawned.clear();
-                    self.queues[queue as usize].spawn_front(world, run, &mut self.spawned);
+                    self.queues[queue as usize].spawn_run(world, run, slots, &mut self.spawned);
                     stats.applied += self.spawned.len() as u32;
                     stats.skipped += (run.len() - self.spawned.len()) as u32;
                 }
-                Op::Remove { entity, remove } => stats.count(remove(world, entity)),
+                Op::Remove { entity, remove } => match Self::resolve(resolved, entity) {
+                    Some(entity) => stats.count(remove(world, entity)),
+                    None => stats.skipped += 1,
+                },
                 Op::Despawn(entity) => {
                     run.clear();
-                    run.push(entity);
-                    while let Some(&Op::Despawn(next)) = ops.peek() {
-                        run.push(next);
-                        ops.next();
+                    let mut next = Some(entity);
+                    while let Some(entity) = next {
+                        match Self::resolve(resolved, entity) {
+                            Some(entity) => run.push(entity),
+                            None => stats.skipped += 1,
+                        }
+                        next = match ops.peek() {
+                            Some(&Op::Despawn(entity)) => {
+                                ops.next();
+                                Some(entity)
+                            }
+                            _ => None,
+                        };
                     }
                     let despawned = world.despawn_batch(run) as u32;
                     stats.applied += despawned;
@@ -167,26 +273,43 @@ impl CommandQueue {
                 }
             }
         }
+        drop(ops);
+        self.clear_values();
         stats
+    }
+
+    /// Drops every value and forgets the deferred handles.
+    fn clear_values(&mut self) {
+        for queue in &mut self.queues {
+            queue.clear();
+        }
+        self.deferred = 0;
     }
 
     /// Drops every command; spawned handles that were reserved are released.
     pub(crate) fn discard(&mut self, entities: &mut Entities) {
+        self.end_loop();
         for op in self.ops.drain(..) {
             if let Op::Spawn { entity, .. } = op {
-                entities.free(entity);
+                if !entity.is_deferred() {
+                    entities.free(entity);
+                }
             }
         }
-        for queue in &mut self.queues {
-            queue.clear();
-        }
+        self.clear_values();
     }
 }
 
-/// Records structural changes (spawn, despawn, insert, remove) into the world's command queue; they land, in
-/// the order recorded, when [`World::apply_commands`] runs (the app does it at the end of every frame). Get one from
-/// [`World::commands`]. A spawn hands back its handle at once. A command whose target is dead or stale by then is
-/// skipped and counted, never applied to an entity that took its index.
+/// Records structural changes (spawn, despawn, insert, remove) into the world's command queue; they land when
+/// [`World::apply_commands`] runs (the app does it at the end of every frame). A command whose target is dead or
+/// stale by then is skipped and counted, never applied to an entity that took its index.
+///
+/// There are two ways to get one:
+/// - [`World::commands`], between queries: commands apply in the order recorded, and a spawn reserves its handle
+///   at once (or says the world is full);
+/// - inside a query loop, [`Query::for_each_with_commands`](super::Query::for_each_with_commands) hands one to
+///   each visited row: those commands apply sorted by the visited entity, and a spawn returns a *deferred* handle
+///   (see there).
 ///
 /// ```
 /// use swarm::ecs::World;
@@ -203,13 +326,58 @@ impl CommandQueue {
 /// assert!(!world.is_alive(a) && world.get::<u8>(b) == Some(&1));
 /// ```
 pub struct Commands<'w> {
-    pub(crate) queue: &'w mut CommandQueue,
-    pub(crate) entities: &'w mut Entities,
+    queue: &'w mut CommandQueue,
+    mode: Mode<'w>,
 }
 
-impl Commands<'_> {
-    /// Records a spawn and returns the entity at once: reserved now, alive after [`World::apply_commands`].
-    /// Later commands in the same buffer may target it. Fails if the world is full (reservations count).
+enum Mode<'w> {
+    /// Between queries: ops in recorded order; spawns reserve from the allocator at once.
+    Direct(&'w mut Entities),
+    /// Inside a query loop, visiting `key`: ops keyed by it; spawns deferred.
+    Keyed(Entity),
+}
+
+impl<'w> Commands<'w> {
+    pub(crate) fn direct(queue: &'w mut CommandQueue, entities: &'w mut Entities) -> Self {
+        Self { queue, mode: Mode::Direct(entities) }
+    }
+
+    /// A recorder for a query loop; [`Commands::visit`] sets the row before each call, and
+    /// [`Commands::end_loop`] sorts its ops into the buffer when the loop ends (or unwinds).
+    pub(crate) fn keyed(queue: &'w mut CommandQueue) -> Self {
+        Self { queue, mode: Mode::Keyed(Entity::deferred(NonZeroU32::MAX)) }
+    }
+
+    /// Makes `entity` the key of the ops recorded next (keyed recorders only).
+    #[inline(always)]
+    pub(crate) fn visit(&mut self, entity: Entity) {
+        if let Mode::Keyed(key) = &mut self.mode {
+            *key = entity;
+        }
+    }
+
+    /// Ends a keyed recorder's loop (see [`Commands::keyed`]).
+    pub(crate) fn end_loop(&mut self) {
+        self.queue.end_loop();
+    }
+
+    #[inline]
+    fn push(&mut self, op: Op) {
+        match self.mode {
+            Mode::Direct(_) => self.queue.ops.push(op),
+            Mode::Keyed(key) => {
+                let seq = self.queue.keyed.len() as u32;
+                self.queue.keyed.push(Keyed { key, seq, op });
+            }
+        }
+    }
+
+    /// Records a spawn and returns the entity's handle at once. Later commands in the same buffer may target it.
+    ///
+    /// From [`World::commands`] the handle is reserved now and alive after [`World::apply_commands`]; this fails
+    /// if the world is full (reservations count). Inside a query loop the handle is deferred (see
+    /// [`Entity::is_deferred`]): the spawn takes a real handle when applied, or is refused then if the world is
+    /// full (counted in [`ApplyStats::refused`]), so this does not fail.
     ///
     /// # Panics
     /// If the tuple names a component type twice (now, not when the buffer is applied).
@@ -217,23 +385,32 @@ impl Commands<'_> {
         if !self.queue.queue_of.contains_key(&TypeId::of::<SpawnQueue<B>>()) {
             B::assert_distinct(); // once per bundle type and buffer
         }
-        let entity = self.entities.reserve()?;
-        let (queue, values) = self.queue.queue(|| SpawnQueue::<B> { bundles: VecDeque::new(), ids: None });
-        values.bundles.push_back(bundle);
-        self.queue.ops.push(Op::Spawn { entity, queue });
+        let entity = match &mut self.mode {
+            Mode::Direct(entities) => entities.reserve()?,
+            Mode::Keyed(_) => {
+                let n = self.queue.deferred.checked_add(1).and_then(NonZeroU32::new);
+                // Four billion deferred spawns in one buffer could never all fit in a world anyway.
+                let n = n.ok_or(WorldFull { capacity: u32::MAX })?;
+                self.queue.deferred = n.get();
+                Entity::deferred(n)
+            }
+        };
+        let (queue, values) = self.queue.queue(|| SpawnQueue::<B> { bundles: Vec::new(), ids: None });
+        let slot = push_slot(&mut values.bundles, bundle);
+        self.push(Op::Spawn { entity, queue, slot });
         Ok(entity)
     }
 
     /// Records a despawn. Skipped at apply time if `entity` is dead by then.
     pub fn despawn(&mut self, entity: Entity) {
-        self.queue.ops.push(Op::Despawn(entity));
+        self.push(Op::Despawn(entity));
     }
 
     /// Records setting component `T` of `entity` to `value`. Skipped (the value dropped) if `entity` is dead.
     pub fn insert<T: 'static>(&mut self, entity: Entity, value: T) {
-        let (queue, values) = self.queue.queue(|| InsertQueue::<T>(VecDeque::new()));
-        values.0.push_back(value);
-        self.queue.ops.push(Op::Insert { entity, queue });
+        let (queue, values) = self.queue.queue(|| InsertQueue::<T>(Vec::new()));
+        let slot = push_slot(&mut values.0, value);
+        self.push(Op::Insert { entity, queue, slot });
     }
 
     /// Records removing component `T` from `entity`. Skipped if `entity` is dead or lacks `T`.
@@ -241,7 +418,7 @@ impl Commands<'_> {
         fn remove<T: 'static>(world: &mut World, entity: Entity) -> bool {
             world.remove::<T>(entity).is_ok()
         }
-        self.queue.ops.push(Op::Remove { entity, remove: remove::<T> });
+        self.push(Op::Remove { entity, remove: remove::<T> });
     }
 
     /// Number of commands recorded and not applied yet.

@@ -59,6 +59,19 @@ impl Entity {
         self.generation
     }
 
+    /// Whether this is a deferred handle: one that a spawn recorded inside
+    /// [`Query::for_each_with_commands`](super::Query::for_each_with_commands) hands out. It names the new entity
+    /// in later commands of the same buffer only; the entity gets its real handle when the buffer is applied, and
+    /// the deferred handle never refers to a live entity (lookups answer "no such entity").
+    pub const fn is_deferred(self) -> bool {
+        self.index == DEFERRED_INDEX
+    }
+
+    /// The `n`-th deferred handle of a command buffer.
+    pub(crate) const fn deferred(n: NonZeroU32) -> Self {
+        Self { index: DEFERRED_INDEX, generation: n }
+    }
+
     /// Packs the handle into 64 bits (`generation << 32 | index`), e.g. for digests or serialization.
     pub const fn to_bits(self) -> u64 {
         (self.generation.get() as u64) << 32 | self.index as u64
@@ -73,9 +86,16 @@ impl Entity {
     }
 }
 
+/// The index of deferred handles; the allocator never hands it out.
+const DEFERRED_INDEX: u32 = u32::MAX;
+
 impl fmt::Debug for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}v{}", self.index, self.generation)
+        if self.is_deferred() {
+            write!(f, "deferred#{}", self.generation)
+        } else {
+            write!(f, "{}v{}", self.index, self.generation)
+        }
     }
 }
 
@@ -207,8 +227,10 @@ impl Entities {
             None => {
                 // `capacity <= u32::MAX` live entities and retired slots never come back, so a new index exists
                 // unless every u32 index was used: then the world is full for good.
-                let Ok(index) = u32::try_from(self.slots.len()) else {
-                    return Err(WorldFull { capacity: self.capacity });
+                // Index `u32::MAX` is never handed out: it marks deferred handles (see `Entity::is_deferred`).
+                let index = match u32::try_from(self.slots.len()) {
+                    Ok(index) if index != DEFERRED_INDEX => index,
+                    _ => return Err(WorldFull { capacity: self.capacity }),
                 };
                 self.slots.push(Slot { generation: NonZeroU32::MIN, state });
                 return Ok(Entity { index, generation: NonZeroU32::MIN });

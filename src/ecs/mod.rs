@@ -22,7 +22,7 @@ mod view;
 mod world;
 
 pub use bundle::{Bundle, MAX_BUNDLE};
-pub use commands::{ApplyStats, Commands};
+pub use commands::{ApplyStats, CommandTotals, Commands};
 pub use component::{ComponentId, ComponentInfo, ComponentSet, MAX_COMPONENTS};
 pub use entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 pub use query::{

@@ -24,6 +24,7 @@
 // The impls spell out `'w` to read like the trait's signatures they implement.
 #![allow(clippy::needless_lifetimes)]
 
+use super::commands::{CommandQueue, Commands};
 use super::component::{ComponentId, ComponentSet};
 use super::entity::{Entities, Entity};
 use super::storage::archetype::{Column, ErasedColumn, Table};
@@ -568,6 +569,8 @@ pub(crate) struct QueryContext<'w> {
     pub(crate) storage: &'w mut Storage,
     /// A reused buffer of the driving pool's entity handles.
     pub(crate) scratch: &'w mut Vec<Entity>,
+    /// The command buffer, for loops that record.
+    pub(crate) commands: &'w mut CommandQueue,
 }
 
 /// A tuple of [`Term`]s. Its methods apply one step to every term (the tuple macro only delegates per element);
@@ -1048,24 +1051,38 @@ pub trait Source<Q: QueryData> {
 
 impl<Q: QueryData> Source<Q> for &mut World {
     fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
-        let world = self;
-        let mut access = Access::default();
-        Q::access(world.components_mut(), &mut access);
-        F::access(world.components_mut(), &mut access);
-        if let Some(error) = access.error.take() {
-            return Err(error);
-        }
-        world.sync_pools();
-        let context = world.query_context();
-        // The one storage dispatch of the query.
-        match context.storage {
-            Storage::Pools { layout, pools } => {
-                let (entities, scratch) = (context.entities, context.scratch);
-                dispatch!(*layout, L => run::<Q, F, L, _>(pools, entities, scratch, &access, visit))
-            }
-            Storage::Tables(archetypes) => run_tables::<Q, _>(archetypes.tables_mut(), &access, visit),
-        }
+        let access = prepare::<Q, F>(self)?;
+        let context = self.query_context();
+        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, &access, visit);
         Ok(())
+    }
+}
+
+/// Registers the query's types and checks its access (a mutable world's query registers the types it names).
+fn prepare<Q: QueryData, F: Filter>(world: &mut World) -> Result<Access, QueryError> {
+    let mut access = Access::default();
+    Q::access(world.components_mut(), &mut access);
+    F::access(world.components_mut(), &mut access);
+    if let Some(error) = access.error.take() {
+        return Err(error);
+    }
+    world.sync_pools();
+    Ok(access)
+}
+
+/// The one storage dispatch of a query through a mutable world.
+fn run_context<Q: QueryData, F: Filter, V: Visit<Q>>(
+    storage: &mut Storage,
+    entities: &Entities,
+    scratch: &mut Vec<Entity>,
+    access: &Access,
+    visit: &mut V,
+) {
+    match storage {
+        Storage::Pools { layout, pools } => {
+            dispatch!(*layout, L => run::<Q, F, L, _>(pools, entities, scratch, access, visit))
+        }
+        Storage::Tables(archetypes) => run_tables::<Q, _>(archetypes.tables_mut(), access, visit),
     }
 }
 
@@ -1168,6 +1185,93 @@ impl<W: Source<Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
         let mut n = 0;
         self.for_each_run(|entities, _| n += entities.len());
         n
+    }
+}
+
+impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
+    /// Like [`Query::for_each`], with a [`Commands`] to record structural changes for the row being visited: the
+    /// way to spawn, despawn, insert and remove while iterating.
+    ///
+    /// The commands recorded here are applied (by [`World::apply_commands`]) sorted by the visited entity's handle,
+    /// each entity's in the order it recorded them, whatever order the storage yielded the rows in. So a system
+    /// that decides per row gives the same world on every backend and after any reordering of a pool. A spawn
+    /// recorded here returns a *deferred* handle ([`Entity::is_deferred`]): later commands of this buffer may name
+    /// it, and the entity gets its real handle when applied, in the same sorted order (so which free index it
+    /// takes does not depend on the visiting order either). A deferred handle stored in a component stays a dead
+    /// handle; to keep a new entity's handle, spawn through [`World::commands`] after the loop.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Health(i32);
+    /// struct Spark;
+    /// let mut world = World::new();
+    /// for h in [0, 5, 0] {
+    ///     world.spawn((Health(h),)).unwrap();
+    /// }
+    /// world.query::<(&Health,)>().for_each_with_commands(|e, (health,), commands| {
+    ///     if health.0 <= 0 {
+    ///         commands.despawn(e);
+    ///         let spark = commands.spawn((Spark,)).unwrap(); // deferred: alive after apply
+    ///         commands.insert(spark, Health(1)); // later commands may name it
+    ///     }
+    /// });
+    /// let stats = world.apply_commands();
+    /// assert_eq!((stats.applied, stats.skipped, stats.refused), (6, 0, 0));
+    /// assert_eq!(world.query::<(&Spark, &Health)>().count(), 2);
+    /// assert_eq!(world.len(), 3);
+    /// ```
+    ///
+    /// # Panics
+    /// If the query is refused, like [`Query::for_each`]. If `f` panics, the commands it recorded so far stay in
+    /// the buffer (sorted, as above).
+    pub fn for_each_with_commands(self, f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>)) {
+        if let Err(error) = self.try_for_each_with_commands(f) {
+            panic!("{error}");
+        }
+    }
+
+    /// [`Query::for_each_with_commands`], or says why the query is refused.
+    pub fn try_for_each_with_commands(
+        self,
+        f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
+    ) -> Result<(), QueryError> {
+        let world = self.world;
+        let access = prepare::<Q, F>(world)?;
+        let context = world.query_context();
+        let mut visit = WithCommands { f, commands: Commands::keyed(context.commands) };
+        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, &access, &mut visit);
+        Ok(())
+    }
+}
+
+/// [`Query::for_each_with_commands`]'s visitor: one call per entity, with the recorder keyed to it.
+struct WithCommands<'q, Func> {
+    f: Func,
+    commands: Commands<'q>,
+}
+
+impl<Func> Drop for WithCommands<'_, Func> {
+    /// The loop is over (or unwinding): its commands join the buffer, sorted.
+    fn drop(&mut self) {
+        self.commands.end_loop();
+    }
+}
+
+impl<Q: QueryData, Func: for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>)> Visit<Q>
+    for WithCommands<'_, Func>
+{
+    #[inline(always)]
+    fn one(&mut self, entity: Entity, item: Q::Item<'_>) {
+        self.commands.visit(entity);
+        (self.f)(entity, item, &mut self.commands)
+    }
+    #[inline]
+    fn run(&mut self, entities: &[Entity], slices: Q::Slices<'_>) {
+        let (f, commands) = (&mut self.f, &mut self.commands);
+        Q::each_row(entities, slices, &mut |entity, item| {
+            commands.visit(entity);
+            f(entity, item, commands)
+        })
     }
 }
 

@@ -1,7 +1,7 @@
 //! The world: entities, their components in the chosen storage backend, resources and the command buffer.
 
 use super::bundle::{Bundle, BundleIds};
-use super::commands::{ApplyStats, CommandQueue, Commands};
+use super::commands::{ApplyStats, CommandQueue, CommandTotals, Commands};
 use super::component::ComponentId;
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 use super::query::{Filter, Query, QueryContext, QueryData, QueryRef, ReadOnlyQueryData};
@@ -41,7 +41,7 @@ pub struct World {
     storage: Storage,
     resources: Resources,
     commands: CommandQueue,
-    totals: ApplyStats,
+    totals: CommandTotals,
     /// Reused index buffer (backend switches).
     scratch: Vec<u32>,
     /// Reused handle buffer (a query's driver handles, a batch despawn's live targets).
@@ -134,7 +134,7 @@ impl World {
             storage: Storage::new(Backend::default()),
             resources: Resources::default(),
             commands: CommandQueue::default(),
-            totals: ApplyStats::default(),
+            totals: CommandTotals::default(),
             scratch: Vec::new(),
             handle_scratch: Vec::new(),
         }
@@ -259,6 +259,11 @@ impl World {
     /// Makes the handles of `reserved` (from [`Commands::spawn`]) alive with `bundles`, in order, resolving pools
     /// once for the run; a handle that is no longer reserved is skipped and its bundle dropped. `out` receives the
     /// handles made alive.
+    /// Reserves a handle for a spawn the command buffer applies now.
+    pub(crate) fn reserve_entity(&mut self) -> Result<Entity, WorldFull> {
+        self.entities.reserve()
+    }
+
     pub(crate) fn spawn_reserved_batch<B: Bundle>(
         &mut self,
         reserved: &[Entity],
@@ -530,7 +535,12 @@ impl World {
     }
 
     pub(crate) fn query_context(&mut self) -> QueryContext<'_> {
-        QueryContext { entities: &self.entities, storage: &mut self.storage, scratch: &mut self.handle_scratch }
+        QueryContext {
+            entities: &self.entities,
+            storage: &mut self.storage,
+            scratch: &mut self.handle_scratch,
+            commands: &mut self.commands,
+        }
     }
 
     /// The packed sparse-set pool of `T`, when the backend is [`Backend::SparseSet`] (for sorting, inspection).
@@ -640,20 +650,21 @@ impl World {
         components + self.overhead_bytes()
     }
 
-    /// A recorder for deferred structural changes, applied by [`World::apply_commands`].
+    /// A recorder for deferred structural changes, applied by [`World::apply_commands`] in the order recorded.
+    /// To record while a query runs, use [`Query::for_each_with_commands`].
     pub fn commands(&mut self) -> Commands<'_> {
-        Commands { queue: &mut self.commands, entities: &mut self.entities }
+        Commands::direct(&mut self.commands, &mut self.entities)
     }
 
-    /// Applies the recorded commands in order; commands on dead or stale targets are skipped and counted.
+    /// Applies the recorded commands (in the order described on [`Commands`]); commands on dead or stale targets
+    /// are skipped and counted.
     pub fn apply_commands(&mut self) -> ApplyStats {
         let mut queue = std::mem::take(&mut self.commands);
         let stats = queue.apply(self);
         // Commands recorded while applying (none today) would be in `self.commands`; keep both.
         let recorded = std::mem::replace(&mut self.commands, queue);
         debug_assert!(recorded.is_empty(), "a command recorded another while applying");
-        self.totals.applied += stats.applied;
-        self.totals.skipped += stats.skipped;
+        self.totals.add(stats);
         stats
     }
 
@@ -662,8 +673,8 @@ impl World {
         self.commands.discard(&mut self.entities);
     }
 
-    /// Commands applied and skipped since the world was made.
-    pub fn command_totals(&self) -> ApplyStats {
+    /// Commands applied, skipped and refused since the world was made.
+    pub fn command_totals(&self) -> CommandTotals {
         self.totals
     }
 

@@ -311,7 +311,7 @@ fn gather(
     readout.stale = stats.stale_caught;
     readout.bytes = world.storage_bytes();
     readout.sim_frame = stats.frames;
-    readout.refused = stats.spawn_refused;
+    readout.refused = stats.spawn_refused + totals.refused;
     readout.paused = paused;
 }
 

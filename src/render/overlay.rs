@@ -98,7 +98,7 @@ pub struct Readout {
     /// Deaths per second over the last second.
     pub deaths_per_s: f32,
     /// Commands applied and skipped since the start.
-    pub commands: (u32, u32),
+    pub commands: (u64, u64),
     /// Stale target handles caught.
     pub stale: u64,
     /// Storage bytes of the current backend.

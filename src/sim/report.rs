@@ -65,12 +65,12 @@ pub struct Report {
     pub deaths: u64,
     /// Particles spawned.
     pub particles: u64,
-    /// Spawns refused because the world was full.
+    /// Spawns refused because the world was full (fighters when recorded, particles when applied).
     pub spawn_refused: u64,
     /// Commands applied.
-    pub commands_applied: u32,
+    pub commands_applied: u64,
     /// Commands skipped (dead or stale target).
-    pub commands_skipped: u32,
+    pub commands_skipped: u64,
     /// Stale target handles caught by hunters.
     pub stale_caught: u64,
     /// Storage bytes of the final backend at the end (components + bookkeeping).
@@ -138,7 +138,7 @@ pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::app::App)) -> Rep
         spawned: stats.spawned,
         deaths: stats.deaths,
         particles: stats.particles,
-        spawn_refused: stats.spawn_refused,
+        spawn_refused: stats.spawn_refused + totals.refused,
         commands_applied: totals.applied,
         commands_skipped: totals.skipped,
         stale_caught: stats.stale_caught,
