@@ -1,8 +1,8 @@
 //! Settings, the random generator, statistics and scratch buffers: the simulation's resources.
 
+use super::digest::mix;
 use glam::Vec2;
-use rand::SeedableRng;
-use rand_pcg::Pcg32;
+use rand::RngCore;
 
 /// The fixed time step: the simulation advances 1/60 s per frame whatever the display does.
 pub const DT: f32 = 1.0 / 60.0;
@@ -84,14 +84,67 @@ impl SimConfig {
     }
 }
 
-/// The simulation's random generator: PCG32, a named algorithm whose stream is fixed, so a seed means the same
-/// run on every machine and version (`StdRng` promises neither).
-pub struct SimRng(pub Pcg32);
+/// The simulation's randomness, counter-based: every draw comes from a [`Stream`] keyed by (seed, frame, key,
+/// [`Draw`]), where the key is the entity a system is visiting (or 0 for draws that belong to the frame). So what
+/// an entity draws does not depend on which entities a query visited before it, and systems need not visit in
+/// a fixed order to stay deterministic. The state is the seed alone: nothing advances between frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimRng {
+    seed: u64,
+}
+
+/// What a stream is for: two draw sites with the same frame and key still draw independently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Draw {
+    /// The spawner's fighters of a frame (key 0).
+    Spawn = 1,
+    /// A dying fighter's particle burst (key: the fighter).
+    Death = 2,
+}
 
 impl SimRng {
-    /// Seeded generator.
+    /// Randomness for the run of `seed`.
     pub fn new(seed: u64) -> Self {
-        Self(Pcg32::seed_from_u64(seed))
+        Self { seed }
+    }
+
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The stream of `draw` for `key` in `frame`. Cheap (three hash steps): make one per entity.
+    #[inline]
+    pub fn stream(&self, frame: u64, key: u64, draw: Draw) -> Stream {
+        Stream(mix(mix(mix(self.seed ^ ((draw as u64) << 56)) ^ frame) ^ key))
+    }
+}
+
+/// One keyed stream: SplitMix64 (its state advances by a fixed odd constant and each output is a hash of the
+/// state), a named algorithm whose output is fixed, so a seed means the same run on every machine and version
+/// (`StdRng` promises neither).
+#[derive(Clone, Debug)]
+pub struct Stream(u64);
+
+impl RngCore for Stream {
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+    #[inline]
+    fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for chunk in dest.chunks_mut(8) {
+            let bytes = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
+        self.fill_bytes(dest);
+        Ok(())
     }
 }
 
@@ -104,9 +157,10 @@ pub struct SimStats {
     pub spawned: u64,
     /// Fighters died.
     pub deaths: u64,
-    /// Particles spawned.
+    /// Particle spawns recorded.
     pub particles: u64,
-    /// Spawns refused because the world was full.
+    /// Fighter spawns refused because the world was full. (Particle spawns are deferred, so a full world refuses
+    /// them when the command buffer is applied: see [`World::command_totals`](crate::ecs::World::command_totals).)
     pub spawn_refused: u64,
     /// Hunters whose target handle was stale (its enemy died, maybe its index reused).
     pub stale_caught: u64,
@@ -116,7 +170,7 @@ pub struct SimStats {
     pub contacts_frame: u32,
     /// Live fighters at the last count.
     pub fighters: u32,
-    /// Most entities alive at once.
+    /// Most entities alive or reserved at a frame's last stage.
     pub peak_live: u32,
 }
 

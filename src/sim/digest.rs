@@ -5,7 +5,7 @@ use super::components::{Blue, Health, Hunter, Lifetime, Particle, Position, Red,
 use crate::ecs::{Entity, World};
 
 /// splitmix64's finalizer: a cheap, well-mixed 64-bit hash step.
-fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)

@@ -2,92 +2,58 @@
 
 use super::collision::Broadphase;
 use super::components::{Health, Lifetime, Particle, Position, Velocity};
-use super::config::{SimConfig, SimRng, SimStats};
+use super::config::{Draw, SimConfig, SimRng, SimStats};
 use crate::app::{App, Stage};
-use crate::ecs::{Entity, World};
+use crate::ecs::World;
 use glam::Vec2;
 use rand::Rng;
 
 /// Adds [`despawn_dead`] and [`age_particles`] to `PostUpdate`, and the frame counter to `Last`.
 pub fn plugin(app: &mut App) {
-    app.insert_resource(LifeScratch::default())
-        .add_systems(Stage::PostUpdate, (despawn_dead, age_particles))
-        .add_systems(Stage::Last, count_frame);
+    app.add_systems(Stage::PostUpdate, (despawn_dead, age_particles)).add_systems(Stage::Last, count_frame);
 }
 
-/// Reused buffers of the dying and the expired.
-#[derive(Default)]
-pub struct LifeScratch {
-    dying: Vec<(Entity, Vec2)>,
-    expired: Vec<Entity>,
-}
-
-/// Records a despawn for every fighter at zero health, and its particle burst. The dying are sorted first, so the
-/// random draws and the freed indices come in the same order on every backend.
+/// Records a despawn for every fighter at zero health, and its particle burst, while walking the health pool.
+///
+/// A fighter's position comes from this frame's broadphase (collisions do not move anyone, so it is the current
+/// one), which spares the walk a position lookup per fighter; an entity at zero health that is not in the grid is
+/// not a fighter this game makes, and is left alone. The burst draws from the dying fighter's own random stream,
+/// and the commands are keyed by it, so neither depends on the order the health pool is walked in.
 pub fn despawn_dead(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
-    world.resource_scope::<LifeScratch, _>(|world, scratch| {
-        let dying = &mut scratch.dying;
-        dying.clear();
-        // Only the health pool is walked; the few dying look their position up.
-        world.query::<(&Health,)>().for_each(|e, (h,)| {
-            if h.0 <= 0 {
-                dying.push((e, Vec2::ZERO));
+    let rng = *world.resource::<SimRng>();
+    let frame = world.resource::<SimStats>().frames;
+    let (mut deaths, mut particles) = (0u64, 0u64);
+    world.resource_scope::<Broadphase, _>(|world, broadphase| {
+        world.query::<(&Health,)>().for_each_with_commands(|e, (h,), commands| {
+            if h.0 > 0 {
+                return;
+            }
+            let Some(at) = broadphase.fighter(e).map(|f| f.position) else { return };
+            // Hunters read the broadphase snapshot next frame: it must not vouch for a fighter despawned now.
+            broadphase.forget(e);
+            commands.despawn(e);
+            deaths += 1;
+            let mut rng = rng.stream(frame, e.to_bits(), Draw::Death);
+            for _ in 0..config.particles_per_death {
+                let v = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(20.0..90.0);
+                let life = config.particle_life - rng.gen_range(0..=config.particle_life / 3);
+                // Deferred: never refused here; a full world refuses it when applied (counted there).
+                let _ = commands.spawn((Position(at), Velocity(v), Lifetime(life), Particle));
+                particles += 1;
             }
         });
-        dying.retain_mut(|(e, at)| match world.get::<Position>(*e) {
-            Some(p) => {
-                *at = p.0;
-                true
-            }
-            None => false, // health without a position: not a fighter this game makes; left alone
-        });
-        dying.sort_unstable_by_key(|&(e, _)| e);
-        // Hunters read the broadphase snapshot next frame: it must not vouch for fighters despawned now.
-        if let Some(broadphase) = world.get_resource_mut::<Broadphase>() {
-            for &(e, _) in dying.iter() {
-                broadphase.forget(e);
-            }
-        }
-        let (mut particles, mut refused) = (0u64, 0u64);
-        world.resource_scope::<SimRng, _>(|world, rng| {
-            let mut commands = world.commands();
-            // All the despawns first: one run, which the command buffer applies pool by pool.
-            for &(e, _) in dying.iter() {
-                commands.despawn(e);
-            }
-            for &(_, at) in dying.iter() {
-                for _ in 0..config.particles_per_death {
-                    let v = Vec2::from_angle(rng.0.gen_range(0.0..std::f32::consts::TAU)) * rng.0.gen_range(20.0..90.0);
-                    let life = config.particle_life - rng.0.gen_range(0..=config.particle_life / 3);
-                    match commands.spawn((Position(at), Velocity(v), Lifetime(life), Particle)) {
-                        Ok(_) => particles += 1,
-                        Err(_) => refused += 1,
-                    }
-                }
-            }
-        });
-        let stats = world.resource_mut::<SimStats>();
-        stats.deaths += scratch.dying.len() as u64;
-        stats.particles += particles;
-        stats.spawn_refused += refused;
     });
+    let stats = world.resource_mut::<SimStats>();
+    stats.deaths += deaths;
+    stats.particles += particles;
 }
 
-/// Counts particles' frames down; the expired are despawned (sorted, for the same reason as the dead).
+/// Counts particles' frames down; the expired are despawned.
 pub fn age_particles(world: &mut World) {
-    world.resource_scope::<LifeScratch, _>(|world, scratch| {
-        let expired = &mut scratch.expired;
-        expired.clear();
-        world.query::<(&mut Lifetime,)>().for_each(|e, (life,)| {
-            life.0 = life.0.saturating_sub(1);
-            if life.0 == 0 {
-                expired.push(e);
-            }
-        });
-        expired.sort_unstable();
-        let mut commands = world.commands();
-        for &e in expired.iter() {
+    world.query::<(&mut Lifetime,)>().for_each_with_commands(|e, (life,), commands| {
+        life.0 = life.0.saturating_sub(1);
+        if life.0 == 0 {
             commands.despawn(e);
         }
     });

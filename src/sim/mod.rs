@@ -21,7 +21,7 @@ use crate::app::profile::Profiler;
 use crate::app::{App, Plugin};
 use crate::ecs::Entities;
 use crate::ecs::{Backend, World};
-pub use config::{SimConfig, SimRng, SimStats, SpawnRequests, DT};
+pub use config::{Draw, SimConfig, SimRng, SimStats, SpawnRequests, Stream, DT};
 pub use digest::digest;
 
 /// The whole simulation as one plugin: its resources and the five system plugins, in order.

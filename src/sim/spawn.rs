@@ -1,7 +1,7 @@
 //! Spawning: the spawner keeps the fighter population at its target, and bursts at requested points.
 
 use super::components::{Blue, Health, Hunter, Position, Red, Team, Velocity};
-use super::config::{SimConfig, SimRng, SimStats, SpawnRequests};
+use super::config::{Draw, SimConfig, SimRng, SimStats, SpawnRequests};
 use crate::app::{App, Stage};
 use crate::ecs::{Commands, World, WorldFull};
 use glam::Vec2;
@@ -13,53 +13,53 @@ pub fn plugin(app: &mut App) {
 }
 
 /// Tops the population up toward the target (at most `spawn_per_frame` a frame) and serves burst requests.
-/// When the world is full it stops for this frame and counts the refusal; it never panics.
+/// When the world is full it stops for this frame and counts the refusal; it never panics. The draws come from
+/// the frame's spawn stream, in the order the spawns are recorded (no query decides it).
 pub fn spawn_fighters(world: &mut World) {
     let fighters = world.query::<(&Health,)>().count() as u32;
     let config = world.resource::<SimConfig>().clone();
-    world.resource_scope::<SimRng, _>(|world, rng| {
-        world.resource_scope::<SpawnRequests, _>(|world, requests| {
-            let mut spawned = 0u64;
-            let mut refused = 0u64;
-            let mut commands = world.commands();
-            let deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
-            for _ in 0..deficit {
-                let at = Vec2::new(rng.0.gen_range(0.0..config.arena.x), rng.0.gen_range(0.0..config.arena.y));
-                match spawn_one(&mut commands, rng, &config, at) {
+    let frame = world.resource::<SimStats>().frames;
+    let mut rng = world.resource::<SimRng>().stream(frame, 0, Draw::Spawn);
+    world.resource_scope::<SpawnRequests, _>(|world, requests| {
+        let mut spawned = 0u64;
+        let mut refused = 0u64;
+        let mut commands = world.commands();
+        let deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
+        for _ in 0..deficit {
+            let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
+            match spawn_one(&mut commands, &mut rng, &config, at) {
+                Ok(()) => spawned += 1,
+                Err(_) => {
+                    refused += 1;
+                    break;
+                }
+            }
+        }
+        'bursts: for &center in &requests.0 {
+            for _ in 0..config.burst {
+                let offset = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(0.0..40.0);
+                let at = (center + offset).clamp(Vec2::ZERO, config.arena);
+                match spawn_one(&mut commands, &mut rng, &config, at) {
                     Ok(()) => spawned += 1,
                     Err(_) => {
                         refused += 1;
-                        break;
+                        break 'bursts;
                     }
                 }
             }
-            'bursts: for &center in &requests.0 {
-                for _ in 0..config.burst {
-                    let offset =
-                        Vec2::from_angle(rng.0.gen_range(0.0..std::f32::consts::TAU)) * rng.0.gen_range(0.0..40.0);
-                    let at = (center + offset).clamp(Vec2::ZERO, config.arena);
-                    match spawn_one(&mut commands, rng, &config, at) {
-                        Ok(()) => spawned += 1,
-                        Err(_) => {
-                            refused += 1;
-                            break 'bursts;
-                        }
-                    }
-                }
-            }
-            requests.0.clear();
-            let stats = world.resource_mut::<SimStats>();
-            stats.spawned += spawned;
-            stats.spawn_refused += refused;
-            stats.fighters = fighters;
-        })
+        }
+        requests.0.clear();
+        let stats = world.resource_mut::<SimStats>();
+        stats.spawned += spawned;
+        stats.spawn_refused += refused;
+        stats.fighters = fighters;
     });
 }
 
-fn spawn_one(commands: &mut Commands<'_>, rng: &mut SimRng, config: &SimConfig, at: Vec2) -> Result<(), WorldFull> {
-    let team = if rng.0.gen_bool(0.5) { Team::Red } else { Team::Blue };
-    let hunter = rng.0.gen_range(0..config.hunter_every.max(1)) == 0;
-    let heading = Vec2::from_angle(rng.0.gen_range(0.0..std::f32::consts::TAU));
+fn spawn_one(commands: &mut Commands<'_>, rng: &mut impl Rng, config: &SimConfig, at: Vec2) -> Result<(), WorldFull> {
+    let team = if rng.gen_bool(0.5) { Team::Red } else { Team::Blue };
+    let hunter = rng.gen_range(0..config.hunter_every.max(1)) == 0;
+    let heading = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU));
     let speed = if hunter { config.hunter_speed } else { config.fighter_speed };
     let body = (Position(at), Velocity(heading * speed), Health(config.max_health));
     let (p, v, h) = body;
