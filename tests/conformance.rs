@@ -681,6 +681,41 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn a_stretch_of_spawns_and_despawns_despawns_first() {
+                // A full world: the row visited first asks for a child, the second row despawns itself. Despawns
+                // apply first within the stretch, so the child fits.
+                let mut w = World::with_capacity(2);
+                w.set_backend($backend);
+                let a = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                let b = w.spawn((Pos(1.0, 0.0), Red)).unwrap();
+                assert!(a < b);
+                w.query::<(&Pos,)>().for_each_with_commands(|e, _, c| {
+                    if e == a {
+                        c.spawn((Vel(1.0, 0.0),)).unwrap();
+                    } else {
+                        c.despawn(e);
+                    }
+                });
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped, stats.refused), (2, 0, 0));
+                assert_eq!(w.query::<(&Vel,)>().count(), 1);
+                assert!(!w.is_alive(b) && w.is_alive(a));
+                w.assert_invariants();
+                // A spawn and a despawn of the same new entity: it is never despawned before it exists.
+                let mut w = world();
+                w.spawn((Pos(0.0, 0.0),)).unwrap();
+                w.query::<(&Pos,)>().for_each_with_commands(|_, _, c| {
+                    let d = c.spawn((Name("brief".into()),)).unwrap();
+                    c.despawn(d);
+                });
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped, stats.refused), (2, 0, 0));
+                assert_eq!(w.query::<(&Name,)>().count(), 0);
+                assert_eq!(w.len(), 1);
+                w.assert_invariants();
+            }
+
+            #[test]
             fn a_panicking_loop_keeps_what_it_recorded() {
                 let mut w = world();
                 let all: Vec<Entity> = (0..10).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();

@@ -1,6 +1,6 @@
 //! Model tests (slotmap style): seeded random operations on a world and on a plain `HashMap`, compared after every
 //! step, with stale handles kept around and reused as targets. Run on every backend, and once switching backends
-//! mid-run.
+//! mid-run. Commands are recorded both between queries and inside query loops (applied in handle order).
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -19,6 +19,16 @@ struct Row {
     a: Option<A>,
     b: Option<B>,
     tag: bool,
+}
+
+/// A command recorded in a loop, as the model applies it.
+enum Cmd {
+    Despawn(Entity),
+    /// A spawn of `(A(v), Tag)` with `B("kid")` inserted on it.
+    Kid(u32),
+    Tag(Entity),
+    RemoveB(Entity),
+    SetA(Entity, A),
 }
 
 const STEPS: usize = 100_000;
@@ -130,6 +140,86 @@ fn run_model(seed: u64, start: Backend, switch_every: Option<usize>) {
                 if let Some(a) = world.get_mut::<A>(e) {
                     a.0 = a.0.wrapping_add(1);
                     model.get_mut(&e).unwrap().a.as_mut().unwrap().0 = a.0;
+                }
+            }
+            (9, Some(victim)) => {
+                // Commands recorded while iterating: applied in handle order, whatever order the rows came in.
+                let mut recorded: Vec<(Entity, Vec<Cmd>)> = Vec::new();
+                world.query::<(&A,)>().for_each_with_commands(|e, (a,), c| {
+                    let mut ops = Vec::new();
+                    match a.0 % 6 {
+                        0 => {
+                            c.despawn(e);
+                            let kid = c.spawn((A(a.0 ^ 0x55), Tag)).unwrap();
+                            assert!(kid.is_deferred());
+                            c.insert(kid, B("kid".into()));
+                            ops.extend([Cmd::Despawn(e), Cmd::Kid(a.0 ^ 0x55)]);
+                        }
+                        1 => {
+                            c.insert(e, Tag);
+                            ops.push(Cmd::Tag(e));
+                        }
+                        2 => {
+                            c.remove::<B>(e);
+                            c.despawn(victim); // maybe stale, maybe visited later (then its commands skip)
+                            ops.extend([Cmd::RemoveB(e), Cmd::Despawn(victim)]);
+                        }
+                        3 => {
+                            c.insert(e, A(a.0.wrapping_add(6)));
+                            ops.push(Cmd::SetA(e, A(a.0.wrapping_add(6))));
+                        }
+                        4 => {
+                            c.despawn(e);
+                            c.despawn(e);
+                            ops.extend([Cmd::Despawn(e), Cmd::Despawn(e)]);
+                        }
+                        _ => {}
+                    }
+                    recorded.push((e, ops));
+                });
+                let mut visited: Vec<Entity> = recorded.iter().map(|(e, _)| *e).collect();
+                visited.sort();
+                let mut expected: Vec<Entity> = model.iter().filter(|(_, r)| r.a.is_some()).map(|(e, _)| *e).collect();
+                expected.sort();
+                assert_eq!(visited, expected, "rows visited at step {step}");
+                // The model applies the same commands in handle order.
+                recorded.sort_by_key(|(e, _)| *e);
+                let (mut applied, mut skipped, mut refused) = (0, 0, 0);
+                let mut kids = Vec::new();
+                for cmd in recorded.into_iter().flat_map(|(_, ops)| ops) {
+                    let done = match cmd {
+                        Cmd::Despawn(x) => model.remove(&x).is_some(),
+                        Cmd::Kid(v) => {
+                            if model.len() + kids.len() < CAPACITY as usize {
+                                kids.push(v);
+                                applied += 1; // the spawn; then the insert of B below
+                                true
+                            } else {
+                                refused += 1;
+                                false // the insert of B on the refused spawn is skipped
+                            }
+                        }
+                        Cmd::Tag(x) => model.get_mut(&x).map(|r| r.tag = true).is_some(),
+                        Cmd::RemoveB(x) => model.get_mut(&x).is_some_and(|r| r.b.take().is_some()),
+                        Cmd::SetA(x, v) => model.get_mut(&x).map(|r| r.a = Some(v)).is_some(),
+                    };
+                    if done {
+                        applied += 1;
+                    } else {
+                        skipped += 1;
+                    }
+                }
+                let stats = world.apply_commands();
+                assert_eq!((stats.applied, stats.skipped, stats.refused), (applied, skipped, refused), "step {step}");
+                let mut born: Vec<Entity> = world.entities().iter().filter(|e| !model.contains_key(e)).collect();
+                born.sort();
+                let mut values: Vec<u32> = born.iter().map(|&e| world.get::<A>(e).unwrap().0).collect();
+                values.sort();
+                kids.sort();
+                assert_eq!(values, kids, "spawned in the loop at step {step}");
+                for e in born {
+                    model.insert(e, Row { a: Some(*world.get::<A>(e).unwrap()), b: Some(B("kid".into())), tag: true });
+                    handles.push(e);
                 }
             }
             (10, Some(e)) => {

@@ -87,11 +87,13 @@ fn storage_stops_growing_under_steady_churn() {
     }
     let stats = app.world.resource::<SimStats>().clone();
     assert!(stats.deaths > 1_000, "only {} deaths: not much churn", stats.deaths);
-    // After warm-up the pools reuse their capacity: the figure only moves at a new population peak, by a pool's
-    // growth step. A leak of one value per death (over 1,000 deaths a sample) would add far more than 2 %.
+    // After warm-up the pools reuse their capacity: the figure only moves at a new peak of population or index (a
+    // pool's growth step, a sparse page), rarer as the run goes on. A leak of one value per death (over 1,000
+    // deaths a sample) would grow every sample and by far more than 5 %.
     let settled = &samples[2..];
-    assert!(settled.windows(2).all(|w| w[0] <= w[1]), "storage shrank and grew: {samples:?}");
-    assert!(settled[settled.len() - 1] * 50 <= settled[0] * 51, "storage kept growing: {samples:?}");
+    assert!(settled[settled.len() - 1] * 20 <= settled[0] * 21, "storage kept growing: {samples:?}");
+    let last = &samples[samples.len() - 4..];
+    assert!(last.iter().all(|&b| b == last[0]), "storage still growing in the last 4,000 frames: {samples:?}");
     assert!(app.world.entities().index_bound() < 4 * 200 * 4, "indices keep growing instead of being reused");
 }
 

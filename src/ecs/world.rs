@@ -355,6 +355,11 @@ impl World {
         let Storage::Pools { pools, .. } = &mut self.storage else {
             return targets.iter().filter(|&&entity| self.despawn(entity).is_ok()).count();
         };
+        if let [entity] = targets {
+            // A run of one (a command loop's despawns come one per visited entity between its other commands):
+            // the per-entity path skips the batch's setup in every pool.
+            return self.despawn(*entity).is_ok() as usize;
+        }
         // Components go first and handles are freed after, as in `despawn`: if a component's `drop` panics, the
         // entities are still alive (partly stripped), never freed with values left behind for the index's next
         // owner. A repeated target is removed twice (the second finds nothing) and freed once (`free` refuses a

@@ -17,8 +17,9 @@ pub fn plugin(app: &mut App) {
 ///
 /// A fighter's position comes from this frame's broadphase (collisions do not move anyone, so it is the current
 /// one), which spares the walk a position lookup per fighter; an entity at zero health that is not in the grid is
-/// not a fighter this game makes, and is left alone. The burst draws from the dying fighter's own random stream,
-/// and the commands are keyed by it, so neither depends on the order the health pool is walked in.
+/// not a fighter this game makes, and is left alone. A burst draws from the dying fighter's own random stream,
+/// and the commands are keyed by it, so neither depends on the order the health pool is walked in. (The buffer
+/// applies the alternating despawns and spawns as one batch of despawns, then one of spawns.)
 pub fn despawn_dead(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     let rng = *world.resource::<SimRng>();
