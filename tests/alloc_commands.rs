@@ -1,4 +1,5 @@
-//! After warm-up, recording and applying commands allocate nothing (a counting global allocator shows it).
+//! After warm-up, recording and applying commands allocate nothing, whether recorded between queries or inside a
+//! query loop (a counting global allocator shows it).
 
 use swarm::ecs::{Backend, World};
 
@@ -57,6 +58,51 @@ fn steady_state_commands_allocate_nothing() {
         if backend == Backend::BTree {
             // B-tree nodes are allocated on insert by design (about 2,300 here). One allocation per command would
             // add over 70,000 (5 commands per expired entity), so this bound still catches the buffer allocating.
+            assert!(allocations < 10_000, "{backend}: {allocations} allocations in 100 steady frames");
+        } else {
+            assert_eq!(allocations, 0, "{backend}: {allocations} allocations in 100 steady frames");
+        }
+    }
+}
+
+/// The same churn recorded inside the query loop: keyed commands, deferred spawns and the sort at the loop's end.
+fn frame_in_loop(world: &mut World) {
+    world.query::<(&mut Life,)>().for_each_with_commands(|e, (life,), commands| {
+        life.0 -= 1;
+        if life.0 == 0 {
+            commands.despawn(e);
+            commands.despawn(e); // skipped: already despawned
+            let child = commands.spawn((Life(1 + (e.index() % 7)),)).unwrap();
+            commands.insert(child, Spark);
+            commands.remove::<Spark>(child);
+        }
+    });
+    world.apply_commands();
+}
+
+#[test]
+fn steady_state_commands_recorded_in_a_loop_allocate_nothing() {
+    for backend in Backend::ALL {
+        let mut world = World::with_capacity(4096);
+        world.set_backend(backend);
+        for i in 0..1000 {
+            world.spawn((Life(1 + i % 7),)).unwrap();
+        }
+        for _ in 0..500 {
+            frame_in_loop(&mut world);
+        }
+        let before = common::allocations();
+        let totals_before = world.command_totals();
+        for _ in 0..100 {
+            frame_in_loop(&mut world);
+        }
+        let allocations = common::allocations() - before;
+        let totals = world.command_totals();
+        assert!(totals.applied - totals_before.applied > 10_000, "{backend}: the frames did little work");
+        assert!(totals.skipped > totals_before.skipped, "{backend}: double despawns were not skipped");
+        assert_eq!(totals.refused, 0, "{backend}: spawns refused");
+        assert_eq!(world.len(), 1000, "{backend}: the population drifted");
+        if backend == Backend::BTree {
             assert!(allocations < 10_000, "{backend}: {allocations} allocations in 100 steady frames");
         } else {
             assert_eq!(allocations, 0, "{backend}: {allocations} allocations in 100 steady frames");
