@@ -35,20 +35,20 @@ pub struct Cli {
     #[arg(long)]
     pub headless: bool,
     /// Frames to run (headless default 600; the window runs until closed unless given).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub frames: Option<u32>,
     /// Target population of fighters.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 10_000)]
     pub entities: u32,
     /// Seed of the run (a run depends only on seed and settings).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     pub seed: u64,
     /// Storage backend (the help lists the names, from `Backend::ALL`).
     #[arg(long, default_value = Backend::default().name(), value_parser = parse_backend,
           help = format!("Storage backend: {} (or all, headless)", Backend::names()))]
     pub backend: BackendChoice,
     /// Switch to the next backend live every K frames (headless: the digest must not change; window: a demo).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub switch_every: Option<u32>,
     /// Print the headless report as JSON.
     #[arg(long)]
@@ -60,10 +60,10 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub screenshot: Option<PathBuf>,
     /// World capacity (maximum live entities); default fits the population and its particles.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub capacity: Option<u32>,
     /// Sort the velocity and health pools into the position pool's order every N frames (sparse set; 0 = never).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub align_every: u32,
 }
 
@@ -93,7 +93,8 @@ impl Cli {
         }
     }
 
-    /// Checks the combinations clap cannot.
+    /// Checks the combinations clap cannot, and the output paths (before anything runs: a bad path is refused at
+    /// once, not after the frames).
     pub fn validate(&self) -> Result<(), (ErrorKind, String)> {
         let conflict = |m: &str| Err((ErrorKind::ArgumentConflict, m.to_string()));
         if self.entities > MAX_ENTITIES {
@@ -102,6 +103,13 @@ impl Cli {
                 format!("--entities {} is above the limit of {MAX_ENTITIES}", self.entities),
             ));
         }
+        let output = |flag: &str, path: &Option<PathBuf>, extensions: &[&str]| match path {
+            Some(path) => crate::files::check_writable(path, extensions)
+                .map_err(|why| (ErrorKind::ValueValidation, format!("{flag}: {why}"))),
+            None => Ok(()),
+        };
+        output("--trace", &self.trace, &["json"])?;
+        output("--screenshot", &self.screenshot, &["png"])?;
         if self.headless {
             if self.screenshot.is_some() {
                 return conflict("--screenshot needs the window; drop --headless");

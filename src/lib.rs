@@ -3,6 +3,7 @@
 //! - [`ecs`]: entities, pools, the five storage backends, world, queries, command buffer, app and profiler;
 //! - [`sim`]: the simulation (ECS and glam only, no window), its digest and the headless report;
 #![cfg_attr(feature = "window", doc = "- [`cli`]: the command line shared by the window and the headless runs;")]
+//! - [`files`]: output files, checked before a run and written whole;
 //! - [`art`]: the sprites' pixels, shared by the window and the program that writes `assets/`.
 //!
 //! The window lives in the binary (`src/main.rs`, `src/render/`), the only code that calls macroquad.
@@ -60,4 +61,5 @@ pub mod art;
 #[cfg(feature = "window")]
 pub mod cli;
 pub mod ecs;
+pub mod files;
 pub mod sim;

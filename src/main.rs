@@ -33,13 +33,7 @@ fn headless(cli: &Cli) -> ExitCode {
                 path.clone()
             }
         });
-        // Fail before simulating, not after, if the trace cannot be written.
-        if let Some(path) = &trace_path {
-            if let Err(error) = std::fs::File::create(path) {
-                eprintln!("swarm: cannot write trace {}: {error}", path.display());
-                return ExitCode::FAILURE;
-            }
-        }
+        // (The path was checked with the flags, before anything ran.)
         let mut trace = None;
         let report = report::run(&settings, |app| {
             if let Some(path) = &trace_path {

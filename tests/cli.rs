@@ -13,7 +13,7 @@ fn swarm(args: &[&str]) -> (i32, String, String) {
 
 fn refused(args: &[&str], needle: &str) {
     let (code, _, err) = swarm(args);
-    assert_ne!(code, 0, "{args:?} was accepted");
+    assert_eq!(code, 2, "{args:?}: {err}");
     assert!(err.contains(needle), "{args:?}: message lacks {needle:?}:\n{err}");
     assert!(err.contains("Usage:"), "{args:?}: no usage line:\n{err}");
 }
@@ -83,6 +83,47 @@ fn json_report_and_trace_file() {
 fn unwritable_trace_is_an_error_not_a_panic() {
     let (code, _, err) =
         swarm(&["--headless", "--frames", "5", "--entities", "10", "--trace", "/nonexistent-dir/t.json"]);
-    assert_ne!(code, 0);
-    assert!(err.contains("/nonexistent-dir/t.json") && !err.contains("panicked"), "{err}");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--trace") && err.contains("/nonexistent-dir") && !err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn output_paths_are_checked_before_the_run_and_leave_nothing() {
+    let dir = std::env::temp_dir().join(format!("swarm-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    // A million frames: a refusal that came after the run would time the test out.
+    let long = ["--frames", "1000000", "--entities", "10"];
+    let cases: [(&[&str], &str); 7] = [
+        (&["--screenshot", &path("out.jpg")], "must end in .png"),
+        (&["--screenshot", &path("out.bmp")], "must end in .png"),
+        (&["--screenshot", dir.to_str().unwrap()], "must end in .png"),
+        (&["--screenshot", &path("shots.png/")], "is a directory"),
+        (&["--screenshot", &path("missing/out.png")], "does not exist"),
+        (&["--headless", "--trace", &path("t.txt")], "must end in .json"),
+        (&["--headless", "--trace", &path("missing/t.json")], "does not exist"),
+    ];
+    std::fs::create_dir_all(dir.join("shots.png")).unwrap();
+    for (args, needle) in cases {
+        let all: Vec<&str> = long.iter().copied().chain(args.iter().copied()).collect();
+        let (code, _, err) = swarm(&all);
+        assert_eq!(code, 2, "{all:?}: {err}");
+        let flag = if args.contains(&"--trace") { "--trace" } else { "--screenshot" };
+        assert!(err.contains(flag) && err.contains(needle), "{all:?}: {err}");
+        assert!(err.contains("Usage:"), "{all:?}: no usage line:\n{err}");
+    }
+    let mut left: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["shots.png"], "a refused run left files behind");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn negative_numbers_name_their_flag() {
+    for flag in ["--entities", "--frames", "--seed", "--switch-every", "--capacity", "--align-every"] {
+        let (code, _, err) = swarm(&["--headless", flag, "-1"]);
+        assert_eq!(code, 2, "{flag} -1: {err}");
+        assert!(err.contains(flag) && err.contains("'-1'"), "{flag} -1 does not name the flag:\n{err}");
+    }
 }

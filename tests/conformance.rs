@@ -14,6 +14,18 @@ struct Red;
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Blue;
 
+/// A component whose `drop` panics when armed.
+#[derive(Debug)]
+struct Bomb(bool);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if self.0 && !std::thread::panicking() {
+            panic!("a component's drop panicked");
+        }
+    }
+}
+
 fn sorted(mut v: Vec<Entity>) -> Vec<Entity> {
     v.sort();
     v
@@ -253,6 +265,130 @@ macro_rules! conformance {
                 w.assert_invariants();
                 assert!(w.is_alive(d) && !w.has::<Bomb>(d));
                 assert_eq!((w.get::<Pos>(d), w.get::<Vel>(d)), (Some(&Pos(3.0, 0.0)), Some(&Vel(1.0, 1.0))));
+            }
+
+            #[test]
+            fn clear_with_a_panicking_drop_leaves_no_value_behind() {
+                let mut w = world();
+                let mut all = Vec::new();
+                for i in 0..10 {
+                    // `Bomb` is registered first, so its pool is emptied before the others.
+                    all.push(w.spawn((Bomb(i == 3), Pos(i as f32, 0.0), Vel(0.0, i as f32))).unwrap());
+                }
+                w.commands().spawn((Pos(-1.0, 0.0),)).unwrap(); // a reservation, released too
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.clear()));
+                assert!(outcome.is_err(), "the panic reaches the caller");
+                w.assert_invariants();
+                assert_eq!((w.len(), w.entities().reserved()), (0, 0));
+                assert_eq!(w.query::<(&Pos,)>().count() + w.query::<(&Vel,)>().count(), 0);
+                for _ in 0..11 {
+                    let e = w.spawn((Name("new".into()),)).unwrap();
+                    assert!(w.get::<Pos>(e).is_none() && w.get::<Vel>(e).is_none() && !w.has::<Bomb>(e));
+                }
+                assert!(all.iter().all(|&e| !w.is_alive(e)));
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn a_panic_while_applying_releases_every_reservation() {
+                let mut w = World::with_capacity(3);
+                w.set_backend($backend);
+                let x = w.spawn((Bomb(true), Pos(0.0, 0.0))).unwrap();
+                let mut c = w.commands();
+                c.insert(x, Bomb(false)); // the old value's drop panics
+                let r1 = c.spawn((Pos(1.0, 0.0),)).unwrap();
+                let r2 = c.spawn((Pos(2.0, 0.0),)).unwrap();
+                c.insert(x, Vel(9.0, 9.0));
+                assert_eq!(w.entities().reserved(), 2);
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.apply_commands()));
+                assert!(outcome.is_err());
+                w.assert_invariants();
+                assert_eq!(w.entities().reserved(), 0, "no handle stays reserved for nothing");
+                assert!(!w.is_alive(r1) && !w.is_alive(r2) && w.is_alive(x));
+                assert!(!w.has::<Vel>(x), "the commands after the panic were dropped");
+                // The world has room again, and the next buffer applies only its own commands.
+                let mut c = w.commands();
+                let a = c.spawn((Red,)).unwrap();
+                let b = c.spawn((Red,)).unwrap();
+                c.insert(x, Name("next".into()));
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped, stats.refused), (3, 0, 0));
+                assert!(w.is_alive(a) && w.is_alive(b) && w.get::<Pos>(a).is_none());
+                assert_eq!(w.get::<Name>(x), Some(&Name("next".into())));
+                assert_ne!(a, r1, "a released handle's generation moved on");
+                w.assert_invariants();
+                // The same with deferred spawns from a loop: reserved while applying, released by the panic.
+                w.despawn(a).unwrap();
+                w.despawn(b).unwrap();
+                w.insert(x, Bomb(true)).unwrap();
+                w.query::<(&Pos,)>().for_each_with_commands(|e, _, c| {
+                    c.spawn((Blue,)).unwrap();
+                    c.insert(e, Bomb(false)); // panics: x's Bomb(true) is replaced
+                    c.spawn((Blue,)).unwrap();
+                });
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.apply_commands()));
+                assert!(outcome.is_err());
+                w.assert_invariants();
+                assert_eq!(w.entities().reserved(), 0);
+                assert_eq!(w.query::<(&Blue,)>().count(), 1, "the spawn before the panic stays, the one after is gone");
+                assert_eq!(w.len(), 2);
+            }
+
+            #[test]
+            fn a_panic_while_discarding_keeps_the_next_buffer_clean() {
+                let mut w = world();
+                let x = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                let mut c = w.commands();
+                c.insert(x, Bomb(true)); // dropped, panicking, when the buffer is discarded
+                c.insert(x, Vel(1.0, 1.0));
+                let r = c.spawn((Red,)).unwrap();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.discard_commands()));
+                assert!(outcome.is_err());
+                assert_eq!(w.entities().reserved(), 0);
+                assert!(!w.is_alive(r));
+                let mut c = w.commands();
+                c.insert(x, Vel(2.0, 2.0));
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped), (1, 0), "only the new buffer's command");
+                assert_eq!(w.get::<Vel>(x), Some(&Vel(2.0, 2.0)));
+                assert!(!w.has::<Bomb>(x) && !w.has::<Red>(x));
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn a_panicking_resource_scope_keeps_the_resource() {
+                let mut w = world();
+                w.insert_resource(Name("kept".into()));
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    w.resource_scope::<Name, _>(|_, name| {
+                        name.0.push_str(" and changed");
+                        panic!("a system bug");
+                    })
+                }));
+                assert!(outcome.is_err());
+                assert_eq!(w.get_resource::<Name>(), Some(&Name("kept and changed".into())));
+            }
+
+            #[test]
+            fn a_released_reservation_never_comes_to_life() {
+                let mut w = world();
+                let r = w.commands().spawn((Pos(1.0, 1.0),)).unwrap();
+                assert!(w.entities().is_reserved(r));
+                w.discard_commands();
+                assert!(!w.entities().is_reserved(r) && !w.is_alive(r));
+                let n = w.spawn((Vel(0.0, 0.0),)).unwrap();
+                assert_eq!(n.index(), r.index(), "the index is reused");
+                assert_ne!(n.generation(), r.generation(), "under a new generation");
+                assert!(w.get::<Pos>(r).is_none() && w.get::<Vel>(r).is_none());
+                assert_eq!(w.despawn(r), Err(NoSuchEntity(r)));
+                // A buffer naming the released handle skips it.
+                let mut c = w.commands();
+                c.insert(r, Red);
+                c.despawn(r);
+                let stats = w.apply_commands();
+                assert_eq!((stats.applied, stats.skipped), (0, 2));
+                assert!(w.is_alive(n) && !w.has::<Red>(n));
+                w.assert_invariants();
             }
 
             #[test]

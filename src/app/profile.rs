@@ -169,6 +169,12 @@ impl Profiler {
 
     /// Writes the kept spans as a Chrome trace (JSON array format) to `path`, and keeps recording.
     pub fn write_trace(&self, path: &Path) -> io::Result<()> {
+        // Whole or not at all: written beside `path`, then renamed over it.
+        crate::files::write_whole(path, |temp| self.write_trace_file(temp).map_err(|e| e.to_string()))
+            .map_err(io::Error::other)
+    }
+
+    fn write_trace_file(&self, path: &Path) -> io::Result<()> {
         let shared = self.lock();
         let events = shared.trace.as_deref().unwrap_or(&[]);
         let file = File::create(path)?;
@@ -199,9 +205,10 @@ pub struct TraceFile {
 }
 
 impl TraceFile {
-    /// Starts tracing `profiler` into `path`. Fails early if the file cannot be created.
+    /// Starts tracing `profiler` into `path`. Fails early if the file could not be created (nothing is created yet).
     pub fn create(profiler: &Profiler, path: PathBuf) -> io::Result<Self> {
-        File::create(&path)?;
+        // Checked, not created: a run that never finishes leaves no empty file.
+        crate::files::check_writable(&path, &[]).map_err(io::Error::other)?;
         profiler.start_trace();
         Ok(Self { profiler: profiler.clone(), path, written: false })
     }

@@ -316,28 +316,45 @@ impl CommandQueue {
             }
         }
         self.ops.clear();
+        self.resolved.clear();
         self.clear_values();
         stats
     }
 
     /// Drops every value and forgets the deferred handles.
+    ///
+    /// A value's `drop` may panic: every queue is still cleared, then the first panic goes on. (Ops name their values
+    /// by slot, so a queue left holding values could not feed them to another buffer's ops anyway.)
     fn clear_values(&mut self) {
-        for queue in &mut self.queues {
-            queue.clear();
-        }
         self.deferred = 0;
+        let mut first_panic = None;
+        for queue in &mut self.queues {
+            // A `Vec`'s clear sets its length first, so after a panic the queue is empty either way.
+            if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| queue.clear())) {
+                first_panic.get_or_insert(panic);
+            }
+        }
+        if let Some(panic) = first_panic {
+            std::panic::resume_unwind(panic);
+        }
     }
 
-    /// Drops every command; spawned handles that were reserved are released.
+    /// Drops every command; handles still reserved for spawns (recorded between queries, or deferred ones a
+    /// panicking apply had reserved) are released. Values are dropped last, so a panicking `drop` cannot keep a
+    /// reservation.
     pub(crate) fn discard(&mut self, entities: &mut Entities) {
         self.end_loop();
         for op in self.ops.drain(..) {
             if let Op::Spawn { entity, .. } = op {
                 if !entity.is_deferred() {
-                    entities.free(entity);
+                    entities.release(entity);
                 }
             }
         }
+        for entity in self.resolved.drain(..).flatten() {
+            entities.release(entity);
+        }
+        self.run.clear();
         self.clear_values();
     }
 }

@@ -288,6 +288,11 @@ impl Entities {
         true
     }
 
+    /// Frees `entity` if it is reserved (and not alive yet); whether it was. Alive entities are left alone.
+    pub(crate) fn release(&mut self, entity: Entity) -> bool {
+        self.is_reserved(entity) && self.free(entity)
+    }
+
     /// Whether `entity` is alive (spawned, not despawned, generation matches).
     #[inline]
     pub fn is_alive(&self, entity: Entity) -> bool {

@@ -663,9 +663,23 @@ impl World {
 
     /// Applies the recorded commands (in the order described on [`Commands`]); commands on dead or stale targets
     /// are skipped and counted.
+    ///
+    /// If a command panics (a component's `drop` when a value is replaced, say), the commands after it are dropped
+    /// with their values, the handles reserved for their spawns are released, and the panic goes on: the world
+    /// holds what was applied before it, and the next buffer starts empty.
     pub fn apply_commands(&mut self) -> ApplyStats {
         let mut queue = std::mem::take(&mut self.commands);
-        let stats = queue.apply(self);
+        let stats = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| queue.apply(self))) {
+            Ok(stats) => stats,
+            Err(panic) => {
+                let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    queue.discard(&mut self.entities);
+                }));
+                self.commands = queue;
+                drop(discarded); // a second panic (another value's drop) is dropped: the first one goes on
+                std::panic::resume_unwind(panic);
+            }
+        };
         // Commands recorded while applying (none today) would be in `self.commands`; keep both.
         let recorded = std::mem::replace(&mut self.commands, queue);
         debug_assert!(recorded.is_empty(), "a command recorded another while applying");
@@ -673,7 +687,8 @@ impl World {
         stats
     }
 
-    /// Drops the recorded commands without applying them; handles they reserved are released.
+    /// Drops the recorded commands without applying them; handles they reserved are released. If a value's
+    /// `drop` panics, every reservation is released and every value dropped first, then the panic goes on.
     pub fn discard_commands(&mut self) {
         self.commands.discard(&mut self.entities);
     }
@@ -723,20 +738,42 @@ impl World {
 
     /// Runs `f` with the resource `R` taken out of the world, so `f` can use both. Panics like [`World::resource`].
     pub fn resource_scope<R: 'static, U>(&mut self, f: impl FnOnce(&mut World, &mut R) -> U) -> U {
-        // The box itself travels out and back, so a scope allocates nothing.
+        // The box itself travels out and back, so a scope allocates nothing; it goes back even if `f` panics.
         let mut boxed = self.resources.take_boxed::<R>().unwrap_or_else(|| missing::<R>());
-        let out = f(self, boxed.downcast_mut::<R>().expect("resources are keyed by type"));
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f(self, boxed.downcast_mut::<R>().expect("resources are keyed by type"))
+        }));
         self.resources.put_boxed::<R>(boxed);
-        out
+        out.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// Despawns every entity (generations bump as usual, so old handles stay dead); keeps resources and backend.
+    ///
+    /// Values go first and handles last. If a value's `drop` panics, clearing goes on (every pool is emptied, the
+    /// buffer discarded, every handle freed) and then the first panic goes on: the world is empty either way, and
+    /// no index's next owner can meet an old value.
     pub fn clear(&mut self) {
-        self.discard_commands();
-        self.entities.clear();
+        let mut first_panic = None;
+        let mut guard = |step: &mut dyn FnMut()| {
+            if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
+                first_panic.get_or_insert(panic);
+            }
+        };
+        guard(&mut || self.commands.discard(&mut self.entities));
         match &mut self.storage {
-            Storage::Tables(archetypes) => archetypes.clear(),
-            Storage::Pools { pools, .. } => pools.iter_mut().flatten().for_each(|pool| pool.clear()),
+            Storage::Tables(archetypes) => guard(&mut || archetypes.clear()),
+            Storage::Pools { pools, .. } => {
+                for pool in pools.iter_mut().flatten() {
+                    // Every layout takes a value out before dropping it, so each retry makes progress.
+                    while !pool.is_empty() {
+                        guard(&mut || pool.clear());
+                    }
+                }
+            }
+        }
+        self.entities.clear();
+        if let Some(panic) = first_panic {
+            std::panic::resume_unwind(panic);
         }
     }
 

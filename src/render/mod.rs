@@ -323,5 +323,7 @@ fn save_screenshot(path: &Path) -> Result<(), String> {
     for y in 0..h {
         rows[y * w * 4..(y + 1) * w * 4].copy_from_slice(&image.bytes[(h - 1 - y) * w * 4..(h - y) * w * 4]);
     }
-    image::save_buffer(path, &rows, w as u32, h as u32, image::ColorType::Rgba8).map_err(|e| e.to_string())
+    swarm::files::write_whole(path, |temp| {
+        image::save_buffer(temp, &rows, w as u32, h as u32, image::ColorType::Rgba8).map_err(|e| e.to_string())
+    })
 }

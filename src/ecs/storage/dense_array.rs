@@ -65,13 +65,36 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
     fn drain(&mut self, mut f: impl FnMut(u32, T)) {
         for (index, slot) in self.slots.iter_mut().enumerate() {
             if let Some(value) = slot.take() {
+                // Counted as it goes: if `f` (a value's drop) panics, `len` still matches the slots left.
+                self.len -= 1;
                 f(index as u32, value);
             }
         }
-        self.len = 0;
     }
     fn bytes(&self) -> usize {
         self.slots.capacity() * size_of::<Option<T>>()
     }
     fn reserve(&mut self, _additional: usize) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::num::NonZeroU32;
+
+    #[test]
+    fn a_panic_while_draining_leaves_the_length_right() {
+        let mut pool = DenseArray::default();
+        for i in 0..5 {
+            pool.insert(Entity::from_parts(i * 2, NonZeroU32::MIN), i);
+        }
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.drain(|_, value| assert_ne!(value, 2, "a value's drop panicked"));
+        }));
+        assert!(outcome.is_err());
+        let left = pool.slots().iter().filter(|s| s.is_some()).count();
+        assert_eq!((pool.len(), left), (2, 2), "values 3 and 4 are still there, and counted");
+        pool.drain(|_, _| {});
+        assert_eq!(pool.len(), 0);
+    }
 }
