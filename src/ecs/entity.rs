@@ -486,4 +486,18 @@ mod tests {
         assert!(entities.is_alive(r));
         entities.assert_invariants();
     }
+
+    #[test]
+    fn errors_and_handles_print_what_they_mean() {
+        let e = Entity::from_parts(7, NonZeroU32::new(3).unwrap());
+        assert_eq!((format!("{e}"), format!("{e:?}")), ("7v3".to_string(), "7v3".to_string()));
+        assert_eq!(format!("{}", Entity::deferred(NonZeroU32::new(2).unwrap())), "deferred#2");
+        assert_eq!(WorldFull { capacity: 5 }.to_string(), "world is full: it holds its capacity of 5 entities");
+        assert_eq!(NoSuchEntity(e).to_string(), "no such entity: 7v3 is stale or was never spawned");
+        assert_eq!(ComponentError::NoSuchEntity(e).to_string(), NoSuchEntity(e).to_string());
+        let missing = ComponentError::MissingComponent { entity: e, component: "Pos" };
+        assert_eq!(missing.to_string(), "entity 7v3 has no `Pos` component");
+        assert_eq!(Entity::from_bits(e.to_bits()), Some(e));
+        assert_eq!(e.to_bits(), 3 << 32 | 7);
+    }
 }
