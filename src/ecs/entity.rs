@@ -500,4 +500,26 @@ mod tests {
         assert_eq!(Entity::from_bits(e.to_bits()), Some(e));
         assert_eq!(e.to_bits(), 3 << 32 | 7);
     }
+
+    #[test]
+    fn alive_at_and_the_counters_see_only_what_they_name() {
+        let mut entities = Entities::with_max_generation(4, 1);
+        assert!(entities.is_empty());
+        let alive = entities.alloc().unwrap();
+        let reserved = entities.reserve().unwrap();
+        let retired = entities.alloc().unwrap();
+        entities.free(retired); // generation 1 is the last: the index retires
+        let freed = entities.alloc().unwrap();
+        entities.free(freed);
+        assert_eq!(entities.alive_at(alive.index()), Some(alive));
+        for gone in [reserved, retired, freed] {
+            assert_eq!(entities.alive_at(gone.index()), None, "{gone:?} is not alive");
+        }
+        assert_eq!(entities.alive_at(99), None);
+        assert_eq!((entities.len(), entities.reserved(), entities.retired()), (1, 1, 2));
+        assert!(!entities.is_empty());
+        assert!(entities.release(reserved) && !entities.release(reserved) && !entities.release(alive));
+        assert_eq!((entities.len(), entities.reserved()), (1, 0));
+        entities.assert_invariants();
+    }
 }
