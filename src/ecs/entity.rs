@@ -522,4 +522,23 @@ mod tests {
         assert_eq!((entities.len(), entities.reserved()), (1, 0));
         entities.assert_invariants();
     }
+
+    #[test]
+    fn bytes_count_the_slots_and_the_free_list_by_capacity() {
+        let mut entities = Entities::new(100);
+        assert_eq!(entities.bytes(), 0);
+        entities.reserve_indices(10);
+        let slot = std::mem::size_of::<Slot>();
+        assert!(entities.slots.capacity() >= 10, "reserve_indices made room");
+        assert_eq!(entities.bytes(), entities.slots.capacity() * slot);
+        let e = entities.alloc().unwrap();
+        entities.free(e);
+        let expected = entities.slots.capacity() * slot + entities.free.capacity() * 4;
+        assert!(entities.free.capacity() >= 1);
+        assert_eq!(entities.bytes(), expected);
+        // Indices on the free list need no new slots.
+        let before = entities.slots.capacity();
+        entities.reserve_indices(1);
+        assert_eq!(entities.slots.capacity(), before);
+    }
 }
