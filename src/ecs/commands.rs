@@ -492,3 +492,21 @@ impl<'w> Commands<'w> {
         self.queue.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_add_up_every_apply() {
+        let mut totals = CommandTotals::default();
+        totals.add(ApplyStats { applied: 3, skipped: 2, refused: 1 });
+        totals.add(ApplyStats { applied: 4, skipped: 5, refused: 6 });
+        assert_eq!(totals, CommandTotals { applied: 7, skipped: 7, refused: 7 });
+        // 64-bit: past what a 32-bit counter holds.
+        for _ in 0..3 {
+            totals.add(ApplyStats { applied: u32::MAX, skipped: 0, refused: 0 });
+        }
+        assert_eq!(totals.applied, 7 + 3 * u64::from(u32::MAX));
+    }
+}
