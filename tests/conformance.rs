@@ -852,6 +852,47 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn values_of_commands_that_never_land_are_dropped_at_once() {
+                use std::rc::Rc;
+                let token = Rc::new(());
+                let mut w = World::with_capacity(2);
+                w.set_backend($backend);
+                let x = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                let dead = w.spawn((Pos(1.0, 0.0),)).unwrap();
+                w.despawn(dead).unwrap();
+                // Discarded: a spawn's bundle and an insert's value.
+                let mut c = w.commands();
+                assert!(c.is_empty());
+                c.spawn((Rc::clone(&token),)).unwrap();
+                c.insert(x, Rc::clone(&token));
+                assert_eq!((c.len(), c.is_empty()), (2, false));
+                w.discard_commands();
+                assert_eq!(Rc::strong_count(&token), 1, "discarded values were dropped");
+                // Skipped (a dead target) and refused (a full world): dropped by the apply.
+                w.commands().insert(dead, Rc::clone(&token));
+                w.spawn((Red,)).unwrap(); // the world is full now
+                w.query::<(&Pos,)>().for_each_with_commands(|_, _, c| {
+                    c.spawn((Rc::clone(&token),)).unwrap();
+                });
+                let stats = w.apply_commands();
+                assert_eq!((stats.skipped, stats.refused), (1, 1));
+                assert_eq!(Rc::strong_count(&token), 1, "skipped and refused values were dropped");
+                // A loop's commands count with the others.
+                let mut c = w.commands();
+                c.insert(x, Vel(0.0, 0.0));
+                let mut counted = Vec::new();
+                w.query::<(&Pos,)>().for_each_with_commands(|e, _, c| {
+                    c.insert(e, Blue);
+                    c.remove::<Red>(e);
+                    counted.push((c.len(), c.is_empty()));
+                });
+                assert_eq!(counted, [(3, false)]);
+                assert_eq!(w.commands().len(), 3);
+                w.apply_commands();
+                assert!(w.commands().is_empty());
+            }
+
+            #[test]
             fn a_panicking_loop_keeps_what_it_recorded() {
                 let mut w = world();
                 let all: Vec<Entity> = (0..10).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();
