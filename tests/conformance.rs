@@ -785,9 +785,10 @@ macro_rules! conformance {
                 // The deferred handle belongs to the applied buffer: in a later buffer it names nothing.
                 let mut c = w.commands();
                 c.insert(child, Red);
+                c.remove::<Pos>(child);
                 c.despawn(child);
                 let stats = w.apply_commands();
-                assert_eq!((stats.applied, stats.skipped), (0, 2));
+                assert_eq!((stats.applied, stats.skipped), (0, 3));
                 assert_eq!(w.len(), 2);
                 w.assert_invariants();
             }
