@@ -894,6 +894,26 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn each_loop_is_sorted_on_its_own_and_loops_apply_in_turn() {
+                let mut w = world();
+                let low = w.spawn((Pos(0.0, 0.0),)).unwrap();
+                let high = w.spawn((Vel(0.0, 0.0),)).unwrap();
+                let target = w.spawn((Red,)).unwrap();
+                assert!(low < high);
+                // The first loop visits the higher handle, the second the lower: the second loop's insert lands last.
+                w.query::<(&Vel,)>().for_each_with_commands(|_, _, c| c.insert(target, Name("first".into())));
+                w.query::<(&Pos,)>().for_each_with_commands(|_, _, c| c.insert(target, Name("second".into())));
+                w.apply_commands();
+                assert_eq!(w.get::<Name>(target), Some(&Name("second".into())));
+                // Deferred handles are numbered per buffer.
+                w.query::<(&Pos,)>().for_each_with_commands(|_, _, c| {
+                    assert_eq!(format!("{:?}", c.spawn((Blue,)).unwrap()), "deferred#1");
+                });
+                w.apply_commands();
+                assert_eq!(w.query::<(&Blue,)>().count(), 1);
+            }
+
+            #[test]
             fn a_panicking_loop_keeps_what_it_recorded() {
                 let mut w = world();
                 let all: Vec<Entity> = (0..10).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();

@@ -627,6 +627,22 @@ mod tests {
     }
 
     #[test]
+    fn pools_under_different_stamps_are_compared_whole() {
+        // Two stamped pairs with the same members in opposite orders, neither changed since its stamp: the stamps
+        // differ, so the orders must be compared entity by entity (the empty journals prove nothing).
+        let (a, _) = stamped_pair(10);
+        let (mut c, mut d) = (SparseSet::new(), SparseSet::new());
+        for i in (0..10).rev() {
+            c.insert(e(i), i);
+            d.insert(e(i), i);
+        }
+        PackedOrder::mark_same([&c.packed_order(), &d.packed_order()]);
+        assert!(a.packed_order().changed.is_empty() && c.packed_order().changed.is_empty());
+        assert!(!a.packed_order().same_as(&c.packed_order()));
+        assert!(c.packed_order().same_as(&d.packed_order()));
+    }
+
+    #[test]
     fn the_journal_keeps_pools_with_the_same_changes_known_alike() {
         let (mut a, mut b) = stamped_pair(100);
         // The same removals and pushes on both: still alike, found by looking only at the changed positions.
