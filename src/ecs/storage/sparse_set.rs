@@ -627,6 +627,31 @@ mod tests {
     }
 
     #[test]
+    fn the_journal_holds_up_to_a_quarter_of_the_set() {
+        // 1,000 values: up to 250 changed positions are journaled (not just the 64 floor); past that the stamp goes.
+        let (mut a, mut b) = stamped_pair(1000);
+        for set in [&mut a, &mut b] {
+            for i in 0..100 {
+                set.insert(e(i), 7);
+            }
+            for i in 0..100 {
+                set.remove(i * 3);
+            }
+        }
+        assert_eq!(a.packed_order().changed.len(), 100, "each removal journals the position it refilled");
+        assert!(a.packed_order().same_as(&b.packed_order()));
+        for i in 100..200 {
+            a.remove(i * 3);
+        }
+        assert!(a.packed_order().changed.len() <= 250);
+        for i in 200..300 {
+            a.remove(i * 3);
+        }
+        assert!(a.packed_order().changed.is_empty(), "a journal past a quarter of the set drops the stamp");
+        a.assert_invariants();
+    }
+
+    #[test]
     fn pools_under_different_stamps_are_compared_whole() {
         // Two stamped pairs with the same members in opposite orders, neither changed since its stamp: the stamps
         // differ, so the orders must be compared entity by entity (the empty journals prove nothing).
