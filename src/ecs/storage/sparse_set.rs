@@ -627,6 +627,19 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_sparse_entry_is_not_trusted() {
+        // `clear` keeps the sparse pages: index 1's entry still says position 0, which index 5 now holds.
+        let mut set = SparseSet::new();
+        set.insert(e(1), 10);
+        set.insert(e(2), 20);
+        set.clear();
+        set.insert(e(5), 50);
+        assert_eq!(set.position(5), Some(0));
+        assert_eq!((set.position(1), set.get(1), set.contains(2)), (None, None, false));
+        set.assert_invariants();
+    }
+
+    #[test]
     fn the_journal_holds_up_to_a_quarter_of_the_set() {
         // 1,000 values: up to 250 changed positions are journaled (not just the 64 floor); past that the stamp goes.
         let (mut a, mut b) = stamped_pair(1000);
