@@ -627,6 +627,16 @@ mod tests {
     }
 
     #[test]
+    fn is_empty_and_reserve() {
+        let mut set: SparseSet<u64> = SparseSet::new();
+        assert!(set.is_empty());
+        set.reserve(100);
+        assert!(set.entities.capacity() >= 100 && set.values.capacity() >= 100, "reserve made room");
+        set.insert(e(3), 3);
+        assert!(!set.is_empty());
+    }
+
+    #[test]
     fn a_stale_sparse_entry_is_not_trusted() {
         // `clear` keeps the sparse pages: index 1's entry still says position 0, which index 5 now holds.
         let mut set = SparseSet::new();
