@@ -262,9 +262,9 @@ impl CommandQueue {
                         match op {
                             Op::Spawn { .. } => spawns = true,
                             Op::Despawn(entity) => {
-                                // A target not alive yet may be spawned in this stretch: end it here.
-                                let unborn = entity.is_deferred() || world.entities().is_reserved(entity);
-                                if spawns && unborn {
+                                // A target not alive yet may be spawned in this stretch: end it here. (Only
+                                // asked once the stretch holds a spawn: the allocator lookup is a load per despawn.)
+                                if spawns && (entity.is_deferred() || world.entities().is_reserved(entity)) {
                                     break;
                                 }
                                 match Self::resolve(resolved, entity) {
