@@ -44,7 +44,7 @@ impl ApplyStats {
 
 /// Commands applied, skipped and refused since the world was made ([`World::command_totals`]). 64-bit: a game
 /// applying 15,000 commands a frame at 60 frames a second would wrap 32-bit counters in under two days.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommandTotals {
     /// Commands that changed the world.
     pub applied: u64,

@@ -86,6 +86,34 @@ impl Entity {
     }
 }
 
+/// Written as 64 bits ([`Entity::to_bits`]) in binary formats and as `"<index>v<generation>"` (as `Debug` shows
+/// it) in human-readable ones such as JSON. Reading refuses generation 0.
+impl serde::Serialize for Entity {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.collect_str(&format_args!("{}v{}", self.index, self.generation))
+        } else {
+            serializer.serialize_u64(self.to_bits())
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Entity {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        if deserializer.is_human_readable() {
+            let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+            let parsed = text.split_once('v').and_then(|(index, generation)| {
+                Some(Entity { index: index.parse().ok()?, generation: generation.parse().ok()? })
+            });
+            parsed.ok_or_else(|| D::Error::custom(format!("`{text}` is not an entity handle like `12v3`")))
+        } else {
+            let bits = u64::deserialize(deserializer)?;
+            Entity::from_bits(bits).ok_or_else(|| D::Error::custom(format!("entity handle {bits:#x} has generation 0")))
+        }
+    }
+}
+
 /// The index of deferred handles; the allocator never hands it out.
 const DEFERRED_INDEX: u32 = u32::MAX;
 
@@ -172,6 +200,22 @@ struct Slot {
     /// The generation of the current occupant, or of the next one while the slot is free.
     generation: NonZeroU32,
     state: State,
+}
+
+/// The state of an [`Entities`] allocator as plain data: what a snapshot stores ([`Entities::state`],
+/// [`Entities::from_state`]). Every index below `generations.len()` that is neither free nor retired is alive.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AllocatorState {
+    /// Most live entities at once.
+    pub capacity: u32,
+    /// The generation at which an index retires.
+    pub max_generation: u32,
+    /// Per index: the generation of its occupant, or of the next one if it is free.
+    pub generations: Vec<u32>,
+    /// The free list, in order: the next spawn takes the last one.
+    pub free: Vec<u32>,
+    /// Indices retired for good, ascending.
+    pub retired: Vec<u32>,
 }
 
 /// The entity allocator: a slot per index, a free list, a capacity and a count of retired indices.
@@ -371,6 +415,89 @@ impl Entities {
             if matches!(slot.state, State::Alive | State::Reserved) {
                 self.free(Entity { index, generation: slot.generation });
             }
+        }
+    }
+
+    /// The allocator's whole state, for a snapshot: the generation of every index, the free list in its order (the
+    /// next spawns take its indices from the end), the retired indices and the capacity. `None` while handles are
+    /// reserved by a command buffer (apply or discard it first: a reserved handle belongs to no saved entity).
+    pub fn state(&self) -> Option<AllocatorState> {
+        if self.reserved > 0 {
+            return None;
+        }
+        Some(AllocatorState {
+            capacity: self.capacity,
+            max_generation: self.max_generation,
+            generations: self.slots.iter().map(|slot| slot.generation.get()).collect(),
+            free: self.free.clone(),
+            retired: (0..self.slots.len() as u32).filter(|&i| self.slots[i as usize].state == State::Retired).collect(),
+        })
+    }
+
+    /// Rebuilds an allocator from [`Entities::state`]: every index neither free nor retired is alive, with its
+    /// generation. A state that no allocator could have been in is refused with the reason, and nothing is built.
+    pub fn from_state(state: &AllocatorState) -> Result<Self, String> {
+        let n = state.generations.len();
+        if n > DEFERRED_INDEX as usize {
+            return Err(format!("{n} entity indices: more than a world can hand out"));
+        }
+        if state.max_generation == 0 {
+            return Err("the maximum generation is 0 (at least 1)".into());
+        }
+        let mut slots = Vec::with_capacity(n);
+        for (index, &generation) in state.generations.iter().enumerate() {
+            match NonZeroU32::new(generation) {
+                Some(generation) if generation.get() <= state.max_generation => {
+                    slots.push(Slot { generation, state: State::Alive })
+                }
+                _ => {
+                    return Err(format!(
+                        "entity index {index} has generation {generation}, outside 1..={}",
+                        state.max_generation
+                    ))
+                }
+            }
+        }
+        let mut mark = |list: &[u32], what: &str, to: State| -> Result<u32, String> {
+            for &index in list {
+                let Some(slot) = slots.get_mut(index as usize) else {
+                    return Err(format!("{what} index {index} is out of range (the allocator has {n} indices)"));
+                };
+                if slot.state != State::Alive {
+                    return Err(format!("index {index} is listed twice among the free and retired indices"));
+                }
+                slot.state = to;
+            }
+            Ok(list.len() as u32)
+        };
+        let free = mark(&state.free, "free", State::Free)?;
+        let retired = mark(&state.retired, "retired", State::Retired)?;
+        if let Some(index) = state.retired.iter().find(|&&i| slots[i as usize].generation.get() != state.max_generation)
+        {
+            return Err(format!("retired index {index} has not used up its generations"));
+        }
+        let live = n as u32 - free - retired;
+        if live > state.capacity {
+            return Err(format!("{live} live entities exceed the capacity of {}", state.capacity));
+        }
+        Ok(Self {
+            slots,
+            free: state.free.clone(),
+            capacity: state.capacity,
+            max_generation: state.max_generation,
+            live,
+            reserved: 0,
+            retired,
+        })
+    }
+
+    /// Whether `entity` could have been handed out by this allocator: alive now, or stale (an earlier generation of
+    /// an index it has used). A snapshot's stored handles must pass this; one that fails was made up or corrupted.
+    pub fn was_handed_out(&self, entity: Entity) -> bool {
+        match self.slots.get(entity.index as usize) {
+            Some(slot) if slot.state == State::Free => entity.generation < slot.generation,
+            Some(slot) => entity.generation <= slot.generation,
+            None => false,
         }
     }
 

@@ -16,6 +16,7 @@ mod component;
 mod entity;
 mod query;
 mod resources;
+mod snapshot;
 mod sort;
 pub mod storage;
 mod view;
@@ -24,10 +25,13 @@ mod world;
 pub use bundle::{Bundle, MAX_BUNDLE};
 pub use commands::{ApplyStats, CommandTotals, Commands};
 pub use component::{ComponentId, ComponentInfo, ComponentSet, MAX_COMPONENTS};
-pub use entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
+pub use entity::{AllocatorState, ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 pub use query::{
     Filter, Query, QueryData, QueryError, QueryRef, ReadOnlyQueryData, ReadOnlyTerm, Term, With, Without,
     MAX_QUERY_TYPES,
+};
+pub use snapshot::{
+    checksum, Format, HoldsEntities, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION,
 };
 pub use sort::SortMethod;
 pub use storage::sparse_set::{PackedOrder, SparseSet, PAGE_SIZE};

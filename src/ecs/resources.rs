@@ -40,6 +40,11 @@ impl Resources {
         self.map.insert(TypeId::of::<R>(), value);
     }
 
+    /// Moves every resource of `other` in, replacing those of the same types.
+    pub(crate) fn absorb(&mut self, other: Resources) {
+        self.map.extend(other.map);
+    }
+
     /// Whether a resource of type `R` is present.
     pub fn contains<R: 'static>(&self) -> bool {
         self.map.contains_key(&TypeId::of::<R>())

@@ -693,6 +693,31 @@ impl World {
         self.commands.discard(&mut self.entities);
     }
 
+    /// Whether commands are recorded and not yet applied.
+    pub fn has_pending_commands(&self) -> bool {
+        !self.commands.is_empty() || self.entities.reserved() > 0
+    }
+
+    /// Sets the command totals (a loaded snapshot carries them on).
+    pub(crate) fn set_command_totals(&mut self, totals: CommandTotals) {
+        self.totals = totals;
+    }
+
+    /// Takes `other`'s entities, components, storage and command totals, and moves its resources in over this
+    /// world's (resources `other` lacks stay). Recorded commands are dropped (their handles named the old world).
+    pub(crate) fn replace_contents(&mut self, other: World) {
+        let World { entities, components, storage, resources, totals, .. } = other;
+        let old_commands = std::mem::take(&mut self.commands);
+        let old_storage = std::mem::replace(&mut self.storage, storage);
+        self.entities = entities;
+        self.components = components;
+        self.totals = totals;
+        self.resources.absorb(resources);
+        // Last, when the world is whole: a value's drop may panic.
+        drop(old_storage);
+        drop(old_commands);
+    }
+
     /// Commands applied, skipped and refused since the world was made.
     pub fn command_totals(&self) -> CommandTotals {
         self.totals

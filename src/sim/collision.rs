@@ -53,6 +53,46 @@ impl Broadphase {
     }
 }
 
+impl Broadphase {
+    /// The fighters this broadphase vouches for (in the last grid and not forgotten since), ascending: what a
+    /// snapshot keeps of it. Hunters read the last frame's grid, which is not the world's state: fighters spawned
+    /// since are not in it, and the dead are forgotten.
+    pub fn vouched(&self) -> Vec<Entity> {
+        let mut vouched: Vec<Entity> =
+            self.grid.items().iter().map(|item| item.entity).filter(|&e| self.fighter(e).is_some()).collect();
+        vouched.sort_unstable();
+        vouched
+    }
+
+    /// Rebuilds the broadphase of a loaded world from the handles [`Broadphase::vouched`] returned, taking each
+    /// fighter's position and team from the world. Sound because nothing moves a fighter between `build_grid` and
+    /// the frame's end (collisions change health only), and a snapshot is taken between frames. Refuses a handle
+    /// that is not a live fighter with a position.
+    pub fn rebuild(vouched: Vec<Entity>, world: &World) -> Result<Broadphase, String> {
+        let config = world.get_resource::<SimConfig>().ok_or("it needs the settings, saved before it")?;
+        let mut broadphase = Broadphase::default();
+        let grid = &mut broadphase.grid;
+        grid.begin(config.arena, config.cell_size.max(2.0 * config.radius));
+        for entity in vouched {
+            let team = match (world.has::<Red>(entity), world.has::<Blue>(entity)) {
+                (true, false) => 0,
+                (false, true) => 1,
+                _ => return Err(format!("it names {entity:?}, which is not a live fighter of one team")),
+            };
+            let Some(position) = world.get::<Position>(entity) else {
+                return Err(format!("it names {entity:?}, which has no position"));
+            };
+            grid.push(GridItem { entity, position: position.0, team });
+        }
+        grid.finish();
+        broadphase.slot.resize(world.entities().index_bound() as usize, NO_SLOT);
+        for (at, item) in broadphase.grid.items().iter().enumerate() {
+            broadphase.slot[item.entity.index() as usize] = at as u32;
+        }
+        Ok(broadphase)
+    }
+}
+
 /// Sorts every fighter into the uniform grid by its position after movement.
 ///
 /// Teams are tags, so they are read with two single-pool walks into a dense array by index; then one walk of the

@@ -2,41 +2,48 @@
 
 use crate::ecs::Entity;
 use glam::Vec2;
+use serde::{Deserialize, Serialize};
 
 /// Where an entity is, in arena units.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Position(pub Vec2);
 
 /// How fast it moves, in arena units per second.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Velocity(pub Vec2);
 
 /// Hit points of a fighter; it dies at zero or below. An integer so damage sums in any order to the same value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health(pub i32);
 
 /// Team tag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Red;
 
 /// Team tag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Blue;
 
 /// A fighter that chases one enemy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hunter;
 
 /// The enemy a hunter chases. The handle goes stale when that enemy dies, even if its index is reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target(pub Entity);
 
+impl crate::ecs::HoldsEntities for Target {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        visit(self.0)
+    }
+}
+
 /// A spark from a death: moves, fades, never collides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Particle;
 
 /// Frames left before a particle disappears.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lifetime(pub u16);
 
 /// Which side a fighter is on.

@@ -3,12 +3,13 @@
 use super::digest::mix;
 use glam::Vec2;
 use rand::RngCore;
+use serde::{Deserialize, Serialize};
 
 /// The fixed time step: the simulation advances 1/60 s per frame whatever the display does.
 pub const DT: f32 = 1.0 / 60.0;
 
 /// Settings of one run. A run depends only on these and the seed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
     /// Arena size in units; the camera fits it to the window.
     pub arena: Vec2,
@@ -88,7 +89,7 @@ impl SimConfig {
 /// [`Draw`]), where the key is the entity a system is visiting (or 0 for draws that belong to the frame). So what
 /// an entity draws does not depend on which entities a query visited before it, and systems need not visit in
 /// a fixed order to stay deterministic. The state is the seed alone: nothing advances between frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimRng {
     seed: u64,
 }
@@ -149,7 +150,7 @@ impl RngCore for Stream {
 }
 
 /// Counters the overlay and the report show. Totals since the start; `*_frame` for the last frame.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SimStats {
     /// Frames simulated.
     pub frames: u64,
@@ -175,5 +176,5 @@ pub struct SimStats {
 }
 
 /// Requests from outside the simulation (the window): fighters to spawn around points.
-#[derive(Default)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpawnRequests(pub Vec<Vec2>);

@@ -15,6 +15,7 @@ pub mod lifecycle;
 pub mod movement;
 pub mod painter;
 pub mod report;
+pub mod snapshot;
 pub mod spawn;
 
 use crate::app::profile::Profiler;

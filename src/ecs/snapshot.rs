@@ -1,0 +1,760 @@
+//! Snapshots: a world written to bytes and read back with every handle, on any backend.
+//!
+//! A [`SnapshotSchema`] names the component and resource types a snapshot holds (by a stable name, not the Rust
+//! type path). [`SnapshotSchema::save`] writes the allocator's whole state (every index's generation, the free
+//! list in order, retired indices, capacity), then one column per component type (entity indices ascending, and
+//! the values in that order), then the resources. Loading rebuilds the allocator first, so every handle comes back
+//! with its index and generation: a handle stored inside a component still names the same entity, a stale one
+//! stays stale, and the next spawn takes the same index the saved world would have given.
+//!
+//! ```text
+//!  binary file:  "SWARMSNP" | version u32 | payload length u64 | checksum u64 | payload (postcard)
+//!  payload:      saved_on | allocator | command totals | columns [name, entities, values] | resources [name, value]
+//! ```
+//!
+//! Two encodings of one payload: compact binary through [postcard](https://docs.rs/postcard) (a stable, documented
+//! wire format with variable-length integers; column indices are stored as gaps, mostly one byte each), and JSON
+//! for reading by eye (`{"format": "swarm snapshot", "version": 1, "snapshot": {...}}`, absolute indices, handles
+//! as `"12v3"`). Loading tells them apart by the first bytes. Columns and resources are encoded one by one (a
+//! blob per column in binary, a JSON value in JSON), so a schema needs no code per format.
+//!
+//! Loading never touches the world it loads into until everything has been read and checked: the new allocator,
+//! pools and resources are built aside, and swapped in only on success. A truncated file, a wrong magic, a newer
+//! version, a failed checksum, an undecodable column, an unknown component or resource name, an index out of
+//! range or a handle the saved allocator never handed out each give a [`SnapshotError`] that names the problem.
+//!
+//! ```
+//! use swarm::ecs::{Backend, Format, SnapshotSchema, World};
+//! #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+//! struct Pos(f32, f32);
+//!
+//! let schema = SnapshotSchema::new().component::<Pos>("Pos");
+//! let mut world = World::new();
+//! let a = world.spawn((Pos(1.0, 2.0),)).unwrap();
+//! let gone = world.spawn((Pos(0.0, 0.0),)).unwrap();
+//! world.despawn(gone).unwrap();
+//! let bytes = schema.save(&world, Format::Binary).unwrap();
+//!
+//! let loaded = schema.load(&bytes, Some(Backend::Archetype)).unwrap();
+//! assert_eq!(loaded.get::<Pos>(a), Some(&Pos(1.0, 2.0))); // the same handle
+//! assert!(!loaded.is_alive(gone)); // stale stays stale
+//! assert!(schema.load(&bytes[..bytes.len() - 1], None).is_err()); // truncated: refused, with the reason
+//! ```
+
+use super::commands::CommandTotals;
+use super::entity::{AllocatorState, Entities, Entity};
+use super::storage::Backend;
+use super::world::World;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::any::TypeId;
+use std::fmt;
+
+/// The first 8 bytes of a binary snapshot.
+pub const MAGIC: [u8; 8] = *b"SWARMSNP";
+/// The format version this build writes, and the newest it reads.
+pub const VERSION: u32 = 1;
+/// The `format` field of a JSON snapshot.
+pub const JSON_FORMAT: &str = "swarm snapshot";
+/// Bytes before a binary snapshot's payload: magic, version, payload length, checksum.
+pub const HEADER_LEN: usize = 8 + 4 + 8 + 8;
+
+/// How a snapshot is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Compact binary (postcard) behind a header with magic, version, length and checksum.
+    Binary,
+    /// Pretty-printed JSON, for reading by eye.
+    Json,
+}
+
+impl Format {
+    /// The format a file name asks for: `.json` is JSON, anything else binary.
+    pub fn for_path(path: &std::path::Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(ext) if ext.eq_ignore_ascii_case("json") => Format::Json,
+            _ => Format::Binary,
+        }
+    }
+}
+
+/// Why a snapshot could not be written or read. Reading never changes the world it was to load into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// The bytes are not a snapshot (neither the binary magic nor a JSON snapshot).
+    NotASnapshot {
+        /// What the first bytes were instead.
+        found: String,
+    },
+    /// The file ends early.
+    Truncated {
+        /// Bytes the header promised (or the header's own length).
+        expected: u64,
+        /// Bytes there are.
+        found: u64,
+    },
+    /// Written by a newer version of the format than this build reads.
+    NewerVersion {
+        /// The file's version.
+        found: u32,
+    },
+    /// The payload does not decode, or fails its checksum: the file was damaged or edited badly.
+    Corrupt(String),
+    /// A column or resource name this schema does not know.
+    Unknown {
+        /// "component" or "resource".
+        kind: &'static str,
+        /// The name in the file.
+        name: String,
+        /// The names the schema knows.
+        known: String,
+    },
+    /// A resource the schema saves is missing from the file (or from the world being saved).
+    MissingResource(&'static str),
+    /// An entity index or handle in the file that the saved allocator cannot account for.
+    BadEntity(String),
+    /// The world has commands recorded and not applied: reserved handles belong to no saved entity.
+    PendingCommands,
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotError::NotASnapshot { found } => {
+                write!(f, "not a swarm snapshot: it starts with {found}, not the magic \"SWARMSNP\" or JSON")
+            }
+            SnapshotError::Truncated { expected, found } => {
+                write!(f, "truncated snapshot: {found} bytes where the header promises {expected}")
+            }
+            SnapshotError::NewerVersion { found } => write!(
+                f,
+                "snapshot format version {found} is newer than this build reads (up to {VERSION}); use a newer swarm"
+            ),
+            SnapshotError::Corrupt(why) => write!(f, "corrupt snapshot: {why}"),
+            SnapshotError::Unknown { kind, name, known } => {
+                write!(f, "unknown {kind} `{name}` in the snapshot (this build knows: {known})")
+            }
+            SnapshotError::MissingResource(name) => write!(f, "the snapshot has no `{name}` resource"),
+            SnapshotError::BadEntity(why) => write!(f, "bad entity in the snapshot: {why}"),
+            SnapshotError::PendingCommands => {
+                write!(f, "the world has commands recorded and not applied; apply or discard them before saving")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {}
+
+/// A component type that holds entity handles, so loading can check each one names an entity the saved allocator
+/// handed out (alive, or stale) and refuse made-up ones.
+pub trait HoldsEntities {
+    /// Calls `visit` with every handle the value holds.
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity));
+}
+
+/// One way of encoding values: the binary blob or a JSON value.
+trait Codec: 'static {
+    type Value: Serialize + DeserializeOwned;
+    fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self::Value, String>;
+    fn decode<T: DeserializeOwned>(value: Self::Value) -> Result<T, String>;
+    fn column(entry: &ComponentEntry) -> &ColumnFns<Self>
+    where
+        Self: Sized;
+    fn resource(entry: &ResourceEntry) -> &ResourceFns<Self>
+    where
+        Self: Sized;
+}
+
+struct Postcard;
+struct Json;
+
+impl Codec for Postcard {
+    type Value = serde_bytes::ByteBuf;
+    fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self::Value, String> {
+        postcard::to_allocvec(value).map(serde_bytes::ByteBuf::from).map_err(|e| e.to_string())
+    }
+    fn decode<T: DeserializeOwned>(value: Self::Value) -> Result<T, String> {
+        match postcard::take_from_bytes::<T>(&value) {
+            Ok((value, [])) => Ok(value),
+            Ok((_, rest)) => Err(format!("{} bytes left over after the values", rest.len())),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+    fn column(entry: &ComponentEntry) -> &ColumnFns<Self> {
+        &entry.binary
+    }
+    fn resource(entry: &ResourceEntry) -> &ResourceFns<Self> {
+        &entry.binary
+    }
+}
+
+impl Codec for Json {
+    type Value = serde_json::Value;
+    fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self::Value, String> {
+        serde_json::to_value(value).map_err(|e| e.to_string())
+    }
+    fn decode<T: DeserializeOwned>(value: Self::Value) -> Result<T, String> {
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+    fn column(entry: &ComponentEntry) -> &ColumnFns<Self> {
+        &entry.json
+    }
+    fn resource(entry: &ResourceEntry) -> &ResourceFns<Self> {
+        &entry.json
+    }
+}
+
+type SaveColumn<C> = Box<dyn Fn(&World) -> Result<(Vec<u32>, <C as Codec>::Value), SnapshotError>>;
+type LoadColumn<C> = Box<dyn Fn(&mut World, &[u32], <C as Codec>::Value) -> Result<(), SnapshotError>>;
+
+/// Checks the handles a value holds; the first one the allocator never handed out is the error.
+type CheckHandles<T> = fn(&T, &Entities) -> Result<(), Entity>;
+
+struct ColumnFns<C: Codec> {
+    save: SaveColumn<C>,
+    load: LoadColumn<C>,
+}
+
+type SaveResource<C> = Box<dyn Fn(&World) -> Result<<C as Codec>::Value, SnapshotError>>;
+type LoadResource<C> = Box<dyn Fn(&mut World, <C as Codec>::Value) -> Result<(), SnapshotError>>;
+
+struct ResourceFns<C: Codec> {
+    save: SaveResource<C>,
+    load: LoadResource<C>,
+}
+
+struct ComponentEntry {
+    name: &'static str,
+    type_id: TypeId,
+    binary: ColumnFns<Postcard>,
+    json: ColumnFns<Json>,
+}
+
+struct ResourceEntry {
+    name: &'static str,
+    binary: ResourceFns<Postcard>,
+    json: ResourceFns<Json>,
+}
+
+/// Ascending entity indices: as gaps from the previous one in binary formats (mostly one byte each), absolute in
+/// human-readable ones.
+struct Indices(Vec<u32>);
+
+impl Serialize for Indices {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            return self.0.serialize(serializer);
+        }
+        let mut last = 0u32;
+        serializer.collect_seq(self.0.iter().map(|&i| {
+            let gap = i.wrapping_sub(last);
+            last = i;
+            gap
+        }))
+    }
+}
+
+impl<'de> Deserialize<'de> for Indices {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let human = deserializer.is_human_readable();
+        let mut values = Vec::<u32>::deserialize(deserializer)?;
+        if !human {
+            let mut last = 0u32;
+            for value in &mut values {
+                last = last.wrapping_add(*value);
+                *value = last;
+            }
+        }
+        Ok(Indices(values))
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Column<V> {
+    name: String,
+    entities: Indices,
+    values: V,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Named<V> {
+    name: String,
+    value: V,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Payload<V> {
+    /// The backend the world was on (loading defaults to it).
+    saved_on: String,
+    allocator: AllocatorState,
+    commands: CommandTotals,
+    components: Vec<Column<V>>,
+    resources: Vec<Named<V>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct JsonFile<V> {
+    format: String,
+    version: u32,
+    snapshot: Payload<V>,
+}
+
+/// What a load found, besides the world.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadInfo {
+    /// The backend the snapshot was saved on.
+    pub saved_on: Backend,
+    /// The encoding it was read from.
+    pub format: Format,
+    /// Live entities loaded.
+    pub entities: u32,
+}
+
+/// The component and resource types a snapshot holds, each under a stable name. Types the schema does not name
+/// are not saved (a loaded world lacks them); names in a file the schema does not know are refused.
+#[derive(Default)]
+pub struct SnapshotSchema {
+    components: Vec<ComponentEntry>,
+    resources: Vec<ResourceEntry>,
+}
+
+impl fmt::Debug for SnapshotSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SnapshotSchema")
+            .field("components", &self.components.iter().map(|c| c.name).collect::<Vec<_>>())
+            .field("resources", &self.resources.iter().map(|r| r.name).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+fn save_column<T: Serialize + 'static, C: Codec>(world: &World) -> Result<(Vec<u32>, C::Value), String> {
+    let mut handles: Vec<Entity> = Vec::new();
+    world.query_ref::<(&T,)>().for_each(|e, _| handles.push(e));
+    // Index order whatever the backend's order: the same world saves to the same bytes on every backend.
+    handles.sort_unstable();
+    let indices = handles.iter().map(|e| e.index()).collect();
+    let values: Vec<&T> = handles.iter().map(|&e| world.get::<T>(e).expect("the query just saw it")).collect();
+    Ok((indices, C::encode(&values)?))
+}
+
+/// Checks a column's indices (ascending, alive) and pairs them with their handles.
+fn column_entities(entities: &Entities, name: &str, indices: &[u32]) -> Result<Vec<Entity>, SnapshotError> {
+    let mut handles = Vec::with_capacity(indices.len());
+    let mut last = None;
+    for &index in indices {
+        if last.is_some_and(|last| index <= last) {
+            return Err(SnapshotError::BadEntity(format!(
+                "column `{name}` lists entity index {index} out of order (indices must ascend)"
+            )));
+        }
+        last = Some(index);
+        match entities.alive_at(index) {
+            Some(entity) => handles.push(entity),
+            None if index >= entities.index_bound() => {
+                return Err(SnapshotError::BadEntity(format!(
+                    "column `{name}` names entity index {index}, beyond the {} indices the allocator has used",
+                    entities.index_bound()
+                )))
+            }
+            None => {
+                return Err(SnapshotError::BadEntity(format!(
+                    "column `{name}` names entity index {index}, which is not alive"
+                )))
+            }
+        }
+    }
+    Ok(handles)
+}
+
+fn load_column<T: DeserializeOwned + 'static, C: Codec>(
+    world: &mut World,
+    name: &'static str,
+    indices: &[u32],
+    values: C::Value,
+    check: Option<CheckHandles<T>>,
+) -> Result<(), SnapshotError> {
+    let values: Vec<T> =
+        C::decode(values).map_err(|why| SnapshotError::Corrupt(format!("column `{name}` does not decode: {why}")))?;
+    if values.len() != indices.len() {
+        return Err(SnapshotError::Corrupt(format!(
+            "column `{name}` has {} values for {} entities",
+            values.len(),
+            indices.len()
+        )));
+    }
+    let handles = column_entities(world.entities(), name, indices)?;
+    if let Some(check) = check {
+        for (value, entity) in values.iter().zip(&handles) {
+            if let Err(bad) = check(value, world.entities()) {
+                return Err(SnapshotError::BadEntity(format!(
+                    "`{name}` of {entity:?} holds handle {bad:?}, which the saved world never handed out"
+                )));
+            }
+        }
+    }
+    let skipped = world.insert_many(handles.into_iter().zip(values));
+    debug_assert_eq!(skipped, 0, "checked alive above");
+    Ok(())
+}
+
+fn check_handles<T: HoldsEntities>(value: &T, entities: &Entities) -> Result<(), Entity> {
+    let mut bad = None;
+    value.visit_entities(&mut |e| {
+        if bad.is_none() && !entities.was_handed_out(e) {
+            bad = Some(e);
+        }
+    });
+    bad.map_or(Ok(()), Err)
+}
+
+impl SnapshotSchema {
+    /// A schema that saves nothing but the allocator (every handle, no values).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn push_component<T: Serialize + DeserializeOwned + 'static>(
+        mut self,
+        name: &'static str,
+        check: Option<CheckHandles<T>>,
+    ) -> Self {
+        assert!(
+            !self.components.iter().any(|c| c.name == name || c.type_id == TypeId::of::<T>()),
+            "component `{name}` ({}) is in the schema twice",
+            std::any::type_name::<T>()
+        );
+        fn fns<T: Serialize + DeserializeOwned + 'static, C: Codec>(
+            name: &'static str,
+            check: Option<CheckHandles<T>>,
+        ) -> ColumnFns<C> {
+            ColumnFns {
+                save: Box::new(move |world| {
+                    save_column::<T, C>(world)
+                        .map_err(|why| SnapshotError::Corrupt(format!("column `{name}` does not encode: {why}")))
+                }),
+                load: Box::new(move |world, indices, values| load_column::<T, C>(world, name, indices, values, check)),
+            }
+        }
+        self.components.push(ComponentEntry {
+            name,
+            type_id: TypeId::of::<T>(),
+            binary: fns::<T, Postcard>(name, check),
+            json: fns::<T, Json>(name, check),
+        });
+        self
+    }
+
+    /// Saves component `T` under `name` (stable across versions of the program: not the Rust type path).
+    ///
+    /// # Panics
+    /// If the name or the type is in the schema already.
+    pub fn component<T: Serialize + DeserializeOwned + 'static>(self, name: &'static str) -> Self {
+        self.push_component::<T>(name, None)
+    }
+
+    /// Like [`SnapshotSchema::component`], for a type that holds entity handles: loading checks each one names an
+    /// entity the saved allocator handed out (alive, or stale) and refuses the file otherwise.
+    pub fn component_with_entities<T: Serialize + DeserializeOwned + HoldsEntities + 'static>(
+        self,
+        name: &'static str,
+    ) -> Self {
+        self.push_component::<T>(name, Some(check_handles::<T>))
+    }
+
+    /// Saves resource `R` under `name`. Loading replaces the resource in the world it loads into.
+    pub fn resource<R: Serialize + DeserializeOwned + 'static>(self, name: &'static str) -> Self {
+        fn fns<R: Serialize + DeserializeOwned + 'static, C: Codec>(name: &'static str) -> ResourceFns<C> {
+            ResourceFns {
+                save: Box::new(move |world| {
+                    let resource = world.get_resource::<R>().ok_or(SnapshotError::MissingResource(name))?;
+                    C::encode(resource)
+                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not encode: {why}")))
+                }),
+                load: Box::new(move |world, value| {
+                    let resource = C::decode::<R>(value)
+                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not decode: {why}")))?;
+                    world.insert_resource(resource);
+                    Ok(())
+                }),
+            }
+        }
+        self.push_resource(ResourceEntry { name, binary: fns::<R, Postcard>(name), json: fns::<R, Json>(name) })
+    }
+
+    /// Saves resource `R` as the value `save` makes of it (seeing the world), and rebuilds it with `load`, which
+    /// sees the loaded world (its entities, components and the resources named before this one) and may refuse
+    /// with a reason. For a resource that is derived data (a spatial index, say): save what cannot be derived,
+    /// rebuild the rest.
+    pub fn resource_with<R: 'static, S: Serialize + DeserializeOwned + 'static>(
+        self,
+        name: &'static str,
+        save: fn(&R, &World) -> S,
+        load: fn(S, &World) -> Result<R, String>,
+    ) -> Self {
+        fn fns<R: 'static, S: Serialize + DeserializeOwned + 'static, C: Codec>(
+            name: &'static str,
+            save: fn(&R, &World) -> S,
+            load: fn(S, &World) -> Result<R, String>,
+        ) -> ResourceFns<C> {
+            ResourceFns {
+                save: Box::new(move |world| {
+                    let resource = world.get_resource::<R>().ok_or(SnapshotError::MissingResource(name))?;
+                    C::encode(&save(resource, world))
+                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not encode: {why}")))
+                }),
+                load: Box::new(move |world, value| {
+                    let value = C::decode::<S>(value)
+                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not decode: {why}")))?;
+                    let resource = load(value, world)
+                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}`: {why}")))?;
+                    world.insert_resource(resource);
+                    Ok(())
+                }),
+            }
+        }
+        self.push_resource(ResourceEntry {
+            name,
+            binary: fns::<R, S, Postcard>(name, save, load),
+            json: fns::<R, S, Json>(name, save, load),
+        })
+    }
+
+    fn push_resource(mut self, entry: ResourceEntry) -> Self {
+        assert!(
+            !self.resources.iter().any(|r| r.name == entry.name),
+            "resource `{}` is in the schema twice",
+            entry.name
+        );
+        self.resources.push(entry);
+        self
+    }
+
+    fn payload<C: Codec>(&self, world: &World) -> Result<Payload<C::Value>, SnapshotError> {
+        let allocator = world.entities().state().ok_or(SnapshotError::PendingCommands)?;
+        if world.has_pending_commands() {
+            return Err(SnapshotError::PendingCommands);
+        }
+        let mut components = Vec::with_capacity(self.components.len());
+        for entry in &self.components {
+            let (indices, values) = (C::column(entry).save)(world)?;
+            components.push(Column { name: entry.name.to_string(), entities: Indices(indices), values });
+        }
+        let mut resources = Vec::with_capacity(self.resources.len());
+        for entry in &self.resources {
+            resources.push(Named { name: entry.name.to_string(), value: (C::resource(entry).save)(world)? });
+        }
+        Ok(Payload {
+            saved_on: world.backend().name().to_string(),
+            allocator,
+            commands: world.command_totals(),
+            components,
+            resources,
+        })
+    }
+
+    /// Writes `world` as a snapshot in `format`. Refused while commands are recorded and not applied, or when a
+    /// resource of the schema is missing from the world.
+    pub fn save(&self, world: &World, format: Format) -> Result<Vec<u8>, SnapshotError> {
+        match format {
+            Format::Binary => {
+                let payload = self.payload::<Postcard>(world)?;
+                let body = postcard::to_allocvec(&payload).map_err(|e| SnapshotError::Corrupt(e.to_string()))?;
+                let mut bytes = Vec::with_capacity(HEADER_LEN + body.len());
+                bytes.extend_from_slice(&MAGIC);
+                bytes.extend_from_slice(&VERSION.to_le_bytes());
+                bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
+                bytes.extend_from_slice(&checksum(&body).to_le_bytes());
+                bytes.extend_from_slice(&body);
+                Ok(bytes)
+            }
+            Format::Json => {
+                let file = JsonFile {
+                    format: JSON_FORMAT.to_string(),
+                    version: VERSION,
+                    snapshot: self.payload::<Json>(world)?,
+                };
+                let mut bytes = serde_json::to_vec_pretty(&file).map_err(|e| SnapshotError::Corrupt(e.to_string()))?;
+                bytes.push(b'\n');
+                Ok(bytes)
+            }
+        }
+    }
+
+    /// Reads a snapshot into a new world on `backend` (default: the backend it was saved on).
+    pub fn load(&self, bytes: &[u8], backend: Option<Backend>) -> Result<World, SnapshotError> {
+        let mut world = World::new();
+        self.load_into(&mut world, bytes, backend)?;
+        Ok(world)
+    }
+
+    /// Reads a snapshot into `world`: its entities, components and the schema's resources are replaced; its other
+    /// resources stay. Everything is built aside and swapped in only on success: on an error `world` is untouched.
+    /// Commands recorded in `world` and not applied are discarded on success (they named the old entities).
+    pub fn load_into(
+        &self,
+        world: &mut World,
+        bytes: &[u8],
+        backend: Option<Backend>,
+    ) -> Result<LoadInfo, SnapshotError> {
+        let (staging, saved_on, format) = match detect(bytes)? {
+            Format::Binary => {
+                let body = binary_body(bytes)?;
+                let payload: Payload<serde_bytes::ByteBuf> = match postcard::take_from_bytes(body) {
+                    Ok((payload, [])) => payload,
+                    Ok((_, rest)) => {
+                        return Err(SnapshotError::Corrupt(format!("{} bytes after the payload", rest.len())))
+                    }
+                    Err(error) => return Err(SnapshotError::Corrupt(format!("the payload does not decode: {error}"))),
+                };
+                let (world, saved_on) = self.build::<Postcard>(payload)?;
+                (world, saved_on, Format::Binary)
+            }
+            Format::Json => {
+                let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+                    if e.is_eof() {
+                        SnapshotError::Corrupt(format!("the JSON ends early (truncated?): {e}"))
+                    } else {
+                        SnapshotError::Corrupt(format!("not valid JSON: {e}"))
+                    }
+                })?;
+                let format = value.get("format").and_then(|f| f.as_str());
+                if format != Some(JSON_FORMAT) {
+                    return Err(SnapshotError::NotASnapshot {
+                        found: format!(
+                            "JSON whose \"format\" is {:?}, not {JSON_FORMAT:?}",
+                            format.unwrap_or("missing")
+                        ),
+                    });
+                }
+                match value.get("version").and_then(|v| v.as_u64()) {
+                    Some(v) if v > VERSION as u64 => {
+                        return Err(SnapshotError::NewerVersion { found: u32::try_from(v).unwrap_or(u32::MAX) })
+                    }
+                    Some(_) => {}
+                    None => return Err(SnapshotError::Corrupt("the JSON has no numeric \"version\"".into())),
+                }
+                let file: JsonFile<serde_json::Value> = serde_json::from_value(value)
+                    .map_err(|e| SnapshotError::Corrupt(format!("the JSON snapshot does not decode: {e}")))?;
+                let (world, saved_on) = self.build::<Json>(file.snapshot)?;
+                (world, saved_on, Format::Json)
+            }
+        };
+        let mut staging = staging;
+        staging.set_backend(backend.unwrap_or(saved_on));
+        let entities = staging.len();
+        world.replace_contents(staging);
+        Ok(LoadInfo { saved_on, format, entities })
+    }
+
+    /// Builds the loaded world (on the sparse-set backend) from a decoded payload, checking every name and index.
+    fn build<C: Codec>(&self, payload: Payload<C::Value>) -> Result<(World, Backend), SnapshotError> {
+        let saved_on: Backend = payload
+            .saved_on
+            .parse()
+            .map_err(|e| SnapshotError::Corrupt(format!("the backend it was saved on: {e}")))?;
+        let entities = Entities::from_state(&payload.allocator)
+            .map_err(|why| SnapshotError::BadEntity(format!("the allocator's state is impossible: {why}")))?;
+        let mut world = World::from_entities(entities);
+        world.set_command_totals(payload.commands);
+        let known = |names: &mut dyn Iterator<Item = &'static str>| names.collect::<Vec<_>>().join(", ");
+        let mut seen = vec![false; self.components.len()];
+        for column in payload.components {
+            let Some(at) = self.components.iter().position(|c| c.name == column.name) else {
+                return Err(SnapshotError::Unknown {
+                    kind: "component",
+                    name: column.name,
+                    known: known(&mut self.components.iter().map(|c| c.name)),
+                });
+            };
+            if std::mem::replace(&mut seen[at], true) {
+                return Err(SnapshotError::Corrupt(format!("column `{}` appears twice", column.name)));
+            }
+            (C::column(&self.components[at]).load)(&mut world, &column.entities.0, column.values)?;
+        }
+        let mut values: Vec<Option<C::Value>> = self.resources.iter().map(|_| None).collect();
+        for named in payload.resources {
+            let Some(at) = self.resources.iter().position(|r| r.name == named.name) else {
+                return Err(SnapshotError::Unknown {
+                    kind: "resource",
+                    name: named.name,
+                    known: known(&mut self.resources.iter().map(|r| r.name)),
+                });
+            };
+            if values[at].replace(named.value).is_some() {
+                return Err(SnapshotError::Corrupt(format!("resource `{}` appears twice", named.name)));
+            }
+        }
+        // In schema order, so a resource rebuilt from others sees them.
+        for (entry, value) in self.resources.iter().zip(values) {
+            let value = value.ok_or(SnapshotError::MissingResource(entry.name))?;
+            (C::resource(entry).load)(&mut world, value)?;
+        }
+        Ok((world, saved_on))
+    }
+}
+
+/// Which encoding `bytes` are in, from the first bytes.
+fn detect(bytes: &[u8]) -> Result<Format, SnapshotError> {
+    if bytes.starts_with(&MAGIC) {
+        return Ok(Format::Binary);
+    }
+    if !bytes.is_empty() && MAGIC.starts_with(bytes) {
+        return Err(SnapshotError::Truncated { expected: HEADER_LEN as u64, found: bytes.len() as u64 });
+    }
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        return Ok(Format::Json);
+    }
+    let shown: String = bytes.iter().take(8).map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
+    Err(SnapshotError::NotASnapshot {
+        found: if bytes.is_empty() { "nothing (the file is empty)".into() } else { format!("{shown:?}") },
+    })
+}
+
+/// The payload of a binary snapshot, after checking the header: version, length and checksum.
+fn binary_body(bytes: &[u8]) -> Result<&[u8], SnapshotError> {
+    if bytes.len() < HEADER_LEN {
+        return Err(SnapshotError::Truncated { expected: HEADER_LEN as u64, found: bytes.len() as u64 });
+    }
+    let word = |at: usize, n: usize| bytes[at..at + n].iter().rev().fold(0u64, |acc, &b| acc << 8 | b as u64);
+    let version = word(8, 4) as u32;
+    if version > VERSION {
+        return Err(SnapshotError::NewerVersion { found: version });
+    }
+    if version == 0 {
+        return Err(SnapshotError::Corrupt("format version 0 does not exist".into()));
+    }
+    let length = word(12, 8);
+    let body = &bytes[HEADER_LEN..];
+    if (body.len() as u64) < length {
+        return Err(SnapshotError::Truncated { expected: HEADER_LEN as u64 + length, found: bytes.len() as u64 });
+    }
+    if body.len() as u64 > length {
+        return Err(SnapshotError::Corrupt(format!(
+            "{} bytes after the end of the snapshot",
+            body.len() as u64 - length
+        )));
+    }
+    if checksum(body) != word(20, 8) {
+        return Err(SnapshotError::Corrupt("the payload fails its checksum (the file was damaged)".into()));
+    }
+    Ok(body)
+}
+
+/// A 64-bit checksum of the payload: each 8-byte word goes through a multiply and a rotation, both bijective, so
+/// changing any one word always changes the result; a final avalanche spreads it. Not cryptographic: it catches
+/// damage, not tampering.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    }
+    let mut last = [0u8; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = (h ^ u64::from_le_bytes(last)).wrapping_mul(K).rotate_left(29);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}

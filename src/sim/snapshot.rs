@@ -1,0 +1,61 @@
+//! Saving and loading the simulation: the schema of its components and resources, and whole files.
+//!
+//! A snapshot holds everything a run depends on, so a loaded world continues bit for bit on any backend: every
+//! entity with its handle and the allocator's state, every component, and the resources (settings, the random
+//! seed, statistics, pending spawn requests, and which fighters the hunters' broadphase vouches for). What is
+//! rebuilt each frame (scratch buffers, this frame's contacts) is not saved.
+
+use super::collision::Broadphase;
+use super::components::{Blue, Health, Hunter, Lifetime, Particle, Position, Red, Target, Velocity};
+use super::config::{SimConfig, SimRng, SimStats, SpawnRequests};
+use crate::app::profile::Profiler;
+use crate::app::App;
+use crate::ecs::{Backend, Format, LoadInfo, SnapshotError, SnapshotSchema, World};
+use std::path::Path;
+
+/// The simulation's snapshot schema. The names are the file format: renaming one breaks old files.
+pub fn schema() -> SnapshotSchema {
+    SnapshotSchema::new()
+        .component::<Position>("position")
+        .component::<Velocity>("velocity")
+        .component::<Health>("health")
+        .component::<Red>("red")
+        .component::<Blue>("blue")
+        .component::<Hunter>("hunter")
+        .component_with_entities::<Target>("target")
+        .component::<Particle>("particle")
+        .component::<Lifetime>("lifetime")
+        .resource::<SimConfig>("settings")
+        .resource::<SimRng>("random")
+        .resource::<SimStats>("statistics")
+        .resource::<SpawnRequests>("spawn requests")
+        .resource_with::<Broadphase, _>("broadphase", |b, _| b.vouched(), Broadphase::rebuild)
+}
+
+/// Writes the simulation's world as a snapshot.
+pub fn save(world: &World, format: Format) -> Result<Vec<u8>, SnapshotError> {
+    schema().save(world, format)
+}
+
+/// A new app running the simulation from a snapshot, on `backend` (default: the one it was saved on), recording
+/// spans into `profiler`. Its frame counter starts at 0; the simulation's own (`SimStats::frames`) goes on.
+pub fn load_app(bytes: &[u8], backend: Option<Backend>, profiler: Profiler) -> Result<(App, LoadInfo), SnapshotError> {
+    // Built empty (its world is replaced whole): the loaded settings, seed and capacity take over.
+    let mut app = super::build_app_with(SimConfig::with_population(0), 0, Backend::SparseSet, 0, profiler);
+    let info = schema().load_into(&mut app.world, bytes, backend)?;
+    Ok((app, info))
+}
+
+/// Saves the world to `path`, binary unless the name ends in `.json`; the file is written whole (a temporary
+/// sibling renamed over it), so a failed save leaves an older file intact.
+pub fn save_file(world: &World, path: &Path) -> Result<usize, String> {
+    let bytes = save(world, Format::for_path(path)).map_err(|e| e.to_string())?;
+    crate::files::write_whole(path, |temp| std::fs::write(temp, &bytes).map_err(|e| e.to_string()))?;
+    Ok(bytes.len())
+}
+
+/// Reads a snapshot file into a new app (see [`load_app`]). Errors name the file and the problem.
+pub fn load_file(path: &Path, backend: Option<Backend>, profiler: Profiler) -> Result<(App, LoadInfo), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    load_app(&bytes, backend, profiler).map_err(|e| format!("{}: {e}", path.display()))
+}
