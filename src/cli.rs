@@ -43,10 +43,11 @@ pub struct Cli {
     /// Seed of the run (a run depends only on seed and settings).
     #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     pub seed: u64,
-    /// Storage backend (the help lists the names, from `Backend::ALL`).
-    #[arg(long, default_value = Backend::default().name(), value_parser = parse_backend,
-          help = format!("Storage backend: {} (or all, headless)", Backend::names()))]
-    pub backend: BackendChoice,
+    /// Storage backend (the help lists the names, from `Backend::ALL`); see [`Cli::backend`] for the default.
+    #[arg(long, value_parser = parse_backend,
+          help = format!("Storage backend: {} (or all, headless) [default: {}, or the one a --load file was saved on]",
+                         Backend::names(), Backend::default().name()))]
+    pub backend: Option<BackendChoice>,
     /// Switch to the next backend live every K frames (headless: the digest must not change; window: a demo).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub switch_every: Option<u32>,
@@ -65,6 +66,31 @@ pub struct Cli {
     /// Sort the velocity and health pools into the position pool's order every N frames (sparse set; 0 = never).
     #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub align_every: u32,
+    /// Save the world to FILE: headless after the last frame, the window when it closes (.json for JSON, else
+    /// compact binary).
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Start from the world saved in FILE instead of the seed (its settings, seed and capacity come with it).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["entities", "seed", "capacity", "align_every"])]
+    pub load: Option<PathBuf>,
+}
+
+/// Prints a clap error with the usage line and exits with its status (2 for refusals, 0 for `--help`).
+fn fail(error: clap::Error) -> ! {
+    // `--help` and `--version` are "errors" that print to stdout and exit 0.
+    if !error.use_stderr() {
+        error.exit()
+    }
+    // clap prints the usage line with some errors only; every refusal here shows it.
+    let message = error.render().to_string();
+    if message.contains("Usage:") {
+        eprint!("{message}");
+    } else {
+        let usage = Cli::command().render_usage();
+        let message = message.trim_end().trim_end_matches("For more information, try '--help'.").trim_end();
+        eprintln!("{message}\n\n{usage}\n\nFor more information, try '--help'.");
+    }
+    std::process::exit(error.exit_code());
 }
 
 impl Cli {
@@ -76,21 +102,14 @@ impl Cli {
         });
         match parsed {
             Ok(cli) => cli,
-            // `--help` and `--version` are "errors" that print to stdout and exit 0.
-            Err(error) if !error.use_stderr() => error.exit(),
-            Err(error) => {
-                // clap prints the usage line with some errors only; every refusal here shows it.
-                let message = error.render().to_string();
-                if message.contains("Usage:") {
-                    eprint!("{message}");
-                } else {
-                    let usage = Cli::command().render_usage();
-                    let message = message.trim_end().trim_end_matches("For more information, try '--help'.").trim_end();
-                    eprintln!("{message}\n\n{usage}\n\nFor more information, try '--help'.");
-                }
-                std::process::exit(error.exit_code());
-            }
+            Err(error) => fail(error),
         }
+    }
+
+    /// Refuses input found bad after parsing (a `--load` file that does not read, say) the way bad flags are
+    /// refused: the message, the usage line, exit status 2.
+    pub fn refuse(message: impl std::fmt::Display) -> ! {
+        fail(Cli::command().error(ErrorKind::ValueValidation, message))
     }
 
     /// Checks the combinations clap cannot, and the output paths (before anything runs: a bad path is refused at
@@ -110,12 +129,22 @@ impl Cli {
         };
         output("--trace", &self.trace, &["json"])?;
         output("--screenshot", &self.screenshot, &["png"])?;
+        output("--save", &self.save, &[])?;
+        if let Some(path) = &self.load {
+            if !path.is_file() {
+                let why = if path.exists() { "is not a file" } else { "does not exist" };
+                return Err((ErrorKind::ValueValidation, format!("--load: {} {why}", path.display())));
+            }
+        }
+        if self.save.is_some() && self.backend() == BackendChoice::All {
+            return conflict("--save keeps one world; choose one --backend");
+        }
         if self.headless {
             if self.screenshot.is_some() {
                 return conflict("--screenshot needs the window; drop --headless");
             }
         } else {
-            if self.backend == BackendChoice::All {
+            if self.backend() == BackendChoice::All {
                 return conflict(&format!(
                     "--backend all runs every backend in turn and needs --headless; the window switches live (keys 1-{})",
                     Backend::ALL.len()
@@ -129,6 +158,12 @@ impl Cli {
             }
         }
         Ok(())
+    }
+
+    /// The backend asked for: `--backend`, else the default (a `--load` run uses the file's backend instead, when
+    /// `--backend` is not given: see [`Cli::backend`]'s field).
+    pub fn backend(&self) -> BackendChoice {
+        self.backend.unwrap_or(BackendChoice::One(Backend::default()))
     }
 
     /// The simulation settings these flags ask for.

@@ -5,10 +5,11 @@
 mod render;
 
 use std::process::ExitCode;
+use swarm::app::profile::Profiler;
 use swarm::app::profile::TraceFile;
 use swarm::cli::{BackendChoice, Cli};
 use swarm::ecs::Backend;
-use swarm::sim::report;
+use swarm::sim::{report, snapshot};
 
 fn main() -> ExitCode {
     let cli = Cli::parse_or_exit();
@@ -19,15 +20,34 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 fn headless(cli: &Cli) -> ExitCode {
-    let backends: Vec<Backend> = match cli.backend {
-        BackendChoice::All => Backend::ALL.to_vec(),
-        BackendChoice::One(b) => vec![b],
+    // A --load file is read and checked once, before anything runs: a bad one is refused like a bad flag.
+    let loaded = cli.load.as_ref().map(|path| {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| Cli::refuse(format!("--load {}: {e}", path.display())));
+        if let Err(error) = snapshot::load_app(&bytes, None, Profiler::new()) {
+            Cli::refuse(format!("--load {}: {error}", path.display()));
+        }
+        bytes
+    });
+    // `None`: the backend the --load file was saved on.
+    let backends: Vec<Option<Backend>> = match (cli.backend, &loaded) {
+        (Some(BackendChoice::All), _) => Backend::ALL.map(Some).to_vec(),
+        (Some(BackendChoice::One(b)), _) => vec![Some(b)],
+        (None, Some(_)) => vec![None],
+        (None, None) => vec![Some(Backend::default())],
     };
     let mut reports = Vec::new();
     for backend in backends {
+        let app = match &loaded {
+            Some(bytes) => snapshot::load_app(bytes, backend, Profiler::new()).expect("checked above").0,
+            None => {
+                let s = cli.run_settings(backend.unwrap_or_default());
+                swarm::sim::build_app(s.config, s.seed, s.backend, s.capacity)
+            }
+        };
+        let backend = app.world.backend();
         let settings = cli.run_settings(backend);
         let trace_path = cli.trace.as_ref().map(|path| {
-            if cli.backend == BackendChoice::All {
+            if cli.backend() == BackendChoice::All {
                 per_backend(path, backend)
             } else {
                 path.clone()
@@ -35,7 +55,7 @@ fn headless(cli: &Cli) -> ExitCode {
         });
         // (The path was checked with the flags, before anything ran.)
         let mut trace = None;
-        let report = report::run(&settings, |app| {
+        let (report, app) = report::run_app(app, settings.frames, settings.switch_every, |app| {
             if let Some(path) = &trace_path {
                 match TraceFile::create(app.profiler(), path.clone()) {
                     Ok(file) => trace = Some((file, path.clone())),
@@ -55,6 +75,16 @@ fn headless(cli: &Cli) -> ExitCode {
         if !cli.json {
             println!("{report}");
         }
+        if let Some(path) = &cli.save {
+            match snapshot::save_file(&app.world, path) {
+                Ok(bytes) if !cli.json => eprintln!("world saved to {} ({bytes} bytes)", path.display()),
+                Ok(_) => {}
+                Err(error) => {
+                    eprintln!("swarm: cannot save {}: {error}", path.display());
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
         if cli.align_every > 0 && backend == Backend::SparseSet {
             // The same run without alignment, to show what `sort_as` buys movement and collision.
             let mut plain = settings.clone();
@@ -69,10 +99,10 @@ fn headless(cli: &Cli) -> ExitCode {
         }
         reports.push(report);
     }
-    let digests_differ = cli.backend == BackendChoice::All && reports.iter().any(|r| r.digest != reports[0].digest);
+    let digests_differ = cli.backend() == BackendChoice::All && reports.iter().any(|r| r.digest != reports[0].digest);
     if cli.json {
         println!("{}", serde_json::to_string_pretty(&reports).expect("reports serialize"));
-    } else if cli.backend == BackendChoice::All {
+    } else if cli.backend() == BackendChoice::All {
         println!("digests {} across backends", if digests_differ { "DIFFER" } else { "equal" });
     }
     if digests_differ {

@@ -127,3 +127,51 @@ fn negative_numbers_name_their_flag() {
         assert!(err.contains(flag) && err.contains("'-1'"), "{flag} -1 does not name the flag:\n{err}");
     }
 }
+
+fn digest_line(out: &str) -> &str {
+    out.lines().find_map(|l| l.strip_prefix("digest: ")).expect("a digest line")
+}
+
+#[test]
+fn a_saved_world_loads_on_another_backend_and_continues_to_the_same_digest() {
+    let dir = std::env::temp_dir().join(format!("swarm-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let snap = dir.join("a.snap");
+    let snap = snap.to_str().unwrap();
+    let small = ["--headless", "--entities", "800"];
+    let (code, _, err) = swarm(&[&small[..], &["--frames", "120", "--save", snap]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("world saved to"), "{err}");
+    let (code, whole, err) = swarm(&[&small[..], &["--frames", "180"]].concat());
+    assert_eq!(code, 0, "{err}");
+    for backend in ["archetype", "btree"] {
+        let (code, out, err) = swarm(&["--headless", "--load", snap, "--frames", "60", "--backend", backend]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(&format!("== backend: {backend}")), "{out}");
+        assert_eq!(digest_line(&out), digest_line(&whole), "loaded on {backend}");
+    }
+    // JSON by the file name, and it loads the same.
+    let json = dir.join("a.json");
+    let json = json.to_str().unwrap();
+    let (code, _, err) = swarm(&["--headless", "--load", snap, "--frames", "1", "--save", json]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(json).unwrap().contains("\"format\": \"swarm snapshot\""));
+
+    // Bad files: exit 2, the reason, and the usage line.
+    let bytes = std::fs::read(snap).unwrap();
+    let bad = dir.join("bad.snap");
+    let bad_s = bad.to_str().unwrap();
+    let cases: [(Vec<u8>, &str); 3] = [
+        (bytes[..bytes.len() / 2].to_vec(), "truncated snapshot"),
+        ([b"PNG!".as_slice(), &bytes[4..]].concat(), "not a swarm snapshot"),
+        (b"{\"format\": \"swarm snapshot\", \"version\": 99}".to_vec(), "version 99 is newer"),
+    ];
+    for (content, needle) in cases {
+        std::fs::write(&bad, content).unwrap();
+        refused(&["--headless", "--load", bad_s], needle);
+    }
+    refused(&["--headless", "--load", &format!("{snap}.missing")], "does not exist");
+    refused(&["--headless", "--load", snap, "--seed", "3"], "cannot be used with '--seed");
+    refused(&["--headless", "--backend", "all", "--save", snap], "choose one --backend");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -59,7 +59,7 @@ struct Game {
 impl Game {
     fn new(cli: Cli) -> Self {
         let config = cli.config();
-        let backend = match cli.backend {
+        let backend = match cli.backend() {
             BackendChoice::One(b) => b,
             BackendChoice::All => Backend::SparseSet, // refused by the CLI; a safe default all the same
         };

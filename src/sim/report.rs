@@ -94,14 +94,25 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// Runs the simulation without a window and reports. `on_app` sees the app before the first frame (to attach a
 /// trace, say).
 pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::app::App)) -> Report {
-    let mut app = build_app(settings.config.clone(), settings.seed, settings.backend, settings.capacity);
+    let app = build_app(settings.config.clone(), settings.seed, settings.backend, settings.capacity);
+    run_app(app, settings.frames, settings.switch_every, on_app).0
+}
+
+/// Runs `app` (a new one, or one loaded from a snapshot) for `frames` frames, switching backends every
+/// `switch_every` frames if asked, and reports; the app comes back for a caller that saves it.
+pub fn run_app(
+    mut app: crate::app::App,
+    frames: u32,
+    switch_every: Option<u32>,
+    on_app: impl FnOnce(&crate::app::App),
+) -> (Report, crate::app::App) {
+    let started_on = app.world.backend();
     on_app(&app);
-    // Grows as needed: a huge --frames must not reserve memory up front.
-    let mut frame_ms = Vec::with_capacity((settings.frames as usize).min(1 << 16));
+    let mut frame_ms = Vec::with_capacity((frames as usize).min(1 << 16));
     let mut peak_storage = 0;
     let (mut switches, mut switch_ms) = (0u32, 0.0);
-    for frame in 0..settings.frames {
-        if let Some(k) = settings.switch_every {
+    for frame in 0..frames {
+        if let Some(k) = switch_every {
             if frame > 0 && frame % k == 0 {
                 let next = app.world.backend().next();
                 let t = Instant::now();
@@ -119,16 +130,16 @@ pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::app::App)) -> Rep
     sorted.sort_by(f64::total_cmp);
     let mut spans: Vec<SpanStat> = Vec::new();
     app.profiler().snapshot(&mut spans);
-    let frames = settings.frames.max(1) as f64;
-    let systems = spans.iter().map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames }).collect();
+    let frames_f = frames.max(1) as f64;
+    let systems = spans.iter().map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames_f }).collect();
     let stats = app.world.resource::<SimStats>().clone();
     let totals = app.world.command_totals();
-    Report {
-        backend: settings.backend.name().to_string(),
+    let report = Report {
+        backend: started_on.name().to_string(),
         switches,
         switch_mean_ms: if switches == 0 { 0.0 } else { switch_ms / switches as f64 },
-        frames: settings.frames,
-        mean_ms: frame_ms.iter().sum::<f64>() / frames,
+        frames,
+        mean_ms: frame_ms.iter().sum::<f64>() / frames_f,
         p50_ms: percentile(&sorted, 50.0),
         p99_ms: percentile(&sorted, 99.0),
         max_ms: sorted.last().copied().unwrap_or(0.0),
@@ -146,7 +157,8 @@ pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::app::App)) -> Rep
         peak_storage_bytes: peak_storage,
         allocator_bytes: app.world.entities().bytes(),
         digest: format!("{:016x}", digest(&app.world)),
-    }
+    };
+    (report, app)
 }
 
 impl fmt::Display for Report {
