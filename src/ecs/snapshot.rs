@@ -157,6 +157,8 @@ trait Codec: 'static {
     type Value: Serialize + DeserializeOwned;
     fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self::Value, String>;
     fn decode<T: DeserializeOwned>(value: Self::Value) -> Result<T, String>;
+    /// One component type's entity indices, ascending, and its values encoded as a sequence in that order.
+    fn save_column<T: Serialize + 'static>(world: &World) -> Result<(Vec<u32>, Self::Value), String>;
     fn column(entry: &ComponentEntry) -> &ColumnFns<Self>
     where
         Self: Sized;
@@ -180,6 +182,39 @@ impl Codec for Postcard {
             Err(error) => Err(error.to_string()),
         }
     }
+    /// Each value is encoded as the query meets it (no lookup per entity, which costs a hash probe or a tree walk
+    /// on some backends), with its byte range noted by entity index; then the ranges are joined in index order
+    /// (a walk over the indices, not a sort). A postcard sequence is its length then its elements, so the join is
+    /// exactly what encoding the sorted values would give.
+    fn save_column<T: Serialize + 'static>(world: &World) -> Result<(Vec<u32>, Self::Value), String> {
+        const ABSENT: (u32, u32) = (u32::MAX, 0);
+        let mut ranges = vec![ABSENT; world.entities().index_bound() as usize];
+        let mut encoded = Vec::new();
+        let mut failed = None;
+        let mut count = 0usize;
+        world.query_ref::<(&T,)>().for_each(|e, (value,)| {
+            let start = encoded.len() as u32;
+            match postcard::to_extend(value, std::mem::take(&mut encoded)) {
+                Ok(bytes) => encoded = bytes,
+                Err(error) => failed = Some(error.to_string()),
+            }
+            ranges[e.index() as usize] = (start, encoded.len() as u32);
+            count += 1;
+        });
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        let mut indices = Vec::with_capacity(count);
+        let mut out = postcard::to_allocvec(&count).map_err(|e| e.to_string())?;
+        out.reserve(encoded.len());
+        for (index, &(start, end)) in ranges.iter().enumerate() {
+            if (start, end) != ABSENT {
+                indices.push(index as u32);
+                out.extend_from_slice(&encoded[start as usize..end as usize]);
+            }
+        }
+        Ok((indices, serde_bytes::ByteBuf::from(out)))
+    }
     fn column(entry: &ComponentEntry) -> &ColumnFns<Self> {
         &entry.binary
     }
@@ -195,6 +230,15 @@ impl Codec for Json {
     }
     fn decode<T: DeserializeOwned>(value: Self::Value) -> Result<T, String> {
         serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+    fn save_column<T: Serialize + 'static>(world: &World) -> Result<(Vec<u32>, Self::Value), String> {
+        let mut handles: Vec<Entity> = Vec::new();
+        world.query_ref::<(&T,)>().for_each(|e, _| handles.push(e));
+        // Index order whatever the backend's order: the same world saves to the same file on every backend.
+        handles.sort_unstable();
+        let indices = handles.iter().map(|e| e.index()).collect();
+        let values: Vec<&T> = handles.iter().map(|&e| world.get::<T>(e).expect("the query just saw it")).collect();
+        Ok((indices, Self::encode(&values)?))
     }
     fn column(entry: &ComponentEntry) -> &ColumnFns<Self> {
         &entry.json
@@ -327,16 +371,6 @@ impl fmt::Debug for SnapshotSchema {
     }
 }
 
-fn save_column<T: Serialize + 'static, C: Codec>(world: &World) -> Result<(Vec<u32>, C::Value), String> {
-    let mut handles: Vec<Entity> = Vec::new();
-    world.query_ref::<(&T,)>().for_each(|e, _| handles.push(e));
-    // Index order whatever the backend's order: the same world saves to the same bytes on every backend.
-    handles.sort_unstable();
-    let indices = handles.iter().map(|e| e.index()).collect();
-    let values: Vec<&T> = handles.iter().map(|&e| world.get::<T>(e).expect("the query just saw it")).collect();
-    Ok((indices, C::encode(&values)?))
-}
-
 /// Checks a column's indices (ascending, alive) and pairs them with their handles.
 fn column_entities(entities: &Entities, name: &str, indices: &[u32]) -> Result<Vec<Entity>, SnapshotError> {
     let mut handles = Vec::with_capacity(indices.len());
@@ -429,7 +463,7 @@ impl SnapshotSchema {
         ) -> ColumnFns<C> {
             ColumnFns {
                 save: Box::new(move |world| {
-                    save_column::<T, C>(world)
+                    C::save_column::<T>(world)
                         .map_err(|why| SnapshotError::Corrupt(format!("column `{name}` does not encode: {why}")))
                 }),
                 load: Box::new(move |world, indices, values| load_column::<T, C>(world, name, indices, values, check)),
@@ -558,13 +592,15 @@ impl SnapshotSchema {
         match format {
             Format::Binary => {
                 let payload = self.payload::<Postcard>(world)?;
-                let body = postcard::to_allocvec(&payload).map_err(|e| SnapshotError::Corrupt(e.to_string()))?;
-                let mut bytes = Vec::with_capacity(HEADER_LEN + body.len());
-                bytes.extend_from_slice(&MAGIC);
-                bytes.extend_from_slice(&VERSION.to_le_bytes());
-                bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
-                bytes.extend_from_slice(&checksum(&body).to_le_bytes());
-                bytes.extend_from_slice(&body);
+                // The payload goes straight after room for the header, which is filled in once its length and
+                // checksum are known (no second copy of a file of megabytes).
+                let mut bytes = postcard::to_extend(&payload, vec![0u8; HEADER_LEN])
+                    .map_err(|e| SnapshotError::Corrupt(e.to_string()))?;
+                let (length, sum) = ((bytes.len() - HEADER_LEN) as u64, checksum(&bytes[HEADER_LEN..]));
+                bytes[..8].copy_from_slice(&MAGIC);
+                bytes[8..12].copy_from_slice(&VERSION.to_le_bytes());
+                bytes[12..20].copy_from_slice(&length.to_le_bytes());
+                bytes[20..28].copy_from_slice(&sum.to_le_bytes());
                 Ok(bytes)
             }
             Format::Json => {

@@ -58,10 +58,13 @@ impl Broadphase {
     /// snapshot keeps of it. Hunters read the last frame's grid, which is not the world's state: fighters spawned
     /// since are not in it, and the dead are forgotten.
     pub fn vouched(&self) -> Vec<Entity> {
-        let mut vouched: Vec<Entity> =
-            self.grid.items().iter().map(|item| item.entity).filter(|&e| self.fighter(e).is_some()).collect();
-        vouched.sort_unstable();
-        vouched
+        // By index through `slot` (ascending without a sort); `fighter` checks the item is still that entity's.
+        let items = self.grid.items();
+        (0..self.slot.len() as u32)
+            .filter_map(|index| items.get(self.slot[index as usize] as usize))
+            .map(|item| item.entity)
+            .filter(|&entity| self.fighter(entity).is_some())
+            .collect()
     }
 
     /// Rebuilds the broadphase of a loaded world from the handles [`Broadphase::vouched`] returned, taking each
