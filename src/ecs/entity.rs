@@ -668,4 +668,46 @@ mod tests {
         entities.reserve_indices(1);
         assert_eq!(entities.slots.capacity(), before);
     }
+
+    #[test]
+    fn state_round_trips_and_impossible_states_are_refused() {
+        let mut entities = Entities::with_max_generation(8, 2);
+        let all: Vec<Entity> = (0..6).map(|_| entities.alloc().unwrap()).collect();
+        entities.free(all[1]);
+        entities.free(all[4]);
+        let again = entities.alloc().unwrap(); // index 4 at generation 2
+        entities.free(again); // generation 2 is the last: index 4 retires
+        entities.free(all[2]);
+        let state = entities.state().unwrap();
+        assert_eq!(state.free, [1, 2]);
+        assert_eq!(state.retired, [4]);
+        let mut back = Entities::from_state(&state).unwrap();
+        back.assert_invariants();
+        assert_eq!((back.len(), back.retired(), back.capacity()), (3, 1, 8));
+        assert!(back.was_handed_out(all[1]) && !back.is_alive(all[1]), "stale, yet once handed out");
+        assert!(!back.was_handed_out(Entity::from_parts(1, NonZeroU32::new(2).unwrap())), "the next one was not");
+        assert!(back.was_handed_out(again) && !back.was_handed_out(Entity::from_parts(6, NonZeroU32::MIN)));
+        for _ in 0..5 {
+            assert_eq!(back.alloc(), entities.alloc(), "the free list's order was kept");
+        }
+
+        let refused = |edit: &dyn Fn(&mut AllocatorState), needle: &str| {
+            let mut bad = state.clone();
+            edit(&mut bad);
+            let why = Entities::from_state(&bad).unwrap_err();
+            assert!(why.contains(needle), "{why:?} lacks {needle:?}");
+        };
+        refused(&|s| s.generations[0] = 0, "generation 0");
+        refused(&|s| s.generations[0] = 3, "generation 3, outside 1..=2");
+        refused(&|s| s.free.push(1), "listed twice");
+        refused(&|s| s.retired.push(1), "listed twice");
+        refused(&|s| s.free.push(99), "out of range");
+        refused(&|s| s.retired = vec![0], "not used up");
+        refused(&|s| s.capacity = 2, "exceed the capacity");
+        refused(&|s| s.max_generation = 0, "maximum generation is 0");
+
+        let mut pending = Entities::new(4);
+        pending.reserve().unwrap();
+        assert_eq!(pending.state(), None, "reserved handles belong to no saved entity");
+    }
 }
