@@ -5,7 +5,9 @@
 //! `integrate_velocity` -> `build_grid` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles`
 //! (PostUpdate) -> `count_frame` (Last) -> the command buffer is applied.
 
+pub mod chart;
 pub mod collision;
+pub mod compare;
 pub mod components;
 pub mod config;
 pub mod digest;

@@ -101,64 +101,129 @@ pub fn run(settings: &RunSettings, on_app: impl FnOnce(&crate::app::App)) -> Rep
 /// Runs `app` (a new one, or one loaded from a snapshot) for `frames` frames, switching backends every
 /// `switch_every` frames if asked, and reports; the app comes back for a caller that saves it.
 pub fn run_app(
-    mut app: crate::app::App,
+    app: crate::app::App,
     frames: u32,
     switch_every: Option<u32>,
     on_app: impl FnOnce(&crate::app::App),
 ) -> (Report, crate::app::App) {
-    let started_on = app.world.backend();
     on_app(&app);
-    let mut frame_ms = Vec::with_capacity((frames as usize).min(1 << 16));
-    let mut peak_storage = 0;
-    let (mut switches, mut switch_ms) = (0u32, 0.0);
-    for frame in 0..frames {
-        if let Some(k) = switch_every {
-            if frame > 0 && frame % k == 0 {
+    let mut run = Run::new(app, frames, switch_every);
+    while !run.is_done() {
+        run.step();
+    }
+    run.finish()
+}
+
+/// A headless run a frame at a time, for a caller that must stay responsive (the window's compare view) or show
+/// progress: [`Run::step`] until [`Run::is_done`], then [`Run::finish`] for the report.
+pub struct Run {
+    app: crate::app::App,
+    frames: u32,
+    switch_every: Option<u32>,
+    started_on: Backend,
+    frame_ms: Vec<f64>,
+    peak_storage: usize,
+    switches: u32,
+    switch_ms: f64,
+}
+
+impl Run {
+    /// A run of `frames` frames of `app`, switching backends every `switch_every` frames if asked.
+    pub fn new(app: crate::app::App, frames: u32, switch_every: Option<u32>) -> Self {
+        Self {
+            started_on: app.world.backend(),
+            app,
+            frames,
+            switch_every,
+            // Grows as needed: a huge --frames must not reserve memory up front.
+            frame_ms: Vec::with_capacity((frames as usize).min(1 << 16)),
+            peak_storage: 0,
+            switches: 0,
+            switch_ms: 0.0,
+        }
+    }
+
+    /// The app being run.
+    pub fn app(&self) -> &crate::app::App {
+        &self.app
+    }
+
+    /// Frames run so far.
+    pub fn done(&self) -> u32 {
+        self.frame_ms.len() as u32
+    }
+
+    /// Frames the run will take.
+    pub fn frames(&self) -> u32 {
+        self.frames
+    }
+
+    /// Whether every frame has run.
+    pub fn is_done(&self) -> bool {
+        self.done() >= self.frames
+    }
+
+    /// Runs the next frame (switching backend first when one is due); nothing once done.
+    pub fn step(&mut self) {
+        let frame = self.done();
+        if frame >= self.frames {
+            return;
+        }
+        let app = &mut self.app;
+        if let Some(k) = self.switch_every {
+            if frame > 0 && frame.is_multiple_of(k) {
                 let next = app.world.backend().next();
                 let t = Instant::now();
                 app.world.set_backend(next);
-                switch_ms += t.elapsed().as_secs_f64() * 1e3;
-                switches += 1;
+                self.switch_ms += t.elapsed().as_secs_f64() * 1e3;
+                self.switches += 1;
             }
         }
         let t = Instant::now();
         app.update();
-        frame_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        peak_storage = peak_storage.max(app.world.storage_bytes());
+        self.frame_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        self.peak_storage = self.peak_storage.max(app.world.storage_bytes());
     }
-    let mut sorted = frame_ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    let mut spans: Vec<SpanStat> = Vec::new();
-    app.profiler().snapshot(&mut spans);
-    let frames_f = frames.max(1) as f64;
-    let systems = spans.iter().map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames_f }).collect();
-    let stats = app.world.resource::<SimStats>().clone();
-    let totals = app.world.command_totals();
-    let report = Report {
-        backend: started_on.name().to_string(),
-        switches,
-        switch_mean_ms: if switches == 0 { 0.0 } else { switch_ms / switches as f64 },
-        frames,
-        mean_ms: frame_ms.iter().sum::<f64>() / frames_f,
-        p50_ms: percentile(&sorted, 50.0),
-        p99_ms: percentile(&sorted, 99.0),
-        max_ms: sorted.last().copied().unwrap_or(0.0),
-        systems,
-        peak_live: stats.peak_live,
-        live: app.world.len(),
-        spawned: stats.spawned,
-        deaths: stats.deaths,
-        particles: stats.particles,
-        spawn_refused: stats.spawn_refused + totals.refused,
-        commands_applied: totals.applied,
-        commands_skipped: totals.skipped,
-        stale_caught: stats.stale_caught,
-        storage_bytes: app.world.storage_bytes(),
-        peak_storage_bytes: peak_storage,
-        allocator_bytes: app.world.entities().bytes(),
-        digest: format!("{:016x}", digest(&app.world)),
-    };
-    (report, app)
+
+    /// The report of the frames run, and the app.
+    pub fn finish(self) -> (Report, crate::app::App) {
+        let Run { app, started_on, frame_ms, peak_storage, switches, switch_ms, .. } = self;
+        let frames = frame_ms.len() as u32;
+        let mut sorted = frame_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let mut spans: Vec<SpanStat> = Vec::new();
+        app.profiler().snapshot(&mut spans);
+        let frames_f = frames.max(1) as f64;
+        let systems =
+            spans.iter().map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames_f }).collect();
+        let stats = app.world.resource::<SimStats>().clone();
+        let totals = app.world.command_totals();
+        let report = Report {
+            backend: started_on.name().to_string(),
+            switches,
+            switch_mean_ms: if switches == 0 { 0.0 } else { switch_ms / switches as f64 },
+            frames,
+            mean_ms: frame_ms.iter().sum::<f64>() / frames_f,
+            p50_ms: percentile(&sorted, 50.0),
+            p99_ms: percentile(&sorted, 99.0),
+            max_ms: sorted.last().copied().unwrap_or(0.0),
+            systems,
+            peak_live: stats.peak_live,
+            live: app.world.len(),
+            spawned: stats.spawned,
+            deaths: stats.deaths,
+            particles: stats.particles,
+            spawn_refused: stats.spawn_refused + totals.refused,
+            commands_applied: totals.applied,
+            commands_skipped: totals.skipped,
+            stale_caught: stats.stale_caught,
+            storage_bytes: app.world.storage_bytes(),
+            peak_storage_bytes: peak_storage,
+            allocator_bytes: app.world.entities().bytes(),
+            digest: format!("{:016x}", digest(&app.world)),
+        };
+        (report, app)
+    }
 }
 
 impl fmt::Display for Report {
