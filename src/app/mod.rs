@@ -128,13 +128,52 @@ struct Entry {
     system: Box<dyn System>,
     name: &'static str,
     id: u64,
+    /// The group it belongs to, as a position in `App::groups`.
+    group: Option<usize>,
 }
 
-/// The world plus its systems.
+/// A named group of systems in one stage: its systems run one after another, its time is their sum (one span
+/// around them), and it can be turned off and on while the app runs ([`App::set_group_enabled`]).
+struct Group {
+    name: &'static str,
+    stage: Stage,
+    id: u64,
+    enabled: bool,
+}
+
+/// What [`App::groups`] tells of a group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupInfo {
+    /// The group's name (its row in the profiler).
+    pub name: &'static str,
+    /// The stage it runs in.
+    pub stage: Stage,
+    /// Whether it runs.
+    pub enabled: bool,
+    /// Its systems, in run order.
+    pub systems: Vec<&'static str>,
+}
+
+/// [`App::set_group_enabled`] was given a name no group has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownGroup(pub String);
+
+impl std::fmt::Display for UnknownGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no system group is named `{}`", self.0)
+    }
+}
+
+impl std::error::Error for UnknownGroup {}
+
+/// The world plus its systems: stages hold systems, some of them in named groups (a tree: stage, group, system).
 pub struct App {
     /// The world the systems run on.
     pub world: World,
     stages: [Vec<Entry>; 5],
+    groups: Vec<Group>,
+    /// A group was turned off at some point: the run is no longer the plain one of its seed.
+    modified: bool,
     started: bool,
     frames: u64,
     profiler: Profiler,
@@ -162,7 +201,16 @@ impl App {
     /// window that rebuilds its app on reset but keeps one trace).
     pub fn with_profiler(world: World, profiler: Profiler) -> Self {
         let apply_id = profiler.register("apply_commands");
-        Self { world, stages: Default::default(), started: false, frames: 0, profiler, apply_id }
+        Self {
+            world,
+            stages: Default::default(),
+            groups: Vec::new(),
+            modified: false,
+            started: false,
+            frames: 0,
+            profiler,
+            apply_id,
+        }
     }
 
     /// Adds a plugin, a `fn(&mut App)`, or a tuple of them.
@@ -179,14 +227,72 @@ impl App {
 
     /// Adds systems to `stage`; within a stage they run in the order added.
     pub fn add_systems(&mut self, stage: Stage, systems: impl IntoSystems) -> &mut Self {
+        let at = self.stages[stage.slot()].len();
+        self.insert_systems(stage, at, None, systems);
+        self
+    }
+
+    /// Adds systems to the group `group` of `stage`, made at the end of the stage if new. Systems added to an
+    /// existing group run after its others, and the group keeps its place in the stage.
+    ///
+    /// # Panics
+    /// If the group exists in another stage, or a group and a system share a name (they share the profiler's rows).
+    pub fn add_group(&mut self, stage: Stage, group: &'static str, systems: impl IntoSystems) -> &mut Self {
+        let index = match self.groups.iter().position(|g| g.name == group) {
+            Some(index) => {
+                let found = self.groups[index].stage;
+                assert_eq!(found, stage, "group `{group}` is in stage {found:?}, not {stage:?}");
+                index
+            }
+            None => {
+                assert!(
+                    !self.stages.iter().flatten().any(|e| e.name == group),
+                    "group `{group}` has the name of a system"
+                );
+                let id = self.profiler.register(group);
+                self.groups.push(Group { name: group, stage, id, enabled: true });
+                self.groups.len() - 1
+            }
+        };
+        let entries = &self.stages[stage.slot()];
+        let at = entries.iter().rposition(|e| e.group == Some(index)).map_or(entries.len(), |last| last + 1);
+        self.insert_systems(stage, at, Some(index), systems);
+        self
+    }
+
+    fn insert_systems(&mut self, stage: Stage, at: usize, group: Option<usize>, systems: impl IntoSystems) {
         let mut boxed = Vec::new();
         systems.into_systems(&mut boxed);
-        for system in boxed {
+        for (offset, system) in boxed.into_iter().enumerate() {
             let name = system.name();
+            assert!(!self.groups.iter().any(|g| g.name == name), "system `{name}` has the name of a group");
             let id = self.profiler.register(name);
-            self.stages[stage.slot()].push(Entry { system, name, id });
+            self.stages[stage.slot()].insert(at + offset, Entry { system, name, id, group });
         }
-        self
+    }
+
+    /// The groups, in the order made, with their systems.
+    pub fn groups(&self) -> impl Iterator<Item = GroupInfo> + '_ {
+        self.groups.iter().enumerate().map(|(index, g)| GroupInfo {
+            name: g.name,
+            stage: g.stage,
+            enabled: g.enabled,
+            systems: self.stages[g.stage.slot()].iter().filter(|e| e.group == Some(index)).map(|e| e.name).collect(),
+        })
+    }
+
+    /// Turns a group off (its systems are skipped) or on. Turning one off marks the run as modified for good
+    /// ([`App::is_modified`]): from then on it is not the plain run of its seed.
+    pub fn set_group_enabled(&mut self, name: &str, enabled: bool) -> Result<(), UnknownGroup> {
+        let group = self.groups.iter_mut().find(|g| g.name == name).ok_or_else(|| UnknownGroup(name.to_string()))?;
+        group.enabled = enabled;
+        self.modified |= !enabled;
+        Ok(())
+    }
+
+    /// Whether a group was ever turned off in this app.
+    pub fn is_modified(&self) -> bool {
+        self.modified
     }
 
     /// The recorder of per-system times.
@@ -206,7 +312,7 @@ impl App {
 
     /// Runs one frame: Startup systems the first time, then every frame stage in order, then the command buffer.
     pub fn update(&mut self) {
-        let Self { world, stages, started, profiler, apply_id, .. } = self;
+        let Self { world, stages, groups, started, profiler, apply_id, .. } = self;
         if !*started {
             *started = true;
             for entry in &mut stages[Stage::Startup.slot()] {
@@ -215,8 +321,26 @@ impl App {
             world.apply_commands();
         }
         for stage in Stage::FRAME {
-            for entry in &mut stages[stage.slot()] {
-                profiler.time(entry.name, entry.id, || entry.system.run(world));
+            let entries = &mut stages[stage.slot()];
+            let mut i = 0;
+            while i < entries.len() {
+                let Some(g) = entries[i].group else {
+                    let entry = &mut entries[i];
+                    profiler.time(entry.name, entry.id, || entry.system.run(world));
+                    i += 1;
+                    continue;
+                };
+                // A group's systems are contiguous: one span around them all.
+                let end = i + entries[i..].iter().take_while(|e| e.group == Some(g)).count();
+                let group = &groups[g];
+                if group.enabled {
+                    profiler.time(group.name, group.id, || {
+                        for entry in &mut entries[i..end] {
+                            profiler.time(entry.name, entry.id, || entry.system.run(world));
+                        }
+                    });
+                }
+                i = end;
             }
         }
         profiler.time("apply_commands", *apply_id, || world.apply_commands());
@@ -268,5 +392,36 @@ mod tests {
             assert_eq!(t.get("once").unwrap().runs, 1);
             assert_eq!(t.get("apply_commands").unwrap().runs, 2);
         });
+    }
+
+    #[test]
+    fn groups_keep_their_systems_together_time_them_and_turn_off() {
+        let mut app = App::new();
+        app.add_plugins(LogPlugin);
+        app.add_group(Stage::Update, "pair", first).add_systems(Stage::Update, early).add_group(
+            Stage::Update,
+            "pair",
+            second,
+        );
+        assert_eq!(app.system_names(Stage::Update).collect::<Vec<_>>(), ["first", "second", "early"]);
+        let groups: Vec<GroupInfo> = app.groups().collect();
+        assert_eq!(
+            groups,
+            [GroupInfo { name: "pair", stage: Stage::Update, enabled: true, systems: vec!["first", "second"] }]
+        );
+        app.update();
+        app.set_group_enabled("pair", false).unwrap();
+        assert!(app.is_modified());
+        app.update();
+        app.set_group_enabled("pair", true).unwrap();
+        assert!(app.is_modified(), "modified for good");
+        app.update();
+        assert_eq!(app.world.resource::<Log>().0, ["first", "second", "early", "early", "first", "second", "early"]);
+        app.profiler().with_timings(|t| {
+            let (pair, first, second) = (t.get("pair").unwrap(), t.get("first").unwrap(), t.get("second").unwrap());
+            assert_eq!((pair.runs, first.runs), (2, 2));
+            assert!(pair.total_ms >= first.total_ms + second.total_ms, "the group's span holds its systems'");
+        });
+        assert_eq!(app.set_group_enabled("nope", false), Err(UnknownGroup("nope".into())));
     }
 }

@@ -139,6 +139,8 @@ mod tests {
                 .enumerate()
                 .map(|(i, &ms)| SystemTime { name: format!("s{i}"), mean_ms: ms })
                 .collect(),
+            groups: Vec::new(),
+            modified: false,
             peak_live: 100,
             live: 100,
             spawned: 0,

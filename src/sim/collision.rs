@@ -6,9 +6,9 @@ use super::grid::{Grid, GridItem, NearPairs};
 use crate::app::{App, Stage};
 use crate::ecs::{Entity, World};
 
-/// Adds [`build_grid`] and [`resolve_collisions`] to `Update`.
+/// Adds [`build_grid`] and [`resolve_collisions`] to `Update`, in the group "combat".
 pub fn plugin(app: &mut App) {
-    app.insert_resource(Broadphase::default()).add_systems(Stage::Update, (build_grid, resolve_collisions));
+    app.insert_resource(Broadphase::default()).add_group(Stage::Update, "combat", (build_grid, resolve_collisions));
 }
 
 /// In `team`: the index is in neither team pool (not a fighter, or a hole).

@@ -10,9 +10,9 @@ use crate::ecs::Entity;
 use crate::ecs::World;
 use glam::Vec2;
 
-/// Adds [`hunt_targets`] to `Update`.
+/// Adds [`hunt_targets`] to `Update`, in the group "movement".
 pub fn plugin(app: &mut App) {
-    app.add_systems(Stage::Update, hunt_targets);
+    app.add_group(Stage::Update, "movement", hunt_targets);
 }
 
 /// Steers hunters toward their targets; retargets those whose target is stale or missing.

@@ -8,9 +8,11 @@ use crate::ecs::World;
 use glam::Vec2;
 use rand::Rng;
 
-/// Adds [`despawn_dead`] and [`age_particles`] to `PostUpdate`, and the frame counter to `Last`.
+/// Adds [`despawn_dead`] and [`age_particles`] to `PostUpdate` in the group "lifecycle", and the frame counter to
+/// `Last`.
 pub fn plugin(app: &mut App) {
-    app.add_systems(Stage::PostUpdate, (despawn_dead, age_particles)).add_systems(Stage::Last, count_frame);
+    // `count_frame` is in no group: the frame counter keys the random streams and recordings, so it always runs.
+    app.add_group(Stage::PostUpdate, "lifecycle", (despawn_dead, age_particles)).add_systems(Stage::Last, count_frame);
 }
 
 /// Records a despawn for every fighter at zero health, and its particle burst, while walking the health pool.

@@ -6,9 +6,13 @@ use crate::app::{App, Stage};
 use crate::ecs::World;
 use glam::Vec2;
 
-/// Adds [`align_pools`] and [`integrate_velocity`] to `Update`.
+/// Adds [`align_pools`] and [`integrate_velocity`] to `Update`, in the group "movement" (after steering).
 pub fn plugin(app: &mut App) {
-    app.insert_resource(AlignScratch::default()).add_systems(Stage::Update, (align_pools, integrate_velocity));
+    app.insert_resource(AlignScratch::default()).add_group(
+        Stage::Update,
+        "movement",
+        (align_pools, integrate_velocity),
+    );
 }
 
 /// Moves everything with a velocity; fighters and particles alike bounce off the walls: a step that ends

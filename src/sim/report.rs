@@ -34,6 +34,19 @@ pub struct SystemTime {
     pub mean_ms: f64,
 }
 
+/// Per-group time, with the group's systems (a row of the tree the overlay shows).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GroupTime {
+    /// Group name.
+    pub name: String,
+    /// Mean milliseconds per frame (its systems' sum, and the span around them).
+    pub mean_ms: f64,
+    /// Whether it was running at the end.
+    pub enabled: bool,
+    /// Its systems, in run order.
+    pub systems: Vec<String>,
+}
+
 /// The report of one run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Report {
@@ -53,8 +66,12 @@ pub struct Report {
     pub p99_ms: f64,
     /// Slowest frame.
     pub max_ms: f64,
-    /// Mean time per system per frame.
+    /// Mean time per system per frame (`apply_commands` included), in registration order.
     pub systems: Vec<SystemTime>,
+    /// Mean time per group of systems per frame.
+    pub groups: Vec<GroupTime>,
+    /// A group of systems was turned off during the run: the world is not the plain run of its seed.
+    pub modified: bool,
     /// Most entities alive at once.
     pub peak_live: u32,
     /// Entities alive at the end.
@@ -194,8 +211,22 @@ impl Run {
         let mut spans: Vec<SpanStat> = Vec::new();
         app.profiler().snapshot(&mut spans);
         let frames_f = frames.max(1) as f64;
-        let systems =
-            spans.iter().map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames_f }).collect();
+        let infos: Vec<_> = app.groups().collect();
+        let mean = |name: &str| spans.iter().find(|s| s.name == name).map_or(0.0, |s| s.total_ms / frames_f);
+        let groups = infos
+            .iter()
+            .map(|g| GroupTime {
+                name: g.name.to_string(),
+                mean_ms: mean(g.name),
+                enabled: g.enabled,
+                systems: g.systems.iter().map(|s| s.to_string()).collect(),
+            })
+            .collect();
+        let systems = spans
+            .iter()
+            .filter(|s| !infos.iter().any(|g| g.name == s.name))
+            .map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames_f })
+            .collect();
         let stats = app.world.resource::<SimStats>().clone();
         let totals = app.world.command_totals();
         let report = Report {
@@ -208,6 +239,8 @@ impl Run {
             p99_ms: percentile(&sorted, 99.0),
             max_ms: sorted.last().copied().unwrap_or(0.0),
             systems,
+            groups,
+            modified: app.is_modified(),
             peak_live: stats.peak_live,
             live: app.world.len(),
             spawned: stats.spawned,
@@ -238,9 +271,22 @@ impl fmt::Display for Report {
             "frames: {}   frame ms: mean {:.3}  p50 {:.3}  p99 {:.3}  max {:.3}",
             self.frames, self.mean_ms, self.p50_ms, self.p99_ms, self.max_ms
         )?;
-        writeln!(f, "per-system ms (mean per frame):")?;
+        writeln!(f, "ms per frame (mean), by group and system:")?;
+        let mut shown = Vec::new();
         for s in &self.systems {
-            writeln!(f, "  {:<20} {:>8.3}", s.name, s.mean_ms)?;
+            match self.groups.iter().find(|g| g.systems.contains(&s.name)) {
+                Some(group) if !shown.contains(&&group.name) => {
+                    shown.push(&group.name);
+                    let off = if group.enabled { "" } else { "  (off)" };
+                    writeln!(f, "  {:<22} {:>8.3}{off}", group.name, group.mean_ms)?;
+                    for name in &group.systems {
+                        let ms = self.systems.iter().find(|t| &t.name == name).map_or(0.0, |t| t.mean_ms);
+                        writeln!(f, "    {name:<20} {ms:>8.3}")?;
+                    }
+                }
+                Some(_) => {}
+                None => writeln!(f, "  {:<22} {:>8.3}", s.name, s.mean_ms)?,
+            }
         }
         writeln!(f, "entities: peak {}  at end {}", self.peak_live, self.live)?;
         writeln!(
@@ -258,6 +304,10 @@ impl fmt::Display for Report {
             "storage bytes: {} at end, {} peak (+ {} allocator)",
             self.storage_bytes, self.peak_storage_bytes, self.allocator_bytes
         )?;
-        writeln!(f, "digest: {}", self.digest)
+        if self.modified {
+            writeln!(f, "digest: {} (modified: a group of systems was turned off)", self.digest)
+        } else {
+            writeln!(f, "digest: {}", self.digest)
+        }
     }
 }

@@ -7,9 +7,9 @@ use crate::ecs::{Commands, World, WorldFull};
 use glam::Vec2;
 use rand::Rng;
 
-/// Adds [`spawn_fighters`] to `PreUpdate`.
+/// Adds [`spawn_fighters`] to `PreUpdate`, in the group "spawning".
 pub fn plugin(app: &mut App) {
-    app.add_systems(Stage::PreUpdate, spawn_fighters);
+    app.add_group(Stage::PreUpdate, "spawning", spawn_fighters);
 }
 
 /// Tops the population up toward the target (at most `spawn_per_frame` a frame) and serves burst requests.
