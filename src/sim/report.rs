@@ -106,59 +106,102 @@ pub fn run_app(
     switch_every: Option<u32>,
     on_app: impl FnOnce(&crate::app::App),
 ) -> (Report, crate::app::App) {
-    let started_on = app.world.backend();
+    let mut meter = Meter::new(&app, frames as usize);
     on_app(&app);
-    let mut frame_ms = Vec::with_capacity((frames as usize).min(1 << 16));
-    let mut peak_storage = 0;
-    let (mut switches, mut switch_ms) = (0u32, 0.0);
     for frame in 0..frames {
         if let Some(k) = switch_every {
             if frame > 0 && frame % k == 0 {
                 let next = app.world.backend().next();
                 let t = Instant::now();
                 app.world.set_backend(next);
-                switch_ms += t.elapsed().as_secs_f64() * 1e3;
-                switches += 1;
+                meter.switched(t.elapsed().as_secs_f64() * 1e3);
             }
         }
         let t = Instant::now();
         app.update();
-        frame_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        peak_storage = peak_storage.max(app.world.storage_bytes());
+        meter.frame(t.elapsed().as_secs_f64() * 1e3, &app);
     }
-    let mut sorted = frame_ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    let mut spans: Vec<SpanStat> = Vec::new();
-    app.profiler().snapshot(&mut spans);
-    let frames_f = frames.max(1) as f64;
-    let systems = spans.iter().map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames_f }).collect();
-    let stats = app.world.resource::<SimStats>().clone();
-    let totals = app.world.command_totals();
-    let report = Report {
-        backend: started_on.name().to_string(),
-        switches,
-        switch_mean_ms: if switches == 0 { 0.0 } else { switch_ms / switches as f64 },
-        frames,
-        mean_ms: frame_ms.iter().sum::<f64>() / frames_f,
-        p50_ms: percentile(&sorted, 50.0),
-        p99_ms: percentile(&sorted, 99.0),
-        max_ms: sorted.last().copied().unwrap_or(0.0),
-        systems,
-        peak_live: stats.peak_live,
-        live: app.world.len(),
-        spawned: stats.spawned,
-        deaths: stats.deaths,
-        particles: stats.particles,
-        spawn_refused: stats.spawn_refused + totals.refused,
-        commands_applied: totals.applied,
-        commands_skipped: totals.skipped,
-        stale_caught: stats.stale_caught,
-        storage_bytes: app.world.storage_bytes(),
-        peak_storage_bytes: peak_storage,
-        allocator_bytes: app.world.entities().bytes(),
-        digest: format!("{:016x}", digest(&app.world)),
-    };
-    (report, app)
+    (meter.report(&app), app)
+}
+
+/// The figures of a run gathered as it goes (frame times, switches, peak storage), made into a [`Report`] at the
+/// end. [`run_app`] uses it, and so does a replay, which runs frames between recorded inputs.
+#[derive(Clone, Debug)]
+pub struct Meter {
+    started_on: Backend,
+    frame_ms: Vec<f64>,
+    peak_storage: usize,
+    switches: u32,
+    switch_ms: f64,
+}
+
+impl Meter {
+    /// A meter for a run of `app` that starts now; `frames` is a guess of the run's length (for the buffer).
+    pub fn new(app: &crate::app::App, frames: usize) -> Self {
+        Self {
+            started_on: app.world.backend(),
+            frame_ms: Vec::with_capacity(frames.min(1 << 16)),
+            peak_storage: 0,
+            switches: 0,
+            switch_ms: 0.0,
+        }
+    }
+
+    /// Counts one frame of `ms` milliseconds, after which `app` is as the frame left it.
+    pub fn frame(&mut self, ms: f64, app: &crate::app::App) {
+        self.frame_ms.push(ms);
+        self.peak_storage = self.peak_storage.max(app.world.storage_bytes());
+    }
+
+    /// Counts one live backend switch of `ms` milliseconds.
+    pub fn switched(&mut self, ms: f64) {
+        self.switches += 1;
+        self.switch_ms += ms;
+    }
+
+    /// Frames counted so far.
+    pub fn frames(&self) -> u32 {
+        self.frame_ms.len() as u32
+    }
+
+    /// The report of the run so far, `app` being where it ended (its profiler holds the per-system times).
+    pub fn report(&self, app: &crate::app::App) -> Report {
+        let frames = self.frames();
+        let mut sorted = self.frame_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let mut spans: Vec<SpanStat> = Vec::new();
+        app.profiler().snapshot(&mut spans);
+        let frames_f = frames.max(1) as f64;
+        let systems =
+            spans.iter().map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames_f }).collect();
+        let stats = app.world.resource::<SimStats>().clone();
+        let totals = app.world.command_totals();
+        let switches = self.switches;
+        Report {
+            backend: self.started_on.name().to_string(),
+            switches,
+            switch_mean_ms: if switches == 0 { 0.0 } else { self.switch_ms / switches as f64 },
+            frames,
+            mean_ms: self.frame_ms.iter().sum::<f64>() / frames_f,
+            p50_ms: percentile(&sorted, 50.0),
+            p99_ms: percentile(&sorted, 99.0),
+            max_ms: sorted.last().copied().unwrap_or(0.0),
+            systems,
+            peak_live: stats.peak_live,
+            live: app.world.len(),
+            spawned: stats.spawned,
+            deaths: stats.deaths,
+            particles: stats.particles,
+            spawn_refused: stats.spawn_refused + totals.refused,
+            commands_applied: totals.applied,
+            commands_skipped: totals.skipped,
+            stale_caught: stats.stale_caught,
+            storage_bytes: app.world.storage_bytes(),
+            peak_storage_bytes: self.peak_storage,
+            allocator_bytes: app.world.entities().bytes(),
+            digest: format!("{:016x}", digest(&app.world)),
+        }
+    }
 }
 
 impl fmt::Display for Report {
