@@ -21,7 +21,7 @@
 //! A run that starts from a saved world has `"snapshot": "<base64 of the binary snapshot>"` in its header instead
 //! of seed, capacity and settings; a quick load embeds its snapshot the same way. `frame` is the simulation's own
 //! counter ([`SimStats::frames`]) when the input was applied: it goes back to 0 on a reset and to the loaded
-//! world's frame on a quick load. `digest` is [`digest`] right after the input, as 16 hex digits.
+//! world's frame on a quick load. `digest` is [`digest()`] right after the input, as 16 hex digits.
 
 use super::config::{SimConfig, SimStats, SpawnRequests};
 use super::painter::{sort_by_y, DrawOrder};
