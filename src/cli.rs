@@ -73,6 +73,15 @@ pub struct Cli {
     /// Start from the world saved in FILE instead of the seed (its settings, seed and capacity come with it).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["entities", "seed", "capacity", "align_every"])]
     pub load: Option<PathBuf>,
+    /// Window: record the run's inputs to FILE as it goes (JSON Lines), to replay with --headless --replay FILE.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Replay a recording made with --record: the same frames and inputs, each input's digest compared with the
+    /// recorded one (needs --headless; works with --trace, --save and --json).
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "load", "entities", "seed", "capacity", "align_every", "backend", "switch_every", "frames",
+    ])]
+    pub replay: Option<PathBuf>,
 }
 
 /// Prints a clap error with the usage line and exits with its status (2 for refusals, 0 for `--help`).
@@ -130,10 +139,13 @@ impl Cli {
         output("--trace", &self.trace, &["json"])?;
         output("--screenshot", &self.screenshot, &["png"])?;
         output("--save", &self.save, &[])?;
-        if let Some(path) = &self.load {
-            if !path.is_file() {
-                let why = if path.exists() { "is not a file" } else { "does not exist" };
-                return Err((ErrorKind::ValueValidation, format!("--load: {} {why}", path.display())));
+        output("--record", &self.record, &[])?;
+        for (flag, path) in [("--load", &self.load), ("--replay", &self.replay)] {
+            if let Some(path) = path {
+                if !path.is_file() {
+                    let why = if path.exists() { "is not a file" } else { "does not exist" };
+                    return Err((ErrorKind::ValueValidation, format!("{flag}: {} {why}", path.display())));
+                }
             }
         }
         if self.save.is_some() && self.backend() == BackendChoice::All {
@@ -143,7 +155,16 @@ impl Cli {
             if self.screenshot.is_some() {
                 return conflict("--screenshot needs the window; drop --headless");
             }
+            if self.record.is_some() {
+                return conflict(
+                    "--record records the window's inputs; drop --headless (replay a recording with --headless \
+                     --replay FILE)",
+                );
+            }
         } else {
+            if self.replay.is_some() {
+                return conflict("--replay runs without a window; add --headless");
+            }
             if self.backend() == BackendChoice::All {
                 return conflict(&format!(
                     "--backend all runs every backend in turn and needs --headless; the window switches live (keys 1-{})",

@@ -1,7 +1,8 @@
 //! Swarm: a small sparse-set ECS written from scratch, and the 2D swarm simulation that shows it off.
 //!
 //! - [`ecs`]: entities, pools, the five storage backends, world, queries, command buffer, app and profiler;
-//! - [`sim`]: the simulation (ECS and glam only, no window), its digest and the headless report;
+//! - [`sim`]: the simulation (ECS and glam only, no window), its digest, the headless report, snapshots, and the
+//!   recording and replay of a run's inputs;
 #![cfg_attr(feature = "window", doc = "- [`cli`]: the command line shared by the window and the headless runs;")]
 //! - [`files`]: output files, checked before a run and written whole;
 //! - [`art`]: the sprites' pixels, shared by the window and the program that writes `assets/`.

@@ -4,11 +4,14 @@
 
 mod render;
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use swarm::app::profile::Profiler;
 use swarm::app::profile::TraceFile;
+use swarm::app::App;
 use swarm::cli::{BackendChoice, Cli};
 use swarm::ecs::Backend;
+use swarm::sim::replay::{self, Recording, Start};
 use swarm::sim::{report, snapshot};
 
 fn main() -> ExitCode {
@@ -16,13 +19,41 @@ fn main() -> ExitCode {
     if cli.headless {
         return headless(&cli);
     }
-    macroquad::Window::from_config(render::conf(), render::run(cli));
+    let start = window_start(&cli);
+    macroquad::Window::from_config(render::conf(), render::run(cli, start));
     ExitCode::SUCCESS
 }
+
+/// Reads a --load file, refusing it (exit 2) if it does not read.
+fn read_load(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| Cli::refuse(format!("--load {}: {e}", path.display())))
+}
+
+/// Where the window starts: the seed and settings of the flags, or the --load file, checked before the window
+/// opens (a bad one is refused like a bad flag).
+fn window_start(cli: &Cli) -> Start {
+    let backend = match cli.backend() {
+        BackendChoice::One(b) => b,
+        BackendChoice::All => Backend::default(), // refused with the flags; a safe default all the same
+    };
+    match &cli.load {
+        Some(path) => Start::snapshot(read_load(path), cli.backend.map(|_| backend))
+            .unwrap_or_else(|error| Cli::refuse(format!("--load {}: {error}", path.display()))),
+        None => {
+            let config = cli.config();
+            let capacity = cli.capacity.unwrap_or_else(|| config.default_capacity());
+            Start::New { config, seed: cli.seed, capacity, backend }
+        }
+    }
+}
+
 fn headless(cli: &Cli) -> ExitCode {
+    if let Some(path) = &cli.replay {
+        return replay(cli, path);
+    }
     // A --load file is read and checked once, before anything runs: a bad one is refused like a bad flag.
     let loaded = cli.load.as_ref().map(|path| {
-        let bytes = std::fs::read(path).unwrap_or_else(|e| Cli::refuse(format!("--load {}: {e}", path.display())));
+        let bytes = read_load(path);
         if let Err(error) = snapshot::load_app(&bytes, None, Profiler::new()) {
             Cli::refuse(format!("--load {}: {error}", path.display()));
         }
@@ -56,34 +87,16 @@ fn headless(cli: &Cli) -> ExitCode {
         // (The path was checked with the flags, before anything ran.)
         let mut trace = None;
         let (report, app) = report::run_app(app, settings.frames, settings.switch_every, |app| {
-            if let Some(path) = &trace_path {
-                match TraceFile::create(app.profiler(), path.clone()) {
-                    Ok(file) => trace = Some((file, path.clone())),
-                    Err(error) => eprintln!("swarm: cannot write trace {}: {error}", path.display()),
-                }
-            }
+            trace = start_trace(app, trace_path.as_deref());
         });
-        if let Some((file, path)) = trace {
-            if let Err(error) = file.finish() {
-                eprintln!("swarm: cannot write trace {}: {error}", path.display());
-                return ExitCode::FAILURE;
-            }
-            if !cli.json {
-                eprintln!("trace written to {}", path.display());
-            }
+        if !finish_trace(trace, cli.json) {
+            return ExitCode::FAILURE;
         }
         if !cli.json {
             println!("{report}");
         }
-        if let Some(path) = &cli.save {
-            match snapshot::save_file(&app.world, path) {
-                Ok(bytes) if !cli.json => eprintln!("world saved to {} ({bytes} bytes)", path.display()),
-                Ok(_) => {}
-                Err(error) => {
-                    eprintln!("swarm: cannot save {}: {error}", path.display());
-                    return ExitCode::FAILURE;
-                }
-            }
+        if !save(cli, &app) {
+            return ExitCode::FAILURE;
         }
         if cli.align_every > 0 && backend == Backend::SparseSet {
             // The same run without alignment, to show what `sort_as` buys movement and collision.
@@ -108,6 +121,105 @@ fn headless(cli: &Cli) -> ExitCode {
     if digests_differ {
         eprintln!("swarm: the backends ended in different worlds (digests differ)");
         return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// Starts the Chrome trace of `app`'s profiler to `path`, if asked (the path was checked with the flags).
+fn start_trace(app: &App, path: Option<&Path>) -> Option<(TraceFile, PathBuf)> {
+    let path = path?;
+    match TraceFile::create(app.profiler(), path.to_path_buf()) {
+        Ok(file) => Some((file, path.to_path_buf())),
+        Err(error) => {
+            eprintln!("swarm: cannot write trace {}: {error}", path.display());
+            None
+        }
+    }
+}
+
+/// Writes the trace; false if that failed (said on stderr).
+fn finish_trace(trace: Option<(TraceFile, PathBuf)>, quiet: bool) -> bool {
+    let Some((file, path)) = trace else { return true };
+    if let Err(error) = file.finish() {
+        eprintln!("swarm: cannot write trace {}: {error}", path.display());
+        return false;
+    }
+    if !quiet {
+        eprintln!("trace written to {}", path.display());
+    }
+    true
+}
+
+/// Saves the world to `--save`, if asked; false if that failed (said on stderr).
+fn save(cli: &Cli, app: &App) -> bool {
+    let Some(path) = &cli.save else { return true };
+    match snapshot::save_file(&app.world, path) {
+        Ok(bytes) => {
+            if !cli.json {
+                eprintln!("world saved to {} ({bytes} bytes)", path.display());
+            }
+            true
+        }
+        Err(error) => {
+            eprintln!("swarm: cannot save {}: {error}", path.display());
+            false
+        }
+    }
+}
+
+/// `--replay FILE`: the recording is read and checked whole before anything runs (a bad one is refused like a
+/// bad flag), then replayed with a line per recorded input; the report follows. Exit 1 if any digest differs.
+/// With `--json` the lines go to stderr, so stdout is the JSON report alone.
+fn replay(cli: &Cli, path: &Path) -> ExitCode {
+    let recording = Recording::read(path).unwrap_or_else(|why| Cli::refuse(format!("--replay {why}")));
+    let say = |line: &dyn std::fmt::Display| {
+        if cli.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    let mut trace = None;
+    let replayed = replay::replay(
+        &recording,
+        Profiler::new(),
+        |app| trace = start_trace(app, cli.trace.as_deref()),
+        |check| say(check),
+    );
+    let replayed = match replayed {
+        Ok(replayed) => replayed,
+        Err(error) => {
+            eprintln!("swarm: --replay {}: {error}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    if !replayed.complete {
+        let last = recording.inputs.last().map_or(0, |r| r.frame);
+        say(&format!(
+            "the recording has no end line (the window did not close normally): replayed up to its last input, \
+             frame {last}"
+        ));
+    }
+    if !finish_trace(trace, cli.json) {
+        return ExitCode::FAILURE;
+    }
+    if cli.json {
+        println!("{}", serde_json::to_string_pretty(&[&replayed.report]).expect("reports serialize"));
+    } else {
+        println!("{}", replayed.report);
+    }
+    if !save(cli, &replayed.app) {
+        return ExitCode::FAILURE;
+    }
+    if replayed.differs > 0 {
+        eprintln!(
+            "swarm: the replay DIFFERS from the recording: {} of {} digests differ",
+            replayed.differs, replayed.checks
+        );
+        return ExitCode::FAILURE;
+    }
+    if !cli.json {
+        println!("replay matches the recording ({} digests the same)", replayed.checks);
     }
     ExitCode::SUCCESS
 }

@@ -175,3 +175,128 @@ fn a_saved_world_loads_on_another_backend_and_continues_to_the_same_digest() {
     refused(&["--headless", "--backend", "all", "--save", snap], "choose one --backend");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A short recording made through the library, as the window makes one.
+fn record(path: &std::path::Path) {
+    use swarm::app::profile::Profiler;
+    use swarm::ecs::Backend;
+    use swarm::sim::replay::{Input, Recorder, Session, Start};
+    let config = swarm::sim::SimConfig::with_population(500);
+    let start = Start::New { capacity: config.default_capacity(), config, seed: 11, backend: Backend::SparseSet };
+    let mut session = Session::new(&start, Profiler::new()).unwrap();
+    let mut recorder = Recorder::create(path, &start).unwrap();
+    for (frames, input) in [
+        (20, Input::Burst(glam::Vec2::new(300.0, 200.0))),
+        (15, Input::Backend(Backend::Archetype)),
+        (10, Input::Population(-200)),
+    ] {
+        for _ in 0..frames {
+            session.app.update();
+        }
+        let at = session.frame();
+        session.apply(&input).unwrap();
+        recorder.record(at, &input, &session).unwrap();
+    }
+    for _ in 0..10 {
+        session.app.update();
+    }
+    recorder.finish(&session).unwrap();
+}
+
+#[test]
+fn a_recording_replays_with_trace_save_and_json_and_a_wrong_digest_fails() {
+    let dir = std::env::temp_dir().join(format!("swarm-replay-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let recording = path("run.jsonl");
+    record(std::path::Path::new(&recording));
+
+    let (code, out, err) = swarm(&["--headless", "--replay", &recording]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("frame 20  burst (300.0, 200.0)  digest "), "{out}");
+    assert_eq!(out.matches(": same)").count(), 4, "three inputs and the end:\n{out}");
+    assert!(out.contains("frame 55  end  digest "), "{out}");
+    assert!(out.contains("switched live 1 times") && out.contains("frames: 55 "), "{out}");
+
+    let (code, json, err) = swarm(&[
+        "--headless",
+        "--replay",
+        &recording,
+        "--json",
+        "--trace",
+        &path("t.json"),
+        "--save",
+        &path("end.snap"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let reports: serde_json::Value = serde_json::from_str(&json).expect("stdout is the JSON report alone");
+    assert_eq!(reports[0]["digest"].as_str(), Some(digest_line(&out)));
+    assert!(err.contains(": same)"), "with --json the replay lines go to stderr:\n{err}");
+    let trace = std::fs::read_to_string(path("t.json")).unwrap();
+    assert!(trace.contains("resolve_collisions"), "no spans in the trace");
+    let (code, loaded, err) = swarm(&["--headless", "--load", &path("end.snap"), "--frames", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(loaded.contains("== backend: archetype"), "the saved world is the replay's, on its last backend");
+
+    // One recorded digest changed: DIFFERS, exit 1.
+    let text = std::fs::read_to_string(&recording).unwrap();
+    let line = text.lines().nth(2).unwrap();
+    let at = line.find("\"digest\":\"").unwrap() + 10;
+    let changed = format!("{}{}{}", &line[..at], if &line[at..at + 1] == "f" { "0" } else { "f" }, &line[at + 1..]);
+    std::fs::write(path("bad.jsonl"), text.replace(line, &changed)).unwrap();
+    let (code, out, err) = swarm(&["--headless", "--replay", &path("bad.jsonl")]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert_eq!(out.matches(": DIFFERS)").count(), 1, "{out}");
+    assert!(err.contains("DIFFERS") && err.contains("1 of 4"), "{err}");
+
+    // Without its end line: replayed to the last input, said so, exit 0.
+    let cut: Vec<&str> = text.lines().take(4).collect();
+    std::fs::write(path("cut.jsonl"), cut.join("\n")).unwrap();
+    let (code, out, err) = swarm(&["--headless", "--replay", &path("cut.jsonl")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("no end line") && out.contains("frame 45"), "{out}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_replays_and_recordings_are_refused() {
+    let dir = std::env::temp_dir().join(format!("swarm-replay-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let recording = path("run.jsonl");
+    record(std::path::Path::new(&recording));
+    refused(&["--replay", &recording], "add --headless");
+    refused(&["--record", &path("r.jsonl"), "--headless"], "drop --headless");
+    refused(&["--record", &path("missing/r.jsonl")], "does not exist");
+    refused(&["--headless", "--replay", &path("none.jsonl")], "does not exist");
+    // The window checks a --load file before it opens (so this needs no display).
+    std::fs::write(path("half.snap"), b"SWARMSNP\x01\x00").unwrap();
+    refused(&["--load", &path("half.snap")], "truncated snapshot");
+    for flag in [
+        &["--load", recording.as_str()][..],
+        &["--entities", "10"],
+        &["--seed", "2"],
+        &["--capacity", "100"],
+        &["--align-every", "5"],
+        &["--backend", "btree"],
+        &["--switch-every", "5"],
+        &["--frames", "5"],
+    ] {
+        let args: Vec<&str> =
+            ["--headless", "--replay", recording.as_str()].into_iter().chain(flag.iter().copied()).collect();
+        refused(&args, &format!("cannot be used with '{}", flag[0]));
+    }
+    let text = std::fs::read_to_string(&recording).unwrap();
+    let bad = path("bad.jsonl");
+    let cases = [
+        (text[..text.len() - 20].to_string(), "line 5: not a complete JSON line"),
+        (text.replace("swarm recording", "swarm replay"), "line 1: not a swarm recording"),
+        (text.replace("\"version\":1", "\"version\":2"), "line 1: recording version 2 is newer"),
+        (text.replace("\"population\"", "\"populace\""), "line 4: bad input: unknown variant `populace`"),
+    ];
+    for (content, needle) in cases {
+        std::fs::write(&bad, content).unwrap();
+        refused(&["--headless", "--replay", &bad], needle);
+    }
+    std::fs::remove_dir_all(dir).ok();
+}

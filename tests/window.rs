@@ -8,6 +8,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use swarm::app::profile::Profiler;
 
 /// How the window can be shown on this machine.
 #[derive(Clone, Copy)]
@@ -51,16 +52,21 @@ fn temp(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs the window; returns stderr.
-fn shoot(display: Display, shot: &Path, assets: Option<&Path>, extra: &[&str]) -> String {
-    let mut command = match display {
+/// The window's command on `display`.
+fn window(display: Display) -> Command {
+    match display {
         Display::Xvfb => {
             let mut command = Command::new("xvfb-run");
             command.args(["-a", "-s", "-screen 0 1600x900x24", env!("CARGO_BIN_EXE_swarm")]);
             command
         }
         Display::Existing => Command::new(env!("CARGO_BIN_EXE_swarm")),
-    };
+    }
+}
+
+/// Runs the window; returns stderr.
+fn shoot(display: Display, shot: &Path, assets: Option<&Path>, extra: &[&str]) -> String {
+    let mut command = window(display);
     command.args(["--frames", "45"]);
     command.arg("--screenshot").arg(shot).args(extra);
     if let Some(dir) = assets {
@@ -139,5 +145,45 @@ fn missing_and_broken_assets_fall_back_with_a_clear_message() {
     assert!(stderr.contains("hunter.png") && stderr.contains("particle.png"), "missing files not named:\n{stderr}");
     let seen = look(&shot);
     assert!(seen.red > 1_000 && seen.blue > 1_000, "fallback sprites not drawn");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A window run with live switches, recorded and saved on close; the headless replay of the recording reaches
+/// every recorded digest and ends in the saved world. (Without --screenshot the window steps by the clock, so the
+/// number of simulation frames varies from run to run: the recording holds them.)
+#[test]
+fn a_recorded_window_run_replays_headless_to_the_saved_world() {
+    let Some(display) = display() else { return };
+    let dir = temp("record");
+    let (recording, saved) = (dir.join("run.jsonl"), dir.join("end.snap"));
+    let out = window(display)
+        .args(["--frames", "90", "--switch-every", "30", "--entities", "2000"])
+        .arg("--record")
+        .arg(&recording)
+        .arg("--save")
+        .arg(&saved)
+        .output()
+        .expect("the window process starts");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "window run failed ({:?}):\n{stderr}", out.status);
+    assert!(stderr.contains("world saved to") && stderr.contains("recording written to"), "{stderr}");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_swarm"))
+        .arg("--headless")
+        .arg("--replay")
+        .arg(&recording)
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "replay failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let switches: Vec<&str> = stdout.lines().filter(|l| l.contains("  backend ")).collect();
+    assert_eq!(switches.len(), 2, "two live switches (frames 30 and 60) replayed:\n{stdout}");
+    assert!(switches.iter().all(|l| l.ends_with(": same)")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.contains("  end  ") && l.ends_with(": same)")), "{stdout}");
+    assert!(!stdout.contains("DIFFERS"), "{stdout}");
+
+    let replayed = stdout.lines().find_map(|l| l.strip_prefix("digest: ")).expect("a digest line");
+    let (app, _) = swarm::sim::snapshot::load_file(&saved, None, Profiler::new()).unwrap();
+    assert_eq!(replayed, format!("{:016x}", swarm::sim::digest(&app.world)), "the replay ends in the saved world");
     std::fs::remove_dir_all(dir).ok();
 }

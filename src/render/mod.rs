@@ -4,19 +4,21 @@
 
 pub mod overlay;
 pub mod panel;
+pub mod quick;
 pub mod sprites;
 
 use macroquad::prelude::*;
 use overlay::{FrameTimes, Previous, Readout};
 use panel::{Action, PanelState};
-use sprites::{DrawOrder, DrawScratch, Sprites};
+use quick::QuickSlot;
+use sprites::{DrawScratch, Sprites};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use swarm::app::profile::{Profiler, SpanStat, TraceFile};
-use swarm::app::App;
-use swarm::cli::{BackendChoice, Cli};
-use swarm::ecs::{Backend, Entity};
-use swarm::sim::{build_app_with, census, digest, SimConfig, SimStats, SpawnRequests, DT};
+use swarm::cli::Cli;
+use swarm::ecs::{Backend, Format};
+use swarm::sim::replay::{Input, Recorder, Session, Start, ALIGN_EVERY};
+use swarm::sim::{census, digest, snapshot, SimConfig, SimStats, DT};
 
 /// The most simulation steps one rendered frame may run, so a slow frame does not snowball.
 const MAX_STEPS_PER_FRAME: u32 = 4;
@@ -45,49 +47,124 @@ pub fn conf() -> Conf {
     }
 }
 
+/// The running game. Settings, seed and capacity are the running world's own (its `SimConfig`, `SimRng` and
+/// allocator), so after a load they are the loaded world's, and the panel and a reset follow it.
 struct Game {
     cli: Cli,
-    config: SimConfig,
-    capacity: u32,
-    app: App,
+    session: Session,
     profiler: Profiler,
+    recorder: Option<Recorder>,
+    quick: QuickSlot,
+    /// A message on screen, and when it was shown.
+    message: Option<(String, Instant)>,
     render_id: u64,
     overlay_id: u64,
-    sort_id: u64,
 }
 
 impl Game {
-    fn new(cli: Cli) -> Self {
-        let config = cli.config();
-        let backend = match cli.backend() {
-            BackendChoice::One(b) => b,
-            BackendChoice::All => Backend::SparseSet, // refused by the CLI; a safe default all the same
-        };
-        let capacity = cli.capacity.unwrap_or_else(|| config.default_capacity());
+    fn new(cli: Cli, start: Start) -> Self {
         let profiler = Profiler::new();
-        let app = build_app_with(config.clone(), cli.seed, backend, capacity, profiler.clone());
-        // Registered after the systems, so the overlay lists them last.
-        let sort_id = profiler.register("y_sort");
+        // `start` was checked before the window opened: a snapshot that fails here is a bug, not bad input.
+        let session = Session::new(&start, profiler.clone()).unwrap_or_else(|error| {
+            eprintln!("swarm: cannot start: {error}");
+            std::process::exit(1);
+        });
+        // Registered after the systems and the y-sort, so the overlay lists them last.
         let render_id = profiler.register("render");
         let overlay_id = profiler.register("overlay+panel");
-        Self { cli, config, capacity, app, profiler, render_id, overlay_id, sort_id }
+        let recorder = cli.record.as_ref().map(|path| {
+            Recorder::create(path, &start).unwrap_or_else(|error| {
+                eprintln!("swarm: --record: {error}");
+                std::process::exit(1);
+            })
+        });
+        Self {
+            cli,
+            session,
+            profiler,
+            recorder,
+            quick: QuickSlot::new(quick::path()),
+            message: None,
+            render_id,
+            overlay_id,
+        }
     }
 
-    fn reset(&mut self) {
-        let backend = self.app.world.backend();
-        let mut config = self.config.clone();
-        config.target_population = self.app.world.resource::<SimConfig>().target_population;
-        config.align_every = self.app.world.resource::<SimConfig>().align_every;
-        self.app = build_app_with(config, self.cli.seed, backend, self.capacity, self.profiler.clone());
+    /// Shows `text` on screen for a moment.
+    fn say(&mut self, text: String) {
+        self.message = Some((text, Instant::now()));
+    }
+
+    /// Applies `input` to the session and records it. Only a quick load can fail, and then nothing changed (and
+    /// nothing is recorded).
+    fn input(&mut self, input: Input) -> Result<(), String> {
+        let at = self.session.frame();
+        self.session.apply(&input).map_err(|e| e.to_string())?;
+        if let Some(recorder) = &mut self.recorder {
+            if let Err(error) = recorder.record(at, &input, &self.session) {
+                // The run goes on; the recording would no longer replay, so it stops here, and says so.
+                eprintln!("swarm: recording stopped: {error}");
+                self.say(format!("recording stopped: {error}"));
+                self.recorder = None;
+            }
+        }
+        Ok(())
+    }
+
+    fn quick_save(&mut self) {
+        let world = &self.session.app.world;
+        let message = match snapshot::save(world, Format::Binary) {
+            Ok(bytes) => self.quick.save(bytes, world.resource::<SimStats>().frames),
+            Err(error) => format!("quick save failed: {error}"),
+        };
+        self.say(message);
+    }
+
+    /// Loads the quick slot; returns whether the world was replaced.
+    fn quick_load(&mut self) -> bool {
+        let loaded = self.quick.get().and_then(|bytes| self.input(Input::QuickLoad(bytes)));
+        let ok = loaded.is_ok();
+        self.say(quick::load_message(loaded.map(|()| self.session.frame())));
+        ok
+    }
+
+    /// Ends the run: the recording's end line, `--save`, the trace; exits with `code`, or 1 if any of them fails.
+    fn close(&mut self, trace: Option<TraceFile>, mut code: i32) -> ! {
+        if let Some(recorder) = self.recorder.take() {
+            let path = recorder.path().to_path_buf();
+            match recorder.finish(&self.session) {
+                Ok(()) => eprintln!("recording written to {}", path.display()),
+                Err(error) => {
+                    eprintln!("swarm: --record: {error}");
+                    code = 1;
+                }
+            }
+        }
+        if let Some(path) = &self.cli.save {
+            match snapshot::save_file(&self.session.app.world, path) {
+                Ok(bytes) => eprintln!("world saved to {} ({bytes} bytes)", path.display()),
+                Err(error) => {
+                    eprintln!("swarm: cannot save {}: {error}", path.display());
+                    code = 1;
+                }
+            }
+        }
+        if let Some(trace) = trace {
+            if let Err(error) = trace.finish() {
+                eprintln!("swarm: cannot write trace: {error}");
+                code = 1;
+            }
+        }
+        std::process::exit(code);
     }
 }
 
-/// Runs the window until it is closed, or for `--frames N` (then saves `--screenshot` if asked).
-pub async fn run(cli: Cli) {
+/// Runs the window from `start` until it is closed, or for `--frames N` (then saves `--screenshot` if asked).
+pub async fn run(cli: Cli, start: Start) {
     let frames_limit = cli.frames;
     let screenshot = cli.screenshot.clone();
     let trace_path = cli.trace.clone();
-    let mut game = Game::new(cli);
+    let mut game = Game::new(cli, start);
     let trace = match &trace_path {
         Some(path) => match TraceFile::create(&game.profiler, path.clone()) {
             Ok(file) => Some(file),
@@ -105,12 +182,11 @@ pub async fn run(cli: Cli) {
     let mut previous: Option<Previous> = None;
     let mut readout = Readout::default();
     let mut scratch = DrawScratch::default();
-    let (mut order_buffer, mut sort_scratch): (Vec<Entity>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut text = String::with_capacity(256);
     let mut panel_text = String::with_capacity(64);
     let mut actions: Vec<Action> = Vec::with_capacity(16);
     let mut spans: Vec<SpanStat> = Vec::new();
-    let (mut paused, mut overlay_on, mut order) = (false, true, DrawOrder::Storage);
+    let mut overlay_on = true;
     let mut accumulator = 0.0f32;
     let mut ui_ms = 0.0f32;
     let mut rate_clock = (Instant::now(), 0u64, 0u64, 0.0f32, 0.0f32);
@@ -119,79 +195,71 @@ pub async fn run(cli: Cli) {
     loop {
         let frame_start = Instant::now();
         let dt = get_frame_time(); // read once, handed to the simulation as whole fixed steps
-        let camera = sprites::arena_camera(game.config.arena);
+        let arena = game.session.app.world.resource::<SimConfig>().arena;
+        let camera = sprites::arena_camera(arena);
 
         // Input: keys, panel clicks from the last frame's panel, bursts.
         let over_ui = panel::contains(mouse_position().into());
-        panel::read_input(game.app.world.backend(), |p| camera.screen_to_world(p), over_ui, &mut actions);
+        panel::read_input(game.session.app.world.backend(), |p| camera.screen_to_world(p), over_ui, &mut actions);
         if let Some(k) = game.cli.switch_every {
             if frame > 0 && frame.is_multiple_of(k) {
-                actions.push(Action::Backend(game.app.world.backend().next()));
+                actions.push(Action::Backend(game.session.app.world.backend().next()));
             }
         }
         for action in actions.drain(..) {
-            apply(
-                action,
-                &mut game,
-                &mut paused,
-                &mut overlay_on,
-                &mut order,
-                &mut times,
-                &mut previous,
-                &mut spans,
-                &readout,
-            );
+            apply(action, &mut game, &mut overlay_on, &mut times, &mut previous, &mut spans, &readout);
         }
 
         // Simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible.
         if screenshot.is_some() {
-            game.app.update();
-        } else if !paused {
+            game.session.app.update();
+        } else if !game.session.paused {
             accumulator = (accumulator + dt).min(DT * MAX_STEPS_PER_FRAME as f32);
             while accumulator >= DT {
-                game.app.update();
+                game.session.app.update();
                 accumulator -= DT;
             }
         }
 
         // World.
-        if let DrawOrder::YSorted(method) = order {
-            let world = &mut game.app.world;
-            game.profiler.time("y_sort", game.sort_id, || {
-                swarm::sim::painter::sort_by_y(world, method, &mut order_buffer, &mut sort_scratch)
-            });
-        }
+        game.session.sort();
         clear_background(Color::new(0.035, 0.04, 0.07, 1.0));
         set_camera(&camera);
         {
-            let world = &mut game.app.world;
+            let world = &mut game.session.app.world;
             game.profiler.time("render", game.render_id, || {
-                draw_rectangle(0.0, 0.0, game.config.arena.x, game.config.arena.y, Color::new(0.07, 0.08, 0.12, 1.0));
+                draw_rectangle(0.0, 0.0, arena.x, arena.y, Color::new(0.07, 0.08, 0.12, 1.0));
                 sprites::draw_world(world, &sprites, &mut scratch);
             });
         }
         set_default_camera();
 
-        // Readout, overlay and panel.
-        gather(&mut game, &mut readout, &mut times, &mut rate_clock, paused, frame);
+        // Readout, overlay, panel and message.
+        gather(&mut game, &mut readout, &mut times, &mut rate_clock, frame);
         let ui_start = Instant::now();
         game.profiler.time("overlay+panel", game.overlay_id, || {
             if overlay_on {
                 overlay::draw(&readout, &times, previous.as_ref(), &game.profiler, &mut text);
             }
+            let config = game.session.app.world.resource::<SimConfig>();
             let state = PanelState {
-                backend: game.app.world.backend(),
-                population: game.app.world.resource::<SimConfig>().target_population,
-                paused,
+                backend: game.session.app.world.backend(),
+                population: config.target_population,
+                paused: game.session.paused,
                 overlay: overlay_on,
-                order,
-                align: game.app.world.resource::<SimConfig>().align_every > 0,
+                order: game.session.order,
+                align: config.align_every > 0,
                 ui_ms,
             };
             panel::draw(&state, &mut actions, &mut panel_text);
             draw_text(panel::HELP.as_str(), 10.0, screen_height() - 10.0, 18.0, Color::new(0.75, 0.8, 0.9, 0.9));
             if !sprites.source.ends_with("assets") {
                 draw_text(&sprites.source, 10.0, screen_height() - 30.0, 16.0, Color::new(1.0, 0.6, 0.4, 0.9));
+            }
+            if let Some((message, shown)) = &game.message {
+                if shown.elapsed().as_secs_f32() < quick::MESSAGE_SECONDS {
+                    draw_message(message);
+                }
             }
         });
         ui_ms = ui_start.elapsed().as_secs_f32() * 1e3;
@@ -211,73 +279,86 @@ pub async fn run(cli: Cli) {
                         1
                     }
                 };
-                finish(trace);
-                std::process::exit(code);
+                game.close(trace, code);
             }
         }
         if frames_limit.is_some_and(|limit| frame >= limit) || is_quit_requested() || is_key_pressed(KeyCode::Escape) {
-            finish(trace);
-            std::process::exit(0);
+            game.close(trace, 0);
         }
         next_frame().await;
     }
 }
 
-fn finish(trace: Option<TraceFile>) {
-    if let Some(trace) = trace {
-        if let Err(error) = trace.finish() {
-            eprintln!("swarm: cannot write trace: {error}");
-        }
-    }
+/// A message in a dark box at the bottom left, above the help line (clear of the overlay and the panel).
+fn draw_message(message: &str) {
+    let size = 24;
+    let dims = measure_text(message, None, size, 1.0);
+    let (x, y) = (10.0, screen_height() - 52.0);
+    draw_rectangle(
+        x - 6.0,
+        y - dims.offset_y - 6.0,
+        dims.width + 12.0,
+        dims.height + 12.0,
+        Color::new(0.02, 0.03, 0.06, 0.85),
+    );
+    draw_text(message, x, y, size as f32, Color::new(1.0, 0.85, 0.45, 1.0));
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Turns a panel or key action into a session input (recorded), or does it here when it only concerns the window.
 fn apply(
     action: Action,
     game: &mut Game,
-    paused: &mut bool,
     overlay_on: &mut bool,
-    order: &mut DrawOrder,
     times: &mut FrameTimes,
     previous: &mut Option<Previous>,
     spans: &mut Vec<SpanStat>,
     readout: &Readout,
 ) {
-    match action {
-        Action::Backend(backend) if backend != game.app.world.backend() => {
+    let world = &game.session.app.world;
+    let input = match action {
+        Action::Backend(backend) if backend != world.backend() => {
             // Keep the outgoing backend's last figures beside the new ones.
             game.profiler.snapshot(spans);
             *previous = Some(Previous {
-                backend: game.app.world.backend(),
+                backend: world.backend(),
                 frames: times.summary(),
                 bytes: readout.bytes,
                 systems: spans.iter().map(|s| s.last_ms).collect(),
             });
-            game.app.world.set_backend(backend);
             times.clear();
+            Input::Backend(backend)
         }
-        Action::Backend(_) => {}
-        Action::Population(delta) => {
-            let config = game.app.world.resource_mut::<SimConfig>();
-            config.target_population = (config.target_population as i64 + delta).clamp(0, game.capacity as i64) as u32;
-        }
-        Action::TogglePause => *paused = !*paused,
-        Action::Step => {
-            *paused = true;
-            game.app.update();
-        }
+        Action::Backend(_) => return,
+        Action::Population(delta) => Input::Population(delta),
+        Action::TogglePause => Input::Pause(!game.session.paused),
+        Action::Step => Input::Step,
         Action::Reset => {
-            game.reset();
             times.clear();
             *previous = None;
+            Input::Reset
         }
-        Action::ToggleOverlay => *overlay_on = !*overlay_on,
-        Action::CycleOrder => *order = order.next(),
+        Action::ToggleOverlay => {
+            *overlay_on = !*overlay_on;
+            return;
+        }
+        Action::CycleOrder => Input::DrawOrder(game.session.order.next()),
         Action::ToggleAlign => {
-            let config = game.app.world.resource_mut::<SimConfig>();
-            config.align_every = if config.align_every == 0 { 30 } else { 0 };
+            let on = world.resource::<SimConfig>().align_every > 0;
+            Input::AlignEvery(if on { 0 } else { ALIGN_EVERY })
         }
-        Action::Burst(at) => game.app.world.resource_mut::<SpawnRequests>().0.push(at),
+        Action::Burst(at) => Input::Burst(at),
+        Action::QuickSave => return game.quick_save(),
+        Action::QuickLoad => {
+            if game.quick_load() {
+                times.clear();
+                *previous = None;
+            }
+            return;
+        }
+    };
+    // (Only a quick load can fail, and it is handled above.)
+    if let Err(error) = game.input(input) {
+        game.say(error);
     }
 }
 
@@ -286,10 +367,10 @@ fn gather(
     readout: &mut Readout,
     times: &mut FrameTimes,
     rate_clock: &mut (Instant, u64, u64, f32, f32),
-    paused: bool,
     frame: u32,
 ) {
-    let world = &mut game.app.world;
+    let paused = game.session.paused;
+    let world = &mut game.session.app.world;
     let stats = world.resource::<SimStats>().clone();
     let elapsed = rate_clock.0.elapsed().as_secs_f32();
     if elapsed >= 1.0 {

@@ -28,13 +28,17 @@ pub enum Action {
     ToggleAlign,
     /// Spawn a burst of fighters at this arena point.
     Burst(Vec2),
+    /// Save the world to the quick slot.
+    QuickSave,
+    /// Load the world from the quick slot.
+    QuickLoad,
 }
 
 /// The keys, listed in the help line and the README.
 pub static HELP: LazyLock<String> = LazyLock::new(|| {
     format!(
         "1-{} backend  Tab next  Space pause  . step  R reset  O overlay  Y draw order  A align  +/- population  \
-         click: burst  Esc quit",
+         click: burst  F5/F9 quick save/load  Esc quit",
         Backend::ALL.len()
     )
 });
@@ -192,6 +196,8 @@ pub fn read_input(current: Backend, to_arena: impl Fn(Vec2) -> Vec2, over_ui: bo
         (KeyCode::KpAdd, Action::Population(1000)),
         (KeyCode::Minus, Action::Population(-1000)),
         (KeyCode::KpSubtract, Action::Population(-1000)),
+        (KeyCode::F5, Action::QuickSave),
+        (KeyCode::F9, Action::QuickLoad),
     ];
     for (key, action) in pressed {
         if is_key_pressed(key) {

@@ -5,8 +5,9 @@
 use macroquad::prelude::*;
 use std::path::Path;
 use swarm::art::Sprite;
-use swarm::ecs::{SortMethod, World};
+use swarm::ecs::World;
 use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Velocity};
+pub use swarm::sim::painter::DrawOrder;
 use swarm::sim::SimConfig;
 
 /// The three textures, and where they came from.
@@ -66,37 +67,6 @@ pub struct DrawScratch {
 const RED: u8 = 1;
 const BLUE: u8 = 2;
 const HUNTER: u8 = 4;
-
-/// How the sprites are ordered before drawing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DrawOrder {
-    /// Whatever order the backend iterates in.
-    Storage,
-    /// Painter's order by y, by sorting the position pool (sparse-set backend) with this method.
-    YSorted(SortMethod),
-}
-
-impl DrawOrder {
-    /// The next choice of the panel's toggle.
-    pub fn next(self) -> Self {
-        match self {
-            DrawOrder::Storage => DrawOrder::YSorted(SortMethod::InPlace),
-            DrawOrder::YSorted(SortMethod::InPlace) => DrawOrder::YSorted(SortMethod::Permutation),
-            DrawOrder::YSorted(SortMethod::Permutation) => DrawOrder::YSorted(SortMethod::Hybrid),
-            DrawOrder::YSorted(SortMethod::Hybrid) => DrawOrder::Storage,
-        }
-    }
-
-    /// For the panel.
-    pub fn label(self) -> &'static str {
-        match self {
-            DrawOrder::Storage => "storage order",
-            DrawOrder::YSorted(SortMethod::InPlace) => "y-sort: in-place",
-            DrawOrder::YSorted(SortMethod::Permutation) => "y-sort: permutation",
-            DrawOrder::YSorted(SortMethod::Hybrid) => "y-sort: hybrid",
-        }
-    }
-}
 
 /// Draws particles, then fighters (tinted by team, dimmed as they lose health), hunters with their own sprite.
 pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch) {

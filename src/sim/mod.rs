@@ -16,6 +16,7 @@ pub mod hunt;
 pub mod lifecycle;
 pub mod movement;
 pub mod painter;
+pub mod replay;
 pub mod report;
 pub mod snapshot;
 pub mod spawn;

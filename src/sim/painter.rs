@@ -5,6 +5,58 @@
 use super::components::{Health, Position};
 use crate::ecs::{Entity, SortMethod, World};
 
+/// How the window orders the sprites before drawing. A y-sort reorders the pools every drawn frame, so it is an
+/// input of the run like a backend switch: it changes no value, but it changes what the profile shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DrawOrder {
+    /// Whatever order the backend iterates in.
+    #[default]
+    Storage,
+    /// Painter's order by y, by sorting the position pool (sparse-set backend) with this method.
+    YSorted(SortMethod),
+}
+
+impl DrawOrder {
+    /// Every choice, in the panel's cycle.
+    pub const ALL: [DrawOrder; 4] = [
+        DrawOrder::Storage,
+        DrawOrder::YSorted(SortMethod::InPlace),
+        DrawOrder::YSorted(SortMethod::Permutation),
+        DrawOrder::YSorted(SortMethod::Hybrid),
+    ];
+
+    /// The next choice of the panel's toggle.
+    pub fn next(self) -> Self {
+        let at = Self::ALL.iter().position(|o| *o == self).unwrap_or(0);
+        Self::ALL[(at + 1) % Self::ALL.len()]
+    }
+
+    /// For the panel.
+    pub fn label(self) -> &'static str {
+        match self {
+            DrawOrder::Storage => "storage order",
+            DrawOrder::YSorted(SortMethod::InPlace) => "y-sort: in-place",
+            DrawOrder::YSorted(SortMethod::Permutation) => "y-sort: permutation",
+            DrawOrder::YSorted(SortMethod::Hybrid) => "y-sort: hybrid",
+        }
+    }
+
+    /// A short name for files: "storage", "y-sort in-place", "y-sort permutation" or "y-sort hybrid".
+    pub fn name(self) -> &'static str {
+        match self {
+            DrawOrder::Storage => "storage",
+            DrawOrder::YSorted(SortMethod::InPlace) => "y-sort in-place",
+            DrawOrder::YSorted(SortMethod::Permutation) => "y-sort permutation",
+            DrawOrder::YSorted(SortMethod::Hybrid) => "y-sort hybrid",
+        }
+    }
+
+    /// The order named `name` (see [`DrawOrder::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.name() == name)
+    }
+}
+
 /// Sorts as described above; `order` and `scratch` are reused buffers. Returns whether it sorted (false on other
 /// backends).
 pub fn sort_by_y(world: &mut World, method: SortMethod, order: &mut Vec<Entity>, scratch: &mut Vec<u32>) -> bool {
@@ -24,6 +76,17 @@ mod tests {
     use crate::ecs::Backend;
     use crate::sim::components::{Position, Velocity};
     use crate::sim::{build_app, SimConfig};
+
+    #[test]
+    fn draw_orders_cycle_and_round_trip_their_names() {
+        let mut order = DrawOrder::default();
+        for expected in DrawOrder::ALL.into_iter().skip(1).chain([DrawOrder::Storage]) {
+            order = order.next();
+            assert_eq!(order, expected);
+            assert_eq!(DrawOrder::from_name(order.name()), Some(order));
+        }
+        assert_eq!(DrawOrder::from_name("y-sort"), None);
+    }
 
     #[test]
     fn fighters_come_out_top_to_bottom_with_every_method() {

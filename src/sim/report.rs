@@ -137,27 +137,13 @@ pub struct Run {
     app: crate::app::App,
     frames: u32,
     switch_every: Option<u32>,
-    started_on: Backend,
-    frame_ms: Vec<f64>,
-    peak_storage: usize,
-    switches: u32,
-    switch_ms: f64,
+    meter: Meter,
 }
 
 impl Run {
     /// A run of `frames` frames of `app`, switching backends every `switch_every` frames if asked.
     pub fn new(app: crate::app::App, frames: u32, switch_every: Option<u32>) -> Self {
-        Self {
-            started_on: app.world.backend(),
-            app,
-            frames,
-            switch_every,
-            // Grows as needed: a huge --frames must not reserve memory up front.
-            frame_ms: Vec::with_capacity((frames as usize).min(1 << 16)),
-            peak_storage: 0,
-            switches: 0,
-            switch_ms: 0.0,
-        }
+        Self { meter: Meter::new(&app, frames as usize), app, frames, switch_every }
     }
 
     /// The app being run.
@@ -167,7 +153,7 @@ impl Run {
 
     /// Frames run so far.
     pub fn done(&self) -> u32 {
-        self.frame_ms.len() as u32
+        self.meter.frames()
     }
 
     /// Frames the run will take.
@@ -192,21 +178,64 @@ impl Run {
                 let next = app.world.backend().next();
                 let t = Instant::now();
                 app.world.set_backend(next);
-                self.switch_ms += t.elapsed().as_secs_f64() * 1e3;
-                self.switches += 1;
+                self.meter.switched(t.elapsed().as_secs_f64() * 1e3);
             }
         }
         let t = Instant::now();
         app.update();
-        self.frame_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        self.peak_storage = self.peak_storage.max(app.world.storage_bytes());
+        self.meter.frame(t.elapsed().as_secs_f64() * 1e3, app);
     }
 
     /// The report of the frames run, and the app.
     pub fn finish(self) -> (Report, crate::app::App) {
-        let Run { app, started_on, frame_ms, peak_storage, switches, switch_ms, .. } = self;
-        let frames = frame_ms.len() as u32;
-        let mut sorted = frame_ms.clone();
+        (self.meter.report(&self.app), self.app)
+    }
+}
+
+/// The figures of a run gathered as it goes (frame times, switches, peak storage), made into a [`Report`] at the
+/// end. [`run_app`] uses it, and so does a replay, which runs frames between recorded inputs.
+#[derive(Clone, Debug)]
+pub struct Meter {
+    started_on: Backend,
+    frame_ms: Vec<f64>,
+    peak_storage: usize,
+    switches: u32,
+    switch_ms: f64,
+}
+
+impl Meter {
+    /// A meter for a run of `app` that starts now; `frames` is a guess of the run's length (for the buffer).
+    pub fn new(app: &crate::app::App, frames: usize) -> Self {
+        Self {
+            started_on: app.world.backend(),
+            frame_ms: Vec::with_capacity(frames.min(1 << 16)),
+            peak_storage: 0,
+            switches: 0,
+            switch_ms: 0.0,
+        }
+    }
+
+    /// Counts one frame of `ms` milliseconds, after which `app` is as the frame left it.
+    pub fn frame(&mut self, ms: f64, app: &crate::app::App) {
+        self.frame_ms.push(ms);
+        self.peak_storage = self.peak_storage.max(app.world.storage_bytes());
+    }
+
+    /// Counts one live backend switch of `ms` milliseconds.
+    pub fn switched(&mut self, ms: f64) {
+        self.switches += 1;
+        self.switch_ms += ms;
+    }
+
+    /// Frames counted so far.
+    pub fn frames(&self) -> u32 {
+        self.frame_ms.len() as u32
+    }
+
+    /// The report of the run so far, `app` being where it ended (its profiler holds the per-system times).
+    pub fn report(&self, app: &crate::app::App) -> Report {
+        let frames = self.frames();
+        let mut sorted = self.frame_ms.clone();
         sorted.sort_by(f64::total_cmp);
         let mut spans: Vec<SpanStat> = Vec::new();
         app.profiler().snapshot(&mut spans);
@@ -229,12 +258,13 @@ impl Run {
             .collect();
         let stats = app.world.resource::<SimStats>().clone();
         let totals = app.world.command_totals();
-        let report = Report {
-            backend: started_on.name().to_string(),
+        let switches = self.switches;
+        Report {
+            backend: self.started_on.name().to_string(),
             switches,
-            switch_mean_ms: if switches == 0 { 0.0 } else { switch_ms / switches as f64 },
+            switch_mean_ms: if switches == 0 { 0.0 } else { self.switch_ms / switches as f64 },
             frames,
-            mean_ms: frame_ms.iter().sum::<f64>() / frames_f,
+            mean_ms: self.frame_ms.iter().sum::<f64>() / frames_f,
             p50_ms: percentile(&sorted, 50.0),
             p99_ms: percentile(&sorted, 99.0),
             max_ms: sorted.last().copied().unwrap_or(0.0),
@@ -251,11 +281,10 @@ impl Run {
             commands_skipped: totals.skipped,
             stale_caught: stats.stale_caught,
             storage_bytes: app.world.storage_bytes(),
-            peak_storage_bytes: peak_storage,
+            peak_storage_bytes: self.peak_storage,
             allocator_bytes: app.world.entities().bytes(),
             digest: format!("{:016x}", digest(&app.world)),
-        };
-        (report, app)
+        }
     }
 }
 

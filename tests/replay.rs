@@ -1,0 +1,238 @@
+//! Recording and replay: a session driven the way the window drives it (through `Session::apply`, each input
+//! written by a `Recorder`) replays headless to the same digest after every input and at the end; a tampered
+//! digest is reported; bad recordings are refused naming the line.
+
+use glam::Vec2;
+use swarm::app::profile::Profiler;
+use swarm::ecs::{Backend, Format, SortMethod};
+use swarm::sim::painter::DrawOrder;
+use swarm::sim::replay::{replay, Check, Input, Recorder, Recording, Session, Start};
+use swarm::sim::{snapshot, SimConfig, SimStats};
+
+const POPULATION: u32 = 1_200;
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("swarm-replay-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn new_start(seed: u64) -> Start {
+    let config = SimConfig::with_population(POPULATION);
+    Start::New { capacity: config.default_capacity(), config, seed, backend: Backend::SparseSet }
+}
+
+/// Drives a session like the window: some frames (a y-sort after each, as a drawn frame does), then inputs, each
+/// applied and recorded. Returns the digest at the end and the number of inputs.
+fn record_a_session(path: &std::path::Path) -> (u64, usize) {
+    let start = new_start(7);
+    let mut session = Session::new(&start, Profiler::new()).unwrap();
+    let mut recorder = Recorder::create(path, &start).unwrap();
+    let mut quick_slot = None;
+    let mut inputs = 0;
+    let plan: Vec<(u32, Vec<Input>)> = vec![
+        (30, vec![Input::Burst(Vec2::new(812.0, 400.5)), Input::Population(1000)]),
+        (20, vec![Input::Backend(Backend::Archetype), Input::Burst(Vec2::new(100.25, 900.0))]),
+        (25, vec![Input::DrawOrder(DrawOrder::YSorted(SortMethod::Hybrid)), Input::Backend(Backend::SparseSet)]),
+        (15, vec![Input::AlignEvery(30), Input::Pause(true), Input::Step, Input::Step, Input::Pause(false)]),
+        (10, vec![]), // quick save here (not an input: it changes nothing)
+        (40, vec![Input::Population(-1500), Input::Backend(Backend::BTree), Input::Reset]),
+        (35, vec![Input::Backend(Backend::DenseArray), Input::Burst(Vec2::new(1500.0, 200.0))]),
+        (20, vec![]), // quick load of the save above
+        (30, vec![Input::Population(400), Input::DrawOrder(DrawOrder::Storage), Input::Backend(Backend::HashMap)]),
+    ];
+    for (step, (frames, batch)) in plan.into_iter().enumerate() {
+        for _ in 0..frames {
+            session.app.update();
+            session.sort();
+        }
+        if step == 4 {
+            quick_slot = Some(snapshot::save(&session.app.world, Format::Binary).unwrap());
+        }
+        let batch = if step == 7 { vec![Input::QuickLoad(quick_slot.clone().unwrap())] } else { batch };
+        for input in batch {
+            let at = session.frame();
+            session.apply(&input).unwrap();
+            recorder.record(at, &input, &session).unwrap();
+            inputs += 1;
+        }
+    }
+    for _ in 0..25 {
+        session.app.update();
+        session.sort();
+    }
+    assert!(session.app.world.resource::<SimStats>().deaths > 0, "nobody died: the test proves little");
+    let end = session.digest();
+    recorder.finish(&session).unwrap();
+    (end, inputs)
+}
+
+fn replay_file(path: &std::path::Path) -> (swarm::sim::replay::Replayed, Vec<Check>) {
+    let recording = Recording::read(path).unwrap();
+    let mut checks = Vec::new();
+    let replayed = replay(&recording, Profiler::new(), |_| {}, |c| checks.push(c.clone())).unwrap();
+    (replayed, checks)
+}
+
+#[test]
+fn a_recorded_session_replays_to_the_same_digests() {
+    let dir = temp("same");
+    let path = dir.join("run.jsonl");
+    let (end, inputs) = record_a_session(&path);
+    let (replayed, checks) = replay_file(&path);
+    assert_eq!(checks.len(), inputs + 1, "one check per input and one for the end");
+    for check in &checks {
+        assert!(check.same(), "{check}");
+    }
+    assert!(replayed.complete && replayed.differs == 0);
+    assert_eq!(replayed.report.digest, format!("{end:016x}"));
+    assert_eq!(swarm::sim::digest(&replayed.app.world), end);
+    // The inputs really happened: the reset sends the frame back, the quick load (of a world from before the
+    // reset, further on) forward again.
+    let frames: Vec<u64> = checks.iter().map(|c| c.frame).collect();
+    assert_eq!(frames.windows(2).filter(|w| w[1] < w[0]).count(), 1, "{frames:?}");
+    let quick = checks.iter().position(|c| matches!(c.input, Some(Input::QuickLoad(_)))).unwrap();
+    assert!(frames[quick + 1] > frames[quick] + 30 + 10, "{frames:?}");
+    assert!(replayed.report.switches >= 5, "backend switches are counted: {}", replayed.report.switches);
+    assert!(replayed.report.systems.iter().any(|s| s.name == "y_sort" && s.mean_ms > 0.0), "the y-sort was replayed");
+    let line = checks.iter().find(|c| matches!(c.input, Some(Input::Burst(_)))).unwrap().to_string();
+    assert!(line.starts_with("frame 30  burst (812.0, 400.5)  digest ") && line.ends_with(": same)"), "{line}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_tampered_digest_differs_and_a_cut_recording_replays_to_its_last_input() {
+    let dir = temp("tampered");
+    let path = dir.join("run.jsonl");
+    record_a_session(&path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+
+    // Change one digit of the fourth input's digest.
+    let line = lines[4];
+    let at = line.find("\"digest\":\"").unwrap() + 10;
+    let digit = if &line[at..at + 1] == "0" { "1" } else { "0" };
+    let tampered = format!("{}{digit}{}", &line[..at], &line[at + 1..]);
+    let mut edited = lines.clone();
+    edited[4] = &tampered;
+    std::fs::write(&path, edited.join("\n")).unwrap();
+    let (replayed, checks) = replay_file(&path);
+    assert_eq!(replayed.differs, 1);
+    let bad: Vec<&Check> = checks.iter().filter(|c| !c.same()).collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].line, 5);
+    assert!(bad[0].to_string().ends_with(": DIFFERS)"), "{}", bad[0]);
+
+    // Without the end line (the window was killed): every input is replayed, then it stops.
+    std::fs::write(&path, lines[..lines.len() - 1].join("\n")).unwrap();
+    let (replayed, checks) = replay_file(&path);
+    assert!(!replayed.complete);
+    assert_eq!(replayed.differs, 0);
+    assert_eq!(checks.len(), lines.len() - 2);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_run_from_a_snapshot_records_it_and_replays_from_it() {
+    let dir = temp("snapshot");
+    let path = dir.join("run.jsonl");
+    let mut earlier = Session::new(&new_start(3), Profiler::new()).unwrap();
+    for _ in 0..50 {
+        earlier.app.update();
+    }
+    // A JSON snapshot is embedded as binary.
+    let json = snapshot::save(&earlier.app.world, Format::Json).unwrap();
+    let start = Start::snapshot(json, Some(Backend::Archetype)).unwrap();
+    let Start::Snapshot { bytes, .. } = &start else { panic!("a snapshot start") };
+    assert!(bytes.starts_with(b"SWARMSNP"));
+    let mut session = Session::new(&start, Profiler::new()).unwrap();
+    assert_eq!(session.app.world.backend(), Backend::Archetype);
+    assert_eq!(session.digest(), earlier.digest());
+    let mut recorder = Recorder::create(&path, &start).unwrap();
+    for _ in 0..20 {
+        session.app.update();
+    }
+    let input = Input::Burst(Vec2::new(10.0, 10.0));
+    session.apply(&input).unwrap();
+    recorder.record(session.frame(), &input, &session).unwrap();
+    // A reset after a load restarts the loaded world's settings and seed from frame 0.
+    let at = session.frame();
+    session.apply(&Input::Reset).unwrap();
+    recorder.record(at, &Input::Reset, &session).unwrap();
+    assert_eq!(session.frame(), 0);
+    assert_eq!(session.app.world.resource::<SimConfig>(), earlier.app.world.resource::<SimConfig>());
+    let fresh = Session::new(&new_start(3), Profiler::new()).unwrap();
+    assert_eq!(session.digest(), fresh.digest());
+    for _ in 0..10 {
+        session.app.update();
+    }
+    recorder.finish(&session).unwrap();
+    let (replayed, checks) = replay_file(&path);
+    assert_eq!(checks.len(), 3);
+    assert_eq!(replayed.differs, 0, "{checks:?}");
+    assert_eq!(replayed.report.backend, "archetype");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_bad_quick_load_changes_nothing() {
+    let mut session = Session::new(&new_start(5), Profiler::new()).unwrap();
+    for _ in 0..40 {
+        session.app.update();
+    }
+    let (before, frame) = (session.digest(), session.frame());
+    let good = snapshot::save(&session.app.world, Format::Binary).unwrap();
+    let error = session.apply(&Input::QuickLoad(good[..good.len() / 2].to_vec())).unwrap_err();
+    assert!(error.to_string().contains("truncated snapshot"), "{error}");
+    assert_eq!((session.digest(), session.frame()), (before, frame));
+}
+
+#[test]
+fn bad_recordings_are_refused_naming_the_line() {
+    let dir = temp("bad");
+    let path = dir.join("run.jsonl");
+    record_a_session(&path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<String> = text.lines().map(String::from).collect();
+    let with = |n: usize, line: &str| {
+        let mut edited = lines.clone();
+        edited[n] = line.to_string();
+        edited.join("\n")
+    };
+    let header = &lines[0];
+    let quick = lines.iter().position(|l| l.contains("quick_load")).unwrap();
+    let cases: Vec<(String, usize, &str)> = vec![
+        (text[..text.len() / 2].to_string(), 0, "not a complete JSON line"),
+        (with(0, &header.replace("swarm recording", "swarm snapshot")), 1, "not a swarm recording"),
+        (with(0, &header.replace("\"version\":1", "\"version\":7")), 1, "version 7 is newer"),
+        (
+            with(2, r#"{"frame":40,"input":{"teleport":1},"digest":"0000000000000000"}"#),
+            3,
+            "unknown variant `teleport`",
+        ),
+        (with(2, r#"{"frame":40,"input":"step","digest":"xyz"}"#), 3, "not 16 hex digits"),
+        (with(2, r#"{"frame":40,"input":{"backend":"sparse"},"digest":"0000000000000000"}"#), 3, "unknown backend"),
+        (
+            with(quick, r#"{"frame":99,"input":{"quick_load":"@@@"},"digest":"0000000000000000"}"#),
+            quick + 1,
+            "bad base64",
+        ),
+        (
+            with(quick, r#"{"frame":99,"input":{"quick_load":"AAAA"},"digest":"0000000000000000"}"#),
+            quick + 1,
+            "quick load's snapshot",
+        ),
+        (with(2, r#"{"frame":1,"input":"step","digest":"0000000000000000"}"#), 3, "is before frame"),
+        (format!("{text}{}\n", lines[1]), lines.len() + 1, "after the end line"),
+        (String::new(), 1, "empty file"),
+    ];
+    for (content, line, needle) in cases {
+        let error = Recording::parse(&content).unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains(needle), "expected {needle:?}: {message}");
+        if line > 0 {
+            assert_eq!(error.line, line, "{message}");
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
