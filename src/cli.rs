@@ -70,6 +70,10 @@ pub struct Cli {
     /// compact binary).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    /// Headless: write the backends' comparison as an SVG chart to FILE (frame time split by system, p99, bytes
+    /// per entity; with --backend all, one bar per backend).
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
     /// Start from the world saved in FILE instead of the seed (its settings, seed and capacity come with it).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["entities", "seed", "capacity", "align_every"])]
     pub load: Option<PathBuf>,
@@ -139,6 +143,12 @@ impl Cli {
         output("--trace", &self.trace, &["json"])?;
         output("--screenshot", &self.screenshot, &["png"])?;
         output("--save", &self.save, &[])?;
+        output("--chart", &self.chart, &["svg"])?;
+        if self.chart.is_some() && !self.headless {
+            return conflict(
+                "--chart writes the headless comparison; add --headless (the window has its compare view)",
+            );
+        }
         output("--record", &self.record, &[])?;
         for (flag, path) in [("--load", &self.load), ("--replay", &self.replay)] {
             if let Some(path) = path {

@@ -12,7 +12,7 @@ use swarm::app::App;
 use swarm::cli::{BackendChoice, Cli};
 use swarm::ecs::Backend;
 use swarm::sim::replay::{self, Recording, Start};
-use swarm::sim::{report, snapshot};
+use swarm::sim::{chart, compare, report, snapshot};
 
 fn main() -> ExitCode {
     let cli = Cli::parse_or_exit();
@@ -67,6 +67,10 @@ fn headless(cli: &Cli) -> ExitCode {
         (None, None) => vec![Some(Backend::default())],
     };
     let mut reports = Vec::new();
+    // The runs' own reports (the table and the chart), without the alignment comparison's extra runs.
+    let mut compared = Vec::new();
+    let frames = cli.run_settings(Backend::default()).frames;
+    let progress = progress_bar(frames as u64 * backends.len() as u64, cli.json);
     for backend in backends {
         let app = match &loaded {
             Some(bytes) => snapshot::load_app(bytes, backend, Profiler::new()).expect("checked above").0,
@@ -85,15 +89,20 @@ fn headless(cli: &Cli) -> ExitCode {
             }
         });
         // (The path was checked with the flags, before anything ran.)
-        let mut trace = None;
-        let (report, app) = report::run_app(app, settings.frames, settings.switch_every, |app| {
-            trace = start_trace(app, trace_path.as_deref());
-        });
+        let trace = start_trace(&app, trace_path.as_deref());
+        let mut run = report::Run::new(app, settings.frames, settings.switch_every);
+        progress.set_message(backend.name());
+        while !run.is_done() {
+            run.step();
+            progress.inc(1);
+        }
+        let (report, app) = run.finish();
         if !finish_trace(trace, cli.json) {
             return ExitCode::FAILURE;
         }
-        if !cli.json {
-            println!("{report}");
+        compared.push(report.clone());
+        if !cli.json && cli.backend() != BackendChoice::All {
+            progress.suspend(|| println!("{report}"));
         }
         if !save(cli, &app) {
             return ExitCode::FAILURE;
@@ -104,7 +113,7 @@ fn headless(cli: &Cli) -> ExitCode {
             plain.config.align_every = 0;
             let without = report::run(&plain, |_| {});
             if !cli.json {
-                print_alignment(&report, &without, cli.align_every);
+                progress.suspend(|| print_alignment(&report, &without, cli.align_every));
             }
             reports.push(report);
             reports.push(without);
@@ -112,11 +121,22 @@ fn headless(cli: &Cli) -> ExitCode {
         }
         reports.push(report);
     }
+    progress.finish_and_clear();
     let digests_differ = cli.backend() == BackendChoice::All && reports.iter().any(|r| r.digest != reports[0].digest);
     if cli.json {
         println!("{}", serde_json::to_string_pretty(&reports).expect("reports serialize"));
     } else if cli.backend() == BackendChoice::All {
-        println!("digests {} across backends", if digests_differ { "DIFFER" } else { "equal" });
+        // One side-by-side table (its last line says whether the digests agree).
+        print!("{}", compare::table(&compared));
+    }
+    if let Some(path) = &cli.chart {
+        let start = match &cli.load {
+            Some(file) => format!("from {}", file.display()),
+            None => format!("seed {}, {} fighters wanted", cli.seed, cli.entities),
+        };
+        if !write_chart(path, &compared, &start, cli.json) {
+            return ExitCode::FAILURE;
+        }
     }
     if digests_differ {
         eprintln!("swarm: the backends ended in different worlds (digests differ)");
@@ -211,6 +231,16 @@ fn replay(cli: &Cli, path: &Path) -> ExitCode {
     if !save(cli, &replayed.app) {
         return ExitCode::FAILURE;
     }
+    if let Some(chart) = &cli.chart {
+        if !write_chart(
+            chart,
+            std::slice::from_ref(&replayed.report),
+            &format!("replay of {}", path.display()),
+            cli.json,
+        ) {
+            return ExitCode::FAILURE;
+        }
+    }
     if replayed.differs > 0 {
         eprintln!(
             "swarm: the replay DIFFERS from the recording: {} of {} digests differ",
@@ -222,6 +252,39 @@ fn replay(cli: &Cli, path: &Path) -> ExitCode {
         println!("replay matches the recording ({} digests the same)", replayed.checks);
     }
     ExitCode::SUCCESS
+}
+
+/// Writes the chart of `reports` to `path` (checked with the flags); false if that failed (said on stderr).
+fn write_chart(path: &Path, reports: &[report::Report], start: &str, quiet: bool) -> bool {
+    let Some(first) = reports.first() else { return true };
+    let title = format!("Swarm: {} frames, {start}, {} live at the end", first.frames, first.live);
+    let svg = chart::svg(reports, &title);
+    match swarm::files::write_whole(path, |temp| std::fs::write(temp, svg).map_err(|e| e.to_string())) {
+        Ok(()) => {
+            if !quiet {
+                eprintln!("chart written to {}", path.display());
+            }
+            true
+        }
+        Err(error) => {
+            eprintln!("swarm: cannot write chart {}: {error}", path.display());
+            false
+        }
+    }
+}
+
+/// A progress bar on stderr for the headless runs: drawn only on a terminal and never with `--json`, so piped
+/// output and JSON stay clean.
+fn progress_bar(total: u64, json: bool) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if json || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} frames, {eta} left") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
 }
 
 fn per_backend(path: &std::path::Path, backend: Backend) -> std::path::PathBuf {

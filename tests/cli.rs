@@ -35,17 +35,31 @@ fn bad_input_is_refused_clearly() {
 }
 
 #[test]
-fn headless_reports_every_backend_with_one_digest() {
-    let (code, out, err) = swarm(&["--headless", "--frames", "40", "--entities", "300", "--backend", "all"]);
+fn headless_compares_every_backend_in_one_table_and_a_chart() {
+    let dir = std::env::temp_dir().join(format!("swarm-chart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let chart = dir.join("compare.svg");
+    let args = ["--headless", "--frames", "40", "--entities", "300", "--backend", "all", "--chart"];
+    let (code, out, err) = swarm(&[&args[..], &[chart.to_str().unwrap()]].concat());
     assert_eq!(code, 0, "{err}");
-    for name in ["sparse-set", "hash-map", "btree", "dense-array", "archetype"] {
-        assert!(out.contains(&format!("== backend: {name}")), "no report for {name}:\n{out}");
-    }
-    let digests: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("digest: ")).collect();
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["backend", "sparse-set", "hash-map", "btree", "dense-array", "archetype"], "{out}");
+    let digests: Vec<&str> =
+        out.lines().find_map(|l| l.strip_prefix("digest ")).unwrap().split_whitespace().collect();
     assert_eq!(digests.len(), 5);
-    assert!(digests.iter().all(|d| *d == digests[0] && d.len() == 16));
+    assert!(digests.iter().all(|d| *d == digests[0] && d.len() == 16), "{digests:?}");
     assert!(out.contains("digests equal across backends"));
-    assert!(out.contains("resolve_collisions"), "per-system times missing:\n{out}");
+    for row in ["frame ms, p99", "  combat", "    resolve_collisions", "bytes per entity"] {
+        assert!(out.contains(row), "no row {row:?}:\n{out}");
+    }
+    // Piped: no progress bar (no carriage returns or escape codes) on stderr.
+    assert!(!err.contains('\r') && !err.contains('\u{1b}'), "progress drawn to a pipe: {err:?}");
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(svg.starts_with("<svg") && svg.matches(r#"class="bytes""#).count() == 5, "{svg}");
+    assert!(svg.contains(&format!("all 5 backends ended on digest {}", digests[0])));
+    refused(&["--chart", "c.svg"], "add --headless");
+    refused(&["--headless", "--chart", dir.join("c.png").to_str().unwrap()], "must end in .svg");
+    std::fs::remove_dir_all(dir).ok();
 }
 
 #[test]

@@ -11,8 +11,8 @@ const PALETTE: [&str; 10] =
     ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
 
 const WIDTH: f64 = 1000.0;
-const LABEL: f64 = 110.0; // left column: backend names
-const TIME_W: f64 = 560.0; // the frame-time panel
+const LABEL: f64 = 170.0; // left column: backend names and their figures
+const TIME_W: f64 = 520.0; // the frame-time panel
 const GAP: f64 = 40.0;
 const BYTES_W: f64 = WIDTH - LABEL - TIME_W - GAP - 30.0;
 const ROW: f64 = 44.0;
@@ -23,13 +23,18 @@ fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// A scale's end: the smallest of 1, 2 or 5 times a power of ten at or above `max`.
+/// A scale's end: the smallest round number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten) at or above
+/// `max`, so the longest bar fills most of its panel.
 fn nice(max: f64) -> f64 {
     if max <= 0.0 || !max.is_finite() {
         return 1.0;
     }
     let power = 10f64.powf(max.log10().floor());
-    [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * power).find(|&v| v >= max).unwrap_or(10.0 * power)
+    [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        .iter()
+        .map(|m| m * power)
+        .find(|&v| v >= max)
+        .unwrap_or(10.0 * power)
 }
 
 /// The chart of `reports` (one per backend), under `title`.
@@ -37,7 +42,7 @@ pub fn svg(reports: &[Report], title: &str) -> String {
     let systems: Vec<&str> =
         reports.first().map_or(Vec::new(), |r| r.systems.iter().map(|s| s.name.as_str()).collect());
     let legend_rows = systems.len().div_ceil(4);
-    let height = TOP + ROW * reports.len() as f64 + 50.0 + 22.0 * legend_rows as f64;
+    let height = TOP + ROW * reports.len() as f64 + 64.0 + 22.0 * legend_rows as f64;
     let time_max = nice(reports.iter().map(|r| r.p99_ms.max(r.mean_ms)).fold(0.0, f64::max));
     let bytes_max = nice(reports.iter().map(bytes_per_entity).fold(0.0, f64::max));
     let agree = reports.windows(2).all(|w| w[0].digest == w[1].digest);
@@ -61,6 +66,17 @@ pub fn svg(reports: &[Report], title: &str) -> String {
     )
     .ok();
     writeln!(w, r#"<text x="{bytes_x}" y="{}">bytes per entity; axis to {bytes_max}</text>"#, TOP - 8.0).ok();
+    let axis_y = TOP + ROW * reports.len() as f64 - 6.0;
+    for (at, value) in [(0.0, 0.0), (0.5, time_max / 2.0), (1.0, time_max)] {
+        let x = LABEL + at * TIME_W;
+        writeln!(w, r##"<line x1="{x:.2}" x2="{x:.2}" y1="{TOP}" y2="{axis_y:.2}" stroke="#ddd"/>"##).ok();
+        writeln!(
+            w,
+            r##"<text x="{x:.2}" y="{:.2}" text-anchor="middle" fill="#555" font-size="11">{value} ms</text>"##,
+            axis_y + 13.0
+        )
+        .ok();
+    }
     for (row, report) in reports.iter().enumerate() {
         let y = TOP + ROW * row as f64;
         let bar_h = ROW - 16.0;
@@ -68,7 +84,7 @@ pub fn svg(reports: &[Report], title: &str) -> String {
             w,
             r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
             LABEL - 8.0,
-            y + bar_h * 0.7,
+            y + bar_h * 0.45,
             escape(&report.backend)
         )
         .ok();
@@ -95,9 +111,9 @@ pub fn svg(reports: &[Report], title: &str) -> String {
         .ok();
         writeln!(
             w,
-            r##"<text x="{:.2}" y="{:.2}" fill="#333">{:.2} mean, {:.2} p99</text>"##,
-            p99.max(x) + 6.0,
-            y + bar_h * 0.7,
+            r##"<text x="{:.2}" y="{:.2}" text-anchor="end" fill="#555" font-size="11">mean {:.2}, p99 {:.2} ms</text>"##,
+            LABEL - 8.0,
+            y + bar_h + 4.0,
             report.mean_ms,
             report.p99_ms
         )
@@ -107,7 +123,7 @@ pub fn svg(reports: &[Report], title: &str) -> String {
         writeln!(w, r##"<rect class="bytes" x="{bytes_x:.2}" y="{y:.2}" width="{width:.2}" height="{bar_h:.2}" fill="#8c8c8c"/>"##).ok();
         writeln!(w, r#"<text x="{:.2}" y="{:.2}">{bytes:.0}</text>"#, bytes_x + width + 4.0, y + bar_h * 0.7).ok();
     }
-    let legend_y = TOP + ROW * reports.len() as f64 + 20.0;
+    let legend_y = TOP + ROW * reports.len() as f64 + 34.0;
     for (i, name) in systems.iter().enumerate() {
         let (col, row) = ((i % 4) as f64, (i / 4) as f64);
         let (x, y) = (LABEL + col * 200.0, legend_y + row * 22.0);
@@ -178,9 +194,9 @@ mod tests {
         let time = widths(&svg, "system");
         assert_eq!(time.len(), 4);
         assert!((time[0] - TIME_W / 5.0).abs() < 0.01 && (time[1] - 3.0 * TIME_W / 5.0).abs() < 0.01, "{time:?}");
-        // 40 and 80 bytes per entity on an axis to 100.
+        // 40 and 80 bytes per entity on an axis to 80.
         let bytes = widths(&svg, "bytes");
-        assert!((bytes[0] - 0.4 * BYTES_W).abs() < 0.01 && (bytes[1] - 0.8 * BYTES_W).abs() < 0.01, "{bytes:?}");
+        assert!((bytes[0] - 0.5 * BYTES_W).abs() < 0.01 && (bytes[1] - BYTES_W).abs() < 0.01, "{bytes:?}");
         assert_eq!(svg.matches(r#"class="p99""#).count(), 2);
         assert!(svg.contains("all 2 backends ended on digest 00000000000000ab"));
         let mut differ = reports.clone();
@@ -192,8 +208,9 @@ mod tests {
     #[test]
     fn axes_end_on_round_numbers() {
         assert_eq!(nice(4.2), 5.0);
-        assert_eq!(nice(0.37), 0.5);
-        assert_eq!(nice(120.0), 200.0);
+        assert_eq!(nice(0.37), 0.4);
+        assert_eq!(nice(120.0), 150.0);
+        assert_eq!(nice(21.8), 25.0);
         assert_eq!(nice(0.0), 1.0);
     }
 }

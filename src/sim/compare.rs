@@ -98,7 +98,8 @@ impl Comparison {
 /// The reports side by side: one column per backend; rows for frame times, each system, memory and the digest.
 pub fn table(reports: &[Report]) -> String {
     let mut out = String::new();
-    let width = reports.iter().map(|r| r.backend.len()).max().unwrap_or(0).max(11);
+    // Wide enough for a backend's name and a digest (16 hex digits).
+    let width = reports.iter().map(|r| r.backend.len()).max().unwrap_or(0).max(16);
     let row = |out: &mut String, label: &str, cells: &mut dyn Iterator<Item = String>| {
         write!(out, "{label:<22}").ok();
         for cell in cells {
@@ -112,10 +113,24 @@ pub fn table(reports: &[Report]) -> String {
     row(&mut out, "frame ms, p50", &mut ms(|r| r.p50_ms));
     row(&mut out, "frame ms, p99", &mut ms(|r| r.p99_ms));
     row(&mut out, "frame ms, max", &mut ms(|r| r.max_ms));
+    // Groups with their systems under them, then the systems in no group, as the report prints them.
     if let Some(first) = reports.first() {
-        for (i, system) in first.systems.iter().enumerate() {
-            let cells = reports.iter().map(|r| r.systems.get(i).map_or("-".into(), |s| format!("{:.3}", s.mean_ms)));
-            row(&mut out, &format!("  {}", system.name), &mut cells.collect::<Vec<_>>().into_iter());
+        let ms_of = |r: &Report, name: &str| {
+            let group = r.groups.iter().find(|g| g.name == name).map(|g| g.mean_ms);
+            group.or_else(|| r.systems.iter().find(|s| s.name == name).map(|s| s.mean_ms))
+        };
+        let mut labels: Vec<(String, String)> = Vec::new();
+        for group in &first.groups {
+            labels.push((format!("  {}", group.name), group.name.clone()));
+            labels.extend(group.systems.iter().map(|s| (format!("    {s}"), s.clone())));
+        }
+        for system in first.systems.iter().filter(|s| !first.groups.iter().any(|g| g.systems.contains(&s.name))) {
+            labels.push((format!("  {}", system.name), system.name.clone()));
+        }
+        for (label, name) in labels {
+            let cells: Vec<String> =
+                reports.iter().map(|r| ms_of(r, &name).map_or("-".into(), |ms| format!("{ms:.3}"))).collect();
+            row(&mut out, &label, &mut cells.into_iter());
         }
     }
     row(&mut out, "live at end", &mut reports.iter().map(|r| r.live.to_string()));
@@ -159,7 +174,10 @@ mod tests {
         }
         assert_eq!(comparison.reports()[0].digest, format!("{:016x}", crate::sim::digest(&app.world)));
         let table = table(comparison.reports());
-        assert!(table.contains("resolve_collisions") && table.contains("digests equal"), "{table}");
+        assert!(
+            table.contains("    resolve_collisions") && table.contains("  combat") && table.contains("digests equal"),
+            "{table}"
+        );
         assert_eq!(table.lines().next().unwrap().split_whitespace().count(), 6, "{table}");
         let mut differing = comparison.reports().to_vec();
         differing[2].digest = "0".repeat(16);
