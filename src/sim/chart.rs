@@ -23,8 +23,9 @@ fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// A scale's end: the smallest of 1, 2 or 5 times a power of ten at or above `max`.
-fn nice(max: f64) -> f64 {
+/// A scale's end: the smallest of 1, 2 or 5 times a power of ten at or above `max` (the window's compare view
+/// uses it too).
+pub fn nice(max: f64) -> f64 {
     if max <= 0.0 || !max.is_finite() {
         return 1.0;
     }
