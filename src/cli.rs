@@ -86,6 +86,14 @@ pub struct Cli {
         "load", "entities", "seed", "capacity", "align_every", "backend", "switch_every", "frames",
     ])]
     pub replay: Option<PathBuf>,
+    /// Window: open the compare view (this moment run on every backend, key C) once --frames frames have run, or
+    /// at once without --frames; with --frames the window exits when the comparison is done (after --screenshot).
+    #[arg(long)]
+    pub compare: bool,
+    /// Frames each backend runs in the window's compare view.
+    #[arg(long, value_name = "N", default_value_t = 120,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub compare_frames: u32,
 }
 
 /// Prints a clap error with the usage line and exits with its status (2 for refusals, 0 for `--help`).
@@ -170,6 +178,9 @@ impl Cli {
                     "--record records the window's inputs; drop --headless (replay a recording with --headless \
                      --replay FILE)",
                 );
+            }
+            if self.compare {
+                return conflict("--compare opens the window's compare view; headless, use --backend all");
             }
         } else {
             if self.replay.is_some() {

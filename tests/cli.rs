@@ -44,8 +44,7 @@ fn headless_compares_every_backend_in_one_table_and_a_chart() {
     assert_eq!(code, 0, "{err}");
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(header, ["backend", "sparse-set", "hash-map", "btree", "dense-array", "archetype"], "{out}");
-    let digests: Vec<&str> =
-        out.lines().find_map(|l| l.strip_prefix("digest ")).unwrap().split_whitespace().collect();
+    let digests: Vec<&str> = out.lines().find_map(|l| l.strip_prefix("digest ")).unwrap().split_whitespace().collect();
     assert_eq!(digests.len(), 5);
     assert!(digests.iter().all(|d| *d == digests[0] && d.len() == 16), "{digests:?}");
     assert!(out.contains("digests equal across backends"));

@@ -236,3 +236,56 @@ fn bad_recordings_are_refused_naming_the_line() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_group_turned_off_is_recorded_replays_the_same_and_marks_the_run_modified() {
+    let dir = temp("group");
+    let path = dir.join("run.jsonl");
+    let start = new_start(11);
+    let mut session = Session::new(&start, Profiler::new()).unwrap();
+    let mut recorder = Recorder::create(&path, &start).unwrap();
+    let mut plain = Session::new(&start, Profiler::new()).unwrap();
+    let plan = [
+        (40, Input::Group { name: "combat".into(), enabled: false }),
+        (30, Input::Group { name: "combat".into(), enabled: true }),
+        (20, Input::Group { name: "spawning".into(), enabled: false }),
+    ];
+    for (frames, input) in plan {
+        for _ in 0..frames {
+            session.app.update();
+            plain.app.update();
+        }
+        let at = session.frame();
+        session.apply(&input).unwrap();
+        recorder.record(at, &input, &session).unwrap();
+    }
+    for _ in 0..30 {
+        session.app.update();
+        plain.app.update();
+    }
+    assert!(session.app.is_modified() && !plain.app.is_modified());
+    assert_eq!(session.app.is_group_enabled("spawning"), Some(false));
+    assert_ne!(session.digest(), plain.digest(), "turning combat off changed the run");
+    recorder.finish(&session).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(r#""input":{"group":{"name":"combat","enabled":false}}"#), "{text}");
+
+    let (replayed, checks) = replay_file(&path);
+    assert_eq!(checks.len(), 4);
+    assert_eq!(replayed.differs, 0, "{checks:?}");
+    assert_eq!(replayed.report.digest, format!("{:016x}", session.digest()));
+    assert!(replayed.report.modified, "the report says the run was modified");
+    let spawning = replayed.report.groups.iter().find(|g| g.name == "spawning").unwrap();
+    assert!(!spawning.enabled);
+    assert!(replayed.report.to_string().contains("(modified: a group of systems was turned off)"));
+    assert_eq!(checks[0].to_string().split("  ").nth(1), Some("group combat off"));
+
+    // An unknown group is refused by name, at its line, and changes nothing.
+    let error = session.apply(&Input::Group { name: "weather".into(), enabled: false }).unwrap_err();
+    assert!(error.to_string().contains("no system group is named `weather`"), "{error}");
+    let bad = text.replace(r#""name":"spawning""#, r#""name":"weather""#);
+    let recording = Recording::parse(&bad).unwrap();
+    let error = replay(&recording, Profiler::new(), |_| {}, |_| {}).err().unwrap();
+    assert!(error.starts_with("line 4: no system group is named `weather`"), "{error}");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -133,6 +133,30 @@ fn window_runs_and_the_screenshot_shows_the_game() {
 }
 
 #[test]
+fn the_compare_view_runs_every_backend_and_draws_its_chart() {
+    let Some(display) = display() else { return };
+    let dir = temp("compare");
+    let shot = dir.join("compare.png");
+    // --compare opens the view after --frames frames; the screenshot waits until the comparison is done.
+    shoot(display, &shot, None, &["--entities", "1500", "--compare", "--compare-frames", "15"]);
+    let image = image::open(&shot).expect("the screenshot is a PNG").to_rgba8();
+    let count = |rgb: u32| {
+        let [want_r, want_g, want_b] = [(rgb >> 16) as i32, (rgb >> 8 & 0xff) as i32, (rgb & 0xff) as i32];
+        let close = |p: &image::Rgba<u8>| {
+            let [r, g, b, _] = p.0.map(i32::from);
+            (r - want_r).abs() <= 3 && (g - want_g).abs() <= 3 && (b - want_b).abs() <= 3
+        };
+        image.pixels().filter(|p| close(p)).count()
+    };
+    // The first systems' colours (legend squares and bars; the chart's palette), and the bytes-per-entity bars.
+    for colour in [0x4e79a7, 0xf28e2b, 0xe15759, 0x59a14f] {
+        assert!(count(colour) >= 200, "colour {colour:06x}: {} pixels", count(colour));
+    }
+    assert!(count(0x8c8c8c) > 5_000, "bytes bars: {} pixels", count(0x8c8c8c));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn missing_and_broken_assets_fall_back_with_a_clear_message() {
     let Some(display) = display() else { return };
     let dir = temp("assets");

@@ -290,6 +290,12 @@ impl App {
         Ok(())
     }
 
+    /// Whether the group `name` runs; `None` if no group has that name. Unlike [`App::groups`] it allocates
+    /// nothing, so a window can ask every frame.
+    pub fn is_group_enabled(&self, name: &str) -> Option<bool> {
+        self.groups.iter().find(|g| g.name == name).map(|g| g.enabled)
+    }
+
     /// Whether a group was ever turned off in this app.
     pub fn is_modified(&self) -> bool {
         self.modified

@@ -515,6 +515,34 @@ impl World {
         (&self.entities, store)
     }
 
+    /// How many live entities have `T`, without visiting them: the length of `T`'s pool, or the row counts of the
+    /// tables that hold `T`. Every backend keeps that number anyway, so this costs nothing per entity, unlike
+    /// counting with a query (a walk of every row on the b-tree, hash map and dense-array backends).
+    ///
+    /// ```
+    /// use swarm::ecs::{Backend, World};
+    /// struct Red;
+    /// let mut world = World::new();
+    /// world.spawn((Red,)).unwrap();
+    /// world.spawn((Red, 1u8)).unwrap();
+    /// world.spawn((2u8,)).unwrap();
+    /// for backend in Backend::ALL {
+    ///     world.set_backend(backend);
+    ///     assert_eq!(world.count_of::<Red>(), 2);
+    ///     assert_eq!(world.count_of::<u32>(), 0);
+    /// }
+    /// ```
+    pub fn count_of<T: 'static>(&self) -> usize {
+        let Some(id) = self.components.id::<T>() else { return 0 };
+        match &self.storage {
+            Storage::Tables(archetypes) => {
+                archetypes.tables().iter().filter(|t| t.column_slot(id).is_some()).map(|t| t.len()).sum()
+            }
+            // A type registered by a refused query or spawn may have no pool yet: then nobody has it.
+            Storage::Pools { pools, .. } => pools.get(id as usize).and_then(|p| p.as_deref()).map_or(0, |p| p.len()),
+        }
+    }
+
     /// Whether `entity` is alive and has `T`.
     pub fn has<T: 'static>(&self, entity: Entity) -> bool {
         self.get::<T>(entity).is_some()

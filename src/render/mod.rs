@@ -2,13 +2,15 @@
 //! simulation whole fixed steps (macroquad's `arkanoid` pattern), draws the world, the overlay and the panel, and
 //! applies the user's actions.
 
+pub mod compare;
 pub mod overlay;
 pub mod panel;
 pub mod quick;
 pub mod sprites;
 
+use compare::CompareView;
 use macroquad::prelude::*;
-use overlay::{FrameTimes, Previous, Readout};
+use overlay::{FrameTimes, Previous, Readout, Tree};
 use panel::{Action, PanelState};
 use quick::QuickSlot;
 use sprites::{DrawScratch, Sprites};
@@ -59,6 +61,7 @@ struct Game {
     message: Option<(String, Instant)>,
     render_id: u64,
     overlay_id: u64,
+    digest_id: u64,
 }
 
 impl Game {
@@ -72,6 +75,7 @@ impl Game {
         // Registered after the systems and the y-sort, so the overlay lists them last.
         let render_id = profiler.register("render");
         let overlay_id = profiler.register("overlay+panel");
+        let digest_id = profiler.register("digest (on demand)");
         let recorder = cli.record.as_ref().map(|path| {
             Recorder::create(path, &start).unwrap_or_else(|error| {
                 eprintln!("swarm: --record: {error}");
@@ -87,6 +91,7 @@ impl Game {
             message: None,
             render_id,
             overlay_id,
+            digest_id,
         }
     }
 
@@ -95,8 +100,8 @@ impl Game {
         self.message = Some((text, Instant::now()));
     }
 
-    /// Applies `input` to the session and records it. Only a quick load can fail, and then nothing changed (and
-    /// nothing is recorded).
+    /// Applies `input` to the session and records it. Only a quick load or an unknown group can fail, and then
+    /// nothing changed (and nothing is recorded).
     fn input(&mut self, input: Input) -> Result<(), String> {
         let at = self.session.frame();
         self.session.apply(&input).map_err(|e| e.to_string())?;
@@ -187,6 +192,12 @@ pub async fn run(cli: Cli, start: Start) {
     let mut actions: Vec<Action> = Vec::with_capacity(16);
     let mut spans: Vec<SpanStat> = Vec::new();
     let mut overlay_on = true;
+    let mut overlay_area = Rect::default();
+    let mut tree = Tree::new(&game.session.app, &game.profiler);
+    // The compare view, when open; `--compare` opens it once `--frames` frames have run (at once without).
+    let mut compare: Option<CompareView> = None;
+    let mut compare_due = game.cli.compare;
+    let compare_frames = game.cli.compare_frames;
     let mut accumulator = 0.0f32;
     let mut ui_ms = 0.0f32;
     let mut rate_clock = (Instant::now(), 0u64, 0u64, 0.0f32, 0.0f32);
@@ -198,20 +209,42 @@ pub async fn run(cli: Cli, start: Start) {
         let arena = game.session.app.world.resource::<SimConfig>().arena;
         let camera = sprites::arena_camera(arena);
 
-        // Input: keys, panel clicks from the last frame's panel, bursts.
-        let over_ui = panel::contains(mouse_position().into());
+        if compare_due && frames_limit.is_none_or(|limit| frame >= limit) {
+            compare_due = false;
+            actions.push(Action::Compare);
+        }
+        // Esc closes the compare view; only without one does it quit.
+        let mut quit = false;
+        if is_key_pressed(KeyCode::Escape) {
+            quit = compare.take().is_none();
+        }
+
+        // Input: keys, panel and overlay clicks from the last frame's drawing, bursts.
+        let pointer = mouse_position().into();
+        let over_ui = panel::contains(pointer) || (overlay_on && compare.is_none() && overlay_area.contains(pointer));
         panel::read_input(game.session.app.world.backend(), |p| camera.screen_to_world(p), over_ui, &mut actions);
         if let Some(k) = game.cli.switch_every {
             if frame > 0 && frame.is_multiple_of(k) {
                 actions.push(Action::Backend(game.session.app.world.backend().next()));
             }
         }
+        let mut digest_wanted = false;
         for action in actions.drain(..) {
-            apply(action, &mut game, &mut overlay_on, &mut times, &mut previous, &mut spans, &readout);
+            match action {
+                Action::Compare if compare.is_some() => compare = None,
+                Action::Compare => compare = Some(CompareView::open(&game.session.app.world, compare_frames)),
+                // The game is frozen while the compare view is open: it shows that moment.
+                _ if compare.is_some() => {}
+                Action::Digest => digest_wanted = true,
+                _ => apply(action, &mut game, &mut overlay_on, &mut times, &mut previous, &mut spans, &readout),
+            }
         }
 
-        // Simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible.
-        if screenshot.is_some() {
+        // Simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible. The
+        // compare view freezes it (without a pause input: nothing changes the simulation).
+        if let Some(view) = &mut compare {
+            view.step(compare::BUDGET);
+        } else if screenshot.is_some() {
             game.session.app.update();
         } else if !game.session.paused {
             accumulator = (accumulator + dt).min(DT * MAX_STEPS_PER_FRAME as f32);
@@ -234,12 +267,29 @@ pub async fn run(cli: Cli, start: Start) {
         }
         set_default_camera();
 
+        // The digest on demand (D, a click on its line), and once per frame shown while paused: timed apart, and
+        // left out of the frame times, so asking for it does not show up as a slow frame.
+        let sim_frame = game.session.frame();
+        let mut apart_ms = 0.0;
+        if digest_wanted || (game.session.paused && readout.digest.is_none_or(|(_, at)| at != sim_frame)) {
+            let start = Instant::now();
+            let world = &game.session.app.world;
+            readout.digest =
+                Some(game.profiler.time("digest (on demand)", game.digest_id, || (digest(world), sim_frame)));
+            apart_ms = start.elapsed().as_secs_f32() * 1e3;
+            readout.digest_ms = apart_ms;
+        }
+
         // Readout, overlay, panel and message.
-        gather(&mut game, &mut readout, &mut times, &mut rate_clock, frame);
         let ui_start = Instant::now();
         game.profiler.time("overlay+panel", game.overlay_id, || {
-            if overlay_on {
-                overlay::draw(&readout, &times, previous.as_ref(), &game.profiler, &mut text);
+            gather(&game, &mut readout, &mut times, &mut rate_clock);
+            tree.refresh(&game.session.app);
+            if let Some(view) = &compare {
+                view.draw(screen_width() - panel::WIDTH - 8.0, &mut text);
+            } else if overlay_on {
+                overlay_area =
+                    overlay::draw(&readout, &times, previous.as_ref(), &game.profiler, &tree, &mut text, &mut actions);
             }
             let config = game.session.app.world.resource::<SimConfig>();
             let state = PanelState {
@@ -249,6 +299,7 @@ pub async fn run(cli: Cli, start: Start) {
                 overlay: overlay_on,
                 order: game.session.order,
                 align: config.align_every > 0,
+                compare: compare.is_some(),
                 ui_ms,
             };
             panel::draw(&state, &mut actions, &mut panel_text);
@@ -265,24 +316,29 @@ pub async fn run(cli: Cli, start: Start) {
         ui_ms = ui_start.elapsed().as_secs_f32() * 1e3;
 
         frame += 1;
-        times.push(frame_start.elapsed().as_secs_f32() * 1e3);
-
-        if let (Some(limit), Some(path)) = (frames_limit, &screenshot) {
-            if frame >= limit {
-                let code = match save_screenshot(path) {
-                    Ok(()) => {
-                        println!("screenshot saved to {}", path.display());
-                        0
-                    }
-                    Err(error) => {
-                        eprintln!("swarm: cannot save screenshot {}: {error}", path.display());
-                        1
-                    }
-                };
-                game.close(trace, code);
-            }
+        // A frame of the compare view's work is not a frame of the game: kept out of the statistics.
+        if compare.is_none() {
+            times.push(frame_start.elapsed().as_secs_f32() * 1e3 - apart_ms);
         }
-        if frames_limit.is_some_and(|limit| frame >= limit) || is_quit_requested() || is_key_pressed(KeyCode::Escape) {
+
+        // With --compare, --frames ends the run once the comparison is done (and drawn).
+        let done = frames_limit.is_some_and(|limit| frame >= limit)
+            && !compare_due
+            && compare.as_ref().is_none_or(CompareView::is_finished);
+        if let (true, Some(path)) = (done, &screenshot) {
+            let code = match save_screenshot(path) {
+                Ok(()) => {
+                    println!("screenshot saved to {}", path.display());
+                    0
+                }
+                Err(error) => {
+                    eprintln!("swarm: cannot save screenshot {}: {error}", path.display());
+                    1
+                }
+            };
+            game.close(trace, code);
+        }
+        if done || is_quit_requested() || quit {
             game.close(trace, 0);
         }
         next_frame().await;
@@ -347,7 +403,10 @@ fn apply(
             Input::AlignEvery(if on { 0 } else { ALIGN_EVERY })
         }
         Action::Burst(at) => Input::Burst(at),
+        Action::Group(name, enabled) => Input::Group { name: name.to_string(), enabled },
         Action::QuickSave => return game.quick_save(),
+        // Handled by the loop.
+        Action::Compare | Action::Digest => return,
         Action::QuickLoad => {
             if game.quick_load() {
                 times.clear();
@@ -356,30 +415,22 @@ fn apply(
             return;
         }
     };
-    // (Only a quick load can fail, and it is handled above.)
+    // (A quick load's failure is handled above; an unknown group cannot come from the overlay's rows.)
     if let Err(error) = game.input(input) {
         game.say(error);
     }
 }
 
-fn gather(
-    game: &mut Game,
-    readout: &mut Readout,
-    times: &mut FrameTimes,
-    rate_clock: &mut (Instant, u64, u64, f32, f32),
-    frame: u32,
-) {
+/// Fills the readout from counters the frame kept anyway (no query, no walk of the world): see the overlay.
+fn gather(game: &Game, readout: &mut Readout, times: &mut FrameTimes, rate_clock: &mut (Instant, u64, u64, f32, f32)) {
     let paused = game.session.paused;
-    let world = &mut game.session.app.world;
+    let world = &game.session.app.world;
     let stats = world.resource::<SimStats>().clone();
     let elapsed = rate_clock.0.elapsed().as_secs_f32();
     if elapsed >= 1.0 {
         rate_clock.3 = (stats.spawned - rate_clock.1) as f32 / elapsed;
         rate_clock.4 = (stats.deaths - rate_clock.2) as f32 / elapsed;
         *rate_clock = (Instant::now(), stats.spawned, stats.deaths, rate_clock.3, rate_clock.4);
-    }
-    if frame.is_multiple_of(60) {
-        readout.digest = (digest(world), stats.frames);
     }
     let totals = world.command_totals();
     readout.backend = world.backend();
@@ -394,6 +445,7 @@ fn gather(
     readout.sim_frame = stats.frames;
     readout.refused = stats.spawn_refused + totals.refused;
     readout.paused = paused;
+    readout.modified = game.session.app.is_modified();
 }
 
 /// Reads the frame buffer and writes it as a PNG (rows flipped: GL's origin is bottom left).

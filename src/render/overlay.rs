@@ -1,13 +1,19 @@
 //! The frame-time overlay: FPS, frame ms (mean / p50 / p99 / max over the last frames) and their graph with 60
-//! and 30 FPS guide lines, per-system ms (render and overlay included), the population by kind, spawns and deaths
-//! per second, commands, stale handles, storage bytes, backend and digest; and, after a switch, the previous
-//! backend's last figures beside the current ones.
+//! and 30 FPS guide lines, the systems as a tree of groups with their ms (a click on a group turns it off or on),
+//! the window's own spans apart, the population by kind, spawns and deaths per second, commands, stale handles,
+//! storage bytes, backend and digest; and, after a switch, the previous backend's last figures beside the current
+//! ones.
 //!
-//! Text goes through one reused `String`, so the overlay allocates nothing per frame once warm.
+//! The overlay must not disturb what it measures: everything it reads each frame is a counter the frame kept
+//! anyway (the census reads the storage's lengths, no query). The digest walks the whole world, so it is taken
+//! only on demand (D, a click on its line, or once per frame shown while paused), timed apart, and left out of the
+//! frame times. Text goes through one reused `String`, so the overlay allocates nothing per frame once warm.
 
+use super::panel::Action;
 use macroquad::prelude::*;
 use std::fmt::Write;
 use swarm::app::profile::Profiler;
+use swarm::app::{App, Stage};
 use swarm::ecs::Backend;
 use swarm::sim::Census;
 
@@ -103,14 +109,95 @@ pub struct Readout {
     pub stale: u64,
     /// Storage bytes of the current backend.
     pub bytes: usize,
-    /// The digest and the frame it was taken at.
-    pub digest: (u64, u64),
+    /// The last digest taken and the frame it was taken at; `None` until one is asked for.
+    pub digest: Option<(u64, u64)>,
+    /// How long that digest took, in ms (work the overlay did on demand, not counted in the frame times).
+    pub digest_ms: f32,
+    /// A group of systems was turned off at some point: the run is not the plain run of its seed.
+    pub modified: bool,
     /// Simulation frames.
     pub sim_frame: u64,
     /// Spawns refused (world full).
     pub refused: u64,
     /// Paused?
     pub paused: bool,
+}
+
+/// One row of the systems tree: a group with its systems, or a system in no group. Rows are the profiler's.
+enum Node {
+    Group { name: &'static str, row: usize, enabled: bool, systems: Vec<usize> },
+    System(usize),
+}
+
+/// The simulation's systems in run order as a tree (stage order; a group's systems under it), and the spans that
+/// are not the simulation's (the y-sort, render, overlay, on-demand digest) apart. Built once from the app's
+/// layout, which a reset or a quick load keeps; [`Tree::refresh`] reads which groups are on.
+pub struct Tree {
+    nodes: Vec<Node>,
+    apart: Vec<usize>,
+}
+
+impl Tree {
+    /// The tree of `app`'s systems, as rows of `profiler`; spans registered later than this are not shown.
+    pub fn new(app: &App, profiler: &Profiler) -> Self {
+        let names: Vec<String> = profiler.with_timings(|t| t.stats().iter().map(|s| s.name.clone()).collect());
+        let row = |name: &str| names.iter().position(|n| n == name);
+        let groups: Vec<_> = app.groups().collect();
+        let mut nodes = Vec::new();
+        let mut shown = vec![false; names.len()];
+        let show = |name: &str, shown: &mut Vec<bool>| {
+            let at = row(name)?;
+            shown[at] = true;
+            Some(at)
+        };
+        for stage in Stage::FRAME {
+            for system in app.system_names(stage) {
+                match groups.iter().find(|g| g.systems.contains(&system)) {
+                    Some(g) if nodes.iter().any(|n| matches!(n, Node::Group { name, .. } if *name == g.name)) => {}
+                    Some(g) => {
+                        let Some(at) = show(g.name, &mut shown) else { continue };
+                        let systems = g.systems.iter().filter_map(|s| show(s, &mut shown)).collect();
+                        nodes.push(Node::Group { name: g.name, row: at, enabled: g.enabled, systems });
+                    }
+                    None => nodes.extend(show(system, &mut shown).map(Node::System)),
+                }
+            }
+        }
+        // The command buffer is applied after the last stage: part of the frame, in no stage.
+        nodes.extend(show("apply_commands", &mut shown).map(Node::System));
+        let apart = (0..names.len()).filter(|&i| !shown[i]).collect();
+        Self { nodes, apart }
+    }
+
+    /// Reads which groups of `app` are on (a reset or a quick load turns them all on again).
+    pub fn refresh(&mut self, app: &App) {
+        for node in &mut self.nodes {
+            if let Node::Group { name, enabled, .. } = node {
+                *enabled = app.is_group_enabled(name).unwrap_or(true);
+            }
+        }
+    }
+
+    /// The groups that are off.
+    fn off(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.nodes.iter().filter_map(|n| match n {
+            Node::Group { name, enabled: false, .. } => Some(*name),
+            _ => None,
+        })
+    }
+
+    /// Rows of text the tree takes.
+    fn lines(&self) -> usize {
+        let systems: usize =
+            self.nodes.iter().map(|n| if let Node::Group { systems, .. } = n { systems.len() } else { 0 }).sum();
+        self.nodes.len() + systems + 1 + self.apart.len()
+    }
+}
+
+/// Whether the left button went down on the overlay line whose baseline is at `y`.
+fn clicked(x: f32, y: f32, width: f32, line: f32) -> bool {
+    is_mouse_button_pressed(MouseButton::Left)
+        && Rect::new(x, y - line + 4.0, width, line).contains(mouse_position().into())
 }
 
 /// The last figures of the backend before the latest switch.
@@ -126,20 +213,24 @@ pub struct Previous {
     pub systems: Vec<f64>,
 }
 
-/// Draws the overlay in screen space at the top left. `text` is the reused buffer.
+/// Draws the overlay in screen space at the top left; a click on a group's row pushes [`Action::Group`], on the
+/// digest line [`Action::Digest`]. Returns the overlay's box (clicks there are not bursts). `text` is the reused
+/// buffer.
 pub fn draw(
     readout: &Readout,
     times: &FrameTimes,
     previous: Option<&Previous>,
     profiler: &Profiler,
+    tree: &Tree,
     text: &mut String,
-) {
+    actions: &mut Vec<Action>,
+) -> Rect {
     let (x0, y0, width) = (10.0, 10.0, 560.0);
     let line = 18.0;
-    let rows = profiler.with_timings(|t| t.stats().len());
-    let lines = 9 + rows + previous.is_some() as usize;
+    let lines = 9 + tree.lines() + previous.is_some() as usize + readout.modified as usize;
     let height = lines as f32 * line + 70.0 + line + 8.0;
-    draw_rectangle(x0 - 6.0, y0 - 4.0, width, height, Color::new(0.02, 0.03, 0.06, 0.78));
+    let area = Rect::new(x0 - 6.0, y0 - 4.0, width, height);
+    draw_rectangle(area.x, area.y, area.w, area.h, Color::new(0.02, 0.03, 0.06, 0.78));
     let mut y = y0 + 14.0;
     let put = |text: &str, color: Color, y: &mut f32| {
         draw_text(text, x0, *y, 20.0, color);
@@ -156,9 +247,12 @@ pub fn draw(
     let white = Color::new(0.92, 0.94, 0.98, 1.0);
     let dim = Color::new(0.62, 0.68, 0.78, 1.0);
     let amber = Color::new(1.0, 0.78, 0.35, 1.0);
+    let red = Color::new(1.0, 0.45, 0.4, 1.0);
+    let group = Color::new(0.6, 0.82, 1.0, 1.0);
 
     let paused = if readout.paused { "   PAUSED" } else { "" };
-    say!(amber, "backend: {}   {} fps{paused}", readout.backend, readout.fps);
+    let modified = if readout.modified { "   MODIFIED" } else { "" };
+    say!(amber, "backend: {}   {} fps{paused}{modified}", readout.backend, readout.fps);
     let f = readout.frames;
     say!(white, "frame ms  avg {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}", f.mean, f.p50, f.p99, f.max);
     if let Some(p) = previous {
@@ -185,15 +279,39 @@ pub fn draw(
     }
     y += gh + line;
 
-    put("per-system ms (last frame)", dim, &mut y);
+    put("ms last frame, by group (click a group: off / on)", dim, &mut y);
     profiler.with_timings(|timings| {
-        for (row, s) in timings.stats().iter().enumerate() {
+        let stats = timings.stats();
+        let row = |at: usize, indent: &str, width: usize, colour: Color, off: bool, text: &mut String, y: &mut f32| {
+            let Some(s) = stats.get(at) else { return };
             text.clear();
-            let _ = write!(text, "  {:<20} {:>7.3}", s.name, s.last_ms);
-            if let Some(before) = previous.and_then(|p| p.systems.get(row)) {
-                let _ = write!(text, "   before {before:>7.3}");
+            if off {
+                let _ = write!(text, "{indent}{:<width$}     off   (click: on)", s.name);
+            } else {
+                let _ = write!(text, "{indent}{:<width$} {:>7.3}", s.name, s.last_ms);
+                if let Some(before) = previous.and_then(|p| p.systems.get(at)) {
+                    let _ = write!(text, "   before {before:>7.3}");
+                }
             }
-            put(text, white, &mut y);
+            put(text, if off { red } else { colour }, y);
+        };
+        for node in &tree.nodes {
+            match node {
+                Node::System(at) => row(*at, "  ", 22, white, false, text, &mut y),
+                Node::Group { name, row: at, enabled, systems } => {
+                    if clicked(x0 - 6.0, y, width, line) {
+                        actions.push(Action::Group(name, !enabled));
+                    }
+                    row(*at, "  ", 22, group, !enabled, text, &mut y);
+                    for &system in systems {
+                        row(system, "      ", 18, white, false, text, &mut y);
+                    }
+                }
+            }
+        }
+        put("window, not the simulation", dim, &mut y);
+        for &at in &tree.apart {
+            row(at, "  ", 22, white, false, text, &mut y);
         }
     });
     let c = readout.census;
@@ -207,7 +325,40 @@ pub fn draw(
         let _ = write!(text, "   before ({}): {:.1} KiB", p.backend, p.bytes as f64 / 1024.0);
     }
     put(text, white, &mut y);
-    say!(dim, "digest {:016x} @ frame {}   (sim frame {})", r.digest.0, r.digest.1, r.sim_frame);
+    // The digest line, clickable: on demand only, and marked when a group was turned off.
+    if clicked(x0 - 6.0, y, width, line) {
+        actions.push(Action::Digest);
+    }
+    text.clear();
+    match r.digest {
+        None => {
+            let _ = write!(text, "digest: D or click here (walks the whole world)");
+        }
+        Some((digest, frame)) => {
+            let _ = write!(text, "digest {digest:016x} @ frame {frame}");
+            if frame != r.sim_frame {
+                let _ = write!(text, " (now {}: D)", r.sim_frame);
+            }
+            let _ = write!(text, "  ({:.2} ms, apart)", r.digest_ms);
+        }
+    }
+    put(text, if r.modified { red } else { dim }, &mut y);
+    if r.modified {
+        // Under the digest: it is not the digest of the seed's plain run.
+        text.clear();
+        let mut off = tree.off().peekable();
+        if off.peek().is_none() {
+            let _ = write!(text, "  (modified: a group was turned off)");
+        } else {
+            let _ = write!(text, "  (modified:");
+            for name in off {
+                let _ = write!(text, " {name}");
+            }
+            let _ = write!(text, " off)");
+        }
+        put(text, red, &mut y);
+    }
+    area
 }
 
 #[cfg(test)]

@@ -32,13 +32,19 @@ pub enum Action {
     QuickSave,
     /// Load the world from the quick slot.
     QuickLoad,
+    /// Open the compare view (a snapshot of now, run on every backend), or close it.
+    Compare,
+    /// Take the world digest now (it walks the whole world, so the overlay does it only when asked).
+    Digest,
+    /// Turn the named group of systems on (true) or off.
+    Group(&'static str, bool),
 }
 
 /// The keys, listed in the help line and the README.
 pub static HELP: LazyLock<String> = LazyLock::new(|| {
     format!(
         "1-{} backend  Tab next  Space pause  . step  R reset  O overlay  Y draw order  A align  +/- population  \
-         click: burst  F5/F9 quick save/load  Esc quit",
+         click: burst / group on-off  C compare  D digest  F5/F9 quick save/load  Esc quit",
         Backend::ALL.len()
     )
 });
@@ -71,6 +77,8 @@ pub struct PanelState {
     pub order: DrawOrder,
     /// Pool alignment on?
     pub align: bool,
+    /// Compare view open?
+    pub compare: bool,
     /// CPU ms of the last overlay + panel draw.
     pub ui_ms: f32,
 }
@@ -78,7 +86,7 @@ pub struct PanelState {
 /// Width of the panel in pixels.
 pub const WIDTH: f32 = 250.0;
 /// The panel's height: its fixed rows plus one button row (30 px) per backend.
-const HEIGHT: f32 = 300.0 + 30.0 * Backend::ALL.len() as f32;
+const HEIGHT: f32 = 330.0 + 30.0 * Backend::ALL.len() as f32;
 const MARGIN: f32 = 8.0;
 
 fn origin() -> Vec2 {
@@ -171,6 +179,10 @@ pub fn draw(state: &PanelState, actions: &mut Vec<Action>, text: &mut String) {
     ) {
         actions.push(Action::ToggleAlign);
     }
+    y += 30.0;
+    if button(Rect::new(x, y, w, 26.0), "compare backends (C)", state.compare) {
+        actions.push(Action::Compare);
+    }
     y += 44.0;
     text.clear();
     let _ = write!(text, "overlay+panel {:.3} ms CPU", state.ui_ms);
@@ -198,6 +210,8 @@ pub fn read_input(current: Backend, to_arena: impl Fn(Vec2) -> Vec2, over_ui: bo
         (KeyCode::KpSubtract, Action::Population(-1000)),
         (KeyCode::F5, Action::QuickSave),
         (KeyCode::F9, Action::QuickLoad),
+        (KeyCode::C, Action::Compare),
+        (KeyCode::D, Action::Digest),
     ];
     for (key, action) in pressed {
         if is_key_pressed(key) {

@@ -24,8 +24,8 @@ fn escape(text: &str) -> String {
 }
 
 /// A scale's end: the smallest round number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten) at or above
-/// `max`, so the longest bar fills most of its panel.
-fn nice(max: f64) -> f64 {
+/// `max`, so the longest bar fills most of its panel (the window's compare view uses it too).
+pub fn nice(max: f64) -> f64 {
     if max <= 0.0 || !max.is_finite() {
         return 1.0;
     }

@@ -73,13 +73,41 @@ pub struct Census {
     pub particles: u32,
 }
 
-/// Counts live entities by kind (one query per kind).
+/// Counts live entities by kind from the storage's own lengths ([`World::count_of`]): no entity is visited, so
+/// the window can read it every frame on any backend without disturbing the frame it measures.
 pub fn census(world: &World) -> Census {
     use components::{Blue, Hunter, Particle, Red};
     Census {
-        red: world.query_ref::<(&Red,)>().count() as u32,
-        blue: world.query_ref::<(&Blue,)>().count() as u32,
-        hunters: world.query_ref::<(&Hunter,)>().count() as u32,
-        particles: world.query_ref::<(&Particle,)>().count() as u32,
+        red: world.count_of::<Red>() as u32,
+        blue: world.count_of::<Blue>() as u32,
+        hunters: world.count_of::<Hunter>() as u32,
+        particles: world.count_of::<Particle>() as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use components::{Blue, Hunter, Particle, Red};
+
+    #[test]
+    fn the_census_matches_counting_queries_on_every_backend() {
+        let config = SimConfig::with_population(600);
+        let mut app = build_app(config.clone(), 5, Backend::SparseSet, config.default_capacity());
+        for backend in Backend::ALL {
+            app.world.set_backend(backend);
+            for _ in 0..40 {
+                app.update();
+            }
+            let world = &app.world;
+            let counted = Census {
+                red: world.query_ref::<(&Red,)>().count() as u32,
+                blue: world.query_ref::<(&Blue,)>().count() as u32,
+                hunters: world.query_ref::<(&Hunter,)>().count() as u32,
+                particles: world.query_ref::<(&Particle,)>().count() as u32,
+            };
+            assert_eq!(census(world), counted, "{backend}");
+            assert!(counted.red > 0 && counted.hunters > 0 && counted.particles > 0, "{counted:?}");
+        }
     }
 }

@@ -28,7 +28,7 @@ use super::painter::{sort_by_y, DrawOrder};
 use super::report::{Meter, Report};
 use super::{build_app_with, digest, snapshot};
 use crate::app::profile::Profiler;
-use crate::app::App;
+use crate::app::{App, UnknownGroup};
 use crate::ecs::{Backend, Entity, Format, SnapshotError, MAGIC};
 use base64::Engine as _;
 use glam::Vec2;
@@ -69,6 +69,40 @@ pub enum Input {
     DrawOrder(#[serde(with = "order_name")] DrawOrder),
     /// Replace the running world by this snapshot (binary), on the backend it was saved on.
     QuickLoad(#[serde(with = "base64_bytes")] Vec<u8>),
+    /// Turn a named group of systems off or on ([`App::set_group_enabled`]); turning one off marks the run as
+    /// modified. A reset or a quick load builds a new app, with every group on.
+    Group {
+        /// The group's name.
+        name: String,
+        /// On or off.
+        enabled: bool,
+    },
+}
+
+/// Why [`Session::apply`] refused an input; the session is as it was.
+#[derive(Debug)]
+pub enum InputError {
+    /// A quick load's snapshot does not load.
+    Snapshot(SnapshotError),
+    /// No group of systems has that name.
+    Group(UnknownGroup),
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::Snapshot(error) => error.fmt(f),
+            InputError::Group(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+impl From<SnapshotError> for InputError {
+    fn from(error: SnapshotError) -> Self {
+        InputError::Snapshot(error)
+    }
 }
 
 impl fmt::Display for Input {
@@ -85,6 +119,7 @@ impl fmt::Display for Input {
             Input::AlignEvery(n) => write!(f, "align every {n}"),
             Input::DrawOrder(order) => write!(f, "draw order {}", order.name()),
             Input::QuickLoad(bytes) => write!(f, "quick load ({} bytes)", bytes.len()),
+            Input::Group { name, enabled } => write!(f, "group {name} {}", if *enabled { "on" } else { "off" }),
         }
     }
 }
@@ -220,8 +255,9 @@ impl Session {
         digest(&self.app.world)
     }
 
-    /// Applies `input`. Only a quick load can fail (a snapshot that does not load), and then nothing changes.
-    pub fn apply(&mut self, input: &Input) -> Result<(), SnapshotError> {
+    /// Applies `input`. Only a quick load (a snapshot that does not load) and a group (an unknown name) can fail,
+    /// and then nothing changes.
+    pub fn apply(&mut self, input: &Input) -> Result<(), InputError> {
         let world = &mut self.app.world;
         match input {
             Input::Population(delta) => {
@@ -243,6 +279,7 @@ impl Session {
                 // Built aside: a snapshot that fails to load leaves the running world as it was.
                 self.app = snapshot::load_app(bytes, None, self.profiler.clone())?.0;
             }
+            Input::Group { name, enabled } => self.app.set_group_enabled(name, *enabled).map_err(InputError::Group)?,
         }
         Ok(())
     }
