@@ -1,9 +1,10 @@
 //! The simulation: determinism across backends and live switches, full worlds, churn, bad settings.
 
+use glam::Vec2;
 use swarm::ecs::Backend;
 use swarm::sim::components::{Blue, Position, Red};
 use swarm::sim::report::{run, RunSettings};
-use swarm::sim::{build_app, digest, Scenario, SimConfig, SimStats};
+use swarm::sim::{build_app, digest, Scenario, SimConfig, SimStats, StaleCatches};
 
 fn settings(seed: u64, population: u32, frames: u32, backend: Backend, switch_every: Option<u32>) -> RunSettings {
     let config = SimConfig::with_population(population);
@@ -216,3 +217,19 @@ fn armies_are_deterministic_across_backends() {
     assert_ne!(run(&s, |_| {}).digest, reference.digest, "the scenario changes the run");
 }
 
+#[test]
+fn stale_catches_hold_each_frames_stale_handles() {
+    let config = SimConfig::with_population(2_000);
+    let mut app = build_app(config.clone(), 2, Backend::SparseSet, config.default_capacity());
+    let mut total = 0;
+    for _ in 0..300 {
+        let before = app.world.resource::<SimStats>().stale_caught;
+        app.update();
+        let stale = app.world.resource::<SimStats>().stale_caught - before;
+        let caught = &app.world.resource::<StaleCatches>().0;
+        assert_eq!(caught.len() as u64, stale, "one position per stale handle, this frame's only");
+        assert!(caught.iter().all(|p| p.cmpge(Vec2::ZERO).all() && p.cmple(config.arena).all()), "off the arena");
+        total += stale;
+    }
+    assert!(total > 0, "no stale handle in 300 frames: the test would prove little");
+}

@@ -222,6 +222,12 @@ pub struct SimStats {
     pub peak_live: u32,
 }
 
+/// Where hunters found their target handle stale in the last frame (their enemy had died, maybe its index was
+/// reused): the hunters' positions, for the window to mark. Filled by `hunt_targets`, which clears it first and
+/// keeps its buffer, so steady frames allocate nothing. Not saved: it describes one frame, not the run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StaleCatches(pub Vec<Vec2>);
+
 /// Requests from outside the simulation (the window): fighters to spawn around points.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpawnRequests(pub Vec<Vec2>);
