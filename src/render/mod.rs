@@ -2,6 +2,7 @@
 //! simulation whole fixed steps (macroquad's `arkanoid` pattern), draws the world, the overlay and the panel, and
 //! applies the user's actions.
 
+pub mod camera;
 pub mod overlay;
 pub mod panel;
 pub mod quick;
@@ -182,6 +183,8 @@ pub async fn run(cli: Cli, start: Start) {
     let mut previous: Option<Previous> = None;
     let mut readout = Readout::default();
     let mut scratch = DrawScratch::default();
+    let mut view =
+        camera::View::fit(game.session.app.world.resource::<SimConfig>().arena, vec2(screen_width(), screen_height()));
     let mut text = String::with_capacity(256);
     let mut panel_text = String::with_capacity(64);
     let mut actions: Vec<Action> = Vec::with_capacity(16);
@@ -195,12 +198,17 @@ pub async fn run(cli: Cli, start: Start) {
     loop {
         let frame_start = Instant::now();
         let dt = get_frame_time(); // read once, handed to the simulation as whole fixed steps
-        let arena = game.session.app.world.resource::<SimConfig>().arena;
-        let camera = sprites::arena_camera(arena);
+        let config = game.session.app.world.resource::<SimConfig>();
+        let (arena, fighter) = (config.arena, sprites::fighter_size(config));
+        let screen = vec2(screen_width(), screen_height());
 
-        // Input: keys, panel clicks from the last frame's panel, bursts.
+        // Input: the camera (view state only: never recorded), keys, panel clicks from the last frame's panel,
+        // bursts at the arena point under the cursor as this frame's camera shows it.
         let over_ui = panel::contains(mouse_position().into());
-        panel::read_input(game.session.app.world.backend(), |p| camera.screen_to_world(p), over_ui, &mut actions);
+        view.follow(arena, screen, fighter);
+        view.read_input(over_ui, fighter);
+        let camera = view.camera(screen);
+        panel::read_input(game.session.app.world.backend(), |p| view.world_at(p, screen), over_ui, &mut actions);
         if let Some(k) = game.cli.switch_every {
             if frame > 0 && frame.is_multiple_of(k) {
                 actions.push(Action::Backend(game.session.app.world.backend().next()));

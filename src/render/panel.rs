@@ -38,7 +38,7 @@ pub enum Action {
 pub static HELP: LazyLock<String> = LazyLock::new(|| {
     format!(
         "1-{} backend  Tab next  Space pause  . step  R reset  O overlay  Y draw order  A align  +/- population  \
-         click: burst  F5/F9 quick save/load  Esc quit",
+         click burst  wheel zoom  right-drag pan  Home fit  F5/F9 quick save/load  Esc quit",
         Backend::ALL.len()
     )
 });

@@ -1,5 +1,5 @@
 //! Sprites: textures from `assets/` (or the built-in art when a file is missing or broken), tinted by team and
-//! health, drawn through the camera that fits the arena to the window. No allocation per sprite: one query per
+//! health, drawn through the window's camera. No allocation per sprite: one query per
 //! kind, one batched `draw_texture_ex` per entity, and dense team marks in reused buffers.
 
 use macroquad::prelude::*;
@@ -51,11 +51,9 @@ impl Sprites {
     }
 }
 
-/// The camera that shows the whole arena, as large as the window allows, centred (letterboxed).
-pub fn arena_camera(arena: Vec2) -> Camera2D {
-    let (w, h) = (screen_width(), screen_height());
-    let scale = (w / arena.x).min(h / arena.y);
-    Camera2D { target: arena / 2.0, zoom: vec2(2.0 * scale / w, -2.0 * scale / h), ..Default::default() }
+/// A fighter sprite's width in arena units (the camera's closest zoom is set by it).
+pub fn fighter_size(config: &SimConfig) -> f32 {
+    config.radius * 2.6
 }
 
 /// Reused per-frame buffers: team and hunter marks by entity index.
@@ -92,7 +90,7 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch) {
         );
     });
 
-    let size = config.radius * 2.6;
+    let size = fighter_size(&config);
     let max_health = config.max_health.max(1) as f32;
     world.query_ref::<(&Position, &Health, &Velocity)>().for_each(|e, (p, h, v)| {
         let mark = marks[e.index() as usize];
