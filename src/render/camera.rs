@@ -44,7 +44,6 @@ impl View {
     }
 
     /// Pixels per arena unit.
-    #[cfg(test)]
     pub fn scale(&self) -> f32 {
         self.scale
     }

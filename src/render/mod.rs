@@ -12,7 +12,7 @@ use macroquad::prelude::*;
 use overlay::{FrameTimes, Previous, Readout};
 use panel::{Action, PanelState};
 use quick::QuickSlot;
-use sprites::{DrawScratch, Sprites};
+use sprites::{DrawScratch, Sprites, StaleMarkers};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use swarm::app::profile::{Profiler, SpanStat, TraceFile};
@@ -183,6 +183,7 @@ pub async fn run(cli: Cli, start: Start) {
     let mut previous: Option<Previous> = None;
     let mut readout = Readout::default();
     let mut scratch = DrawScratch::default();
+    let mut markers = StaleMarkers::default();
     let mut view =
         camera::View::fit(game.session.app.world.resource::<SimConfig>().arena, vec2(screen_width(), screen_height()));
     let mut text = String::with_capacity(256);
@@ -217,17 +218,22 @@ pub async fn run(cli: Cli, start: Start) {
         for action in actions.drain(..) {
             apply(action, &mut game, &mut overlay_on, &mut times, &mut previous, &mut spans, &readout);
         }
+        markers.take(&game.session.app.world); // a step ran a frame
 
         // Simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible.
+        // Each frame's stale catches are taken as it ends: the next frame clears them.
         if screenshot.is_some() {
             game.session.app.update();
+            markers.take(&game.session.app.world);
         } else if !game.session.paused {
             accumulator = (accumulator + dt).min(DT * MAX_STEPS_PER_FRAME as f32);
             while accumulator >= DT {
                 game.session.app.update();
+                markers.take(&game.session.app.world);
                 accumulator -= DT;
             }
         }
+        markers.age(dt);
 
         // World.
         game.session.sort();
@@ -237,7 +243,8 @@ pub async fn run(cli: Cli, start: Start) {
             let world = &mut game.session.app.world;
             game.profiler.time("render", game.render_id, || {
                 draw_rectangle(0.0, 0.0, arena.x, arena.y, Color::new(0.07, 0.08, 0.12, 1.0));
-                sprites::draw_world(world, &sprites, &mut scratch);
+                sprites::draw_world(world, &sprites, &mut scratch, 1.0 / view.scale());
+                markers.draw(&sprites, 1.0 / view.scale());
             });
         }
         set_default_camera();
