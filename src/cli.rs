@@ -3,7 +3,7 @@
 
 use crate::ecs::Backend;
 use crate::sim::report::RunSettings;
-use crate::sim::SimConfig;
+use crate::sim::{Scenario, SimConfig};
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use std::path::PathBuf;
@@ -26,6 +26,9 @@ fn parse_backend(s: &str) -> Result<BackendChoice, String> {
     }
     s.parse::<Backend>().map(BackendChoice::One).map_err(|e| format!("{e}, or all"))
 }
+
+/// The scenario of a run without `--scenario` (and without `--load` or `--replay`, whose files carry theirs).
+pub const DEFAULT_SCENARIO: Scenario = Scenario::Armies;
 
 /// Swarm: a sparse-set ECS with live-switchable storage backends, shown by a 2D swarm battle.
 #[derive(Parser, Debug, Clone)]
@@ -63,6 +66,11 @@ pub struct Cli {
     /// World capacity (maximum live entities); default fits the population and its particles.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub capacity: Option<u32>,
+    /// Where fighters start and refill: see [`Cli::scenario`] for the default.
+    #[arg(long, value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<Scenario>()),
+          help = format!("Scenario: {} (each team on its own side, meeting in the middle) or {} (both teams \
+                          everywhere) [default: {}]", Scenario::Armies, Scenario::Mixed, DEFAULT_SCENARIO))]
+    pub scenario: Option<Scenario>,
     /// Sort the velocity and health pools into the position pool's order every N frames (sparse set; 0 = never).
     #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub align_every: u32,
@@ -75,7 +83,7 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub chart: Option<PathBuf>,
     /// Start from the world saved in FILE instead of the seed (its settings, seed and capacity come with it).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["entities", "seed", "capacity", "align_every"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["entities", "seed", "capacity", "align_every", "scenario"])]
     pub load: Option<PathBuf>,
     /// Window: record the run's inputs to FILE as it goes (JSON Lines), to replay with --headless --replay FILE.
     #[arg(long, value_name = "FILE")]
@@ -83,7 +91,7 @@ pub struct Cli {
     /// Replay a recording made with --record: the same frames and inputs, each input's digest compared with the
     /// recorded one (needs --headless; works with --trace, --save and --json).
     #[arg(long, value_name = "FILE", conflicts_with_all = [
-        "load", "entities", "seed", "capacity", "align_every", "backend", "switch_every", "frames",
+        "load", "entities", "seed", "capacity", "align_every", "scenario", "backend", "switch_every", "frames",
     ])]
     pub replay: Option<PathBuf>,
     /// Window: open the compare view (this moment run on every backend, key C) once --frames frames have run, or
@@ -208,10 +216,16 @@ impl Cli {
         self.backend.unwrap_or(BackendChoice::One(Backend::default()))
     }
 
+    /// The scenario asked for: `--scenario`, else [`DEFAULT_SCENARIO`].
+    pub fn scenario(&self) -> Scenario {
+        self.scenario.unwrap_or(DEFAULT_SCENARIO)
+    }
+
     /// The simulation settings these flags ask for.
     pub fn config(&self) -> SimConfig {
         let mut config = SimConfig::with_population(self.entities);
         config.align_every = self.align_every;
+        config.scenario = self.scenario();
         config
     }
 

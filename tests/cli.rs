@@ -32,6 +32,24 @@ fn bad_input_is_refused_clearly() {
     refused(&["--json"], "add --headless");
     refused(&["--headless", "--screenshot", "x.png"], "drop --headless");
     refused(&["--screenshot", "x.png"], "--frames");
+    refused(&["--headless", "--scenario", "battle"], "unknown scenario `battle` (known: mixed, armies)");
+    refused(&["--headless", "--scenario", "armies", "--load", "x.snap"], "--scenario");
+    refused(&["--headless", "--scenario", "mixed", "--replay", "x.jsonl"], "--scenario");
+}
+
+#[test]
+fn scenarios_run_and_differ() {
+    let run = |scenario: &str| {
+        let (code, out, err) = swarm(&["--headless", "--frames", "40", "--entities", "300", "--scenario", scenario]);
+        assert_eq!(code, 0, "--scenario {scenario}: {err}");
+        digest_line(&out).to_string()
+    };
+    let (mixed, armies) = (run("mixed"), run("armies"));
+    assert_ne!(mixed, armies, "the scenario changes where fighters start");
+    let (code, out, err) = swarm(&["--headless", "--frames", "40", "--entities", "300"]);
+    assert_eq!(code, 0, "{err}");
+    let default = swarm::cli::DEFAULT_SCENARIO.name();
+    assert_eq!(digest_line(&out), if default == "mixed" { mixed } else { armies }, "the default is {default}");
 }
 
 #[test]

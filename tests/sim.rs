@@ -1,8 +1,10 @@
 //! The simulation: determinism across backends and live switches, full worlds, churn, bad settings.
 
+use glam::Vec2;
 use swarm::ecs::Backend;
+use swarm::sim::components::{Blue, Position, Red};
 use swarm::sim::report::{run, RunSettings};
-use swarm::sim::{build_app, digest, SimConfig, SimStats};
+use swarm::sim::{build_app, digest, Scenario, SimConfig, SimStats, StaleCatches};
 
 fn settings(seed: u64, population: u32, frames: u32, backend: Backend, switch_every: Option<u32>) -> RunSettings {
     let config = SimConfig::with_population(population);
@@ -165,4 +167,69 @@ fn shuffled_iteration_order_does_not_change_the_world() {
         let shuffled = format!("{:016x}", digest(&app.world));
         assert_eq!(shuffled, reference.digest, "seed {seed}: shuffled pools changed the world");
     }
+}
+
+/// Mean x of a team's fighters.
+fn mean_x<T: 'static>(world: &swarm::ecs::World) -> f32 {
+    let (mut sum, mut n) = (0.0, 0);
+    world.query_ref::<(&Position, &T)>().for_each(|_, (p, _)| {
+        sum += p.0.x;
+        n += 1;
+    });
+    assert!(n > 0, "no fighters of a team");
+    sum / n as f32
+}
+
+#[test]
+fn armies_start_on_their_sides_and_meet() {
+    let config = SimConfig { scenario: Scenario::Armies, ..SimConfig::with_population(2_000) };
+    let width = config.arena.x;
+    let mut app = build_app(config.clone(), 4, Backend::SparseSet, config.default_capacity());
+    for _ in 0..10 {
+        app.update();
+    }
+    let (red, blue) = (mean_x::<Red>(&app.world), mean_x::<Blue>(&app.world));
+    assert!(red < width / 3.0 && blue > width * 2.0 / 3.0, "red at {red}, blue at {blue} of {width}");
+    assert_eq!(app.world.resource::<SimStats>().deaths, 0, "nobody fights across the middle third yet");
+    let mut frames = 10;
+    while app.world.resource::<SimStats>().deaths == 0 && frames < 900 {
+        app.update();
+        frames += 1;
+    }
+    assert!(app.world.resource::<SimStats>().deaths > 0, "the armies never met in {frames} frames");
+    // They met in the middle: both teams have moved toward it.
+    let (red_now, blue_now) = (mean_x::<Red>(&app.world), mean_x::<Blue>(&app.world));
+    assert!(red_now > red && blue_now < blue, "red {red} -> {red_now}, blue {blue} -> {blue_now}");
+}
+
+#[test]
+fn armies_are_deterministic_across_backends() {
+    let mut s = settings(6, 600, 400, Backend::SparseSet, None);
+    s.config.scenario = Scenario::Armies;
+    let reference = run(&s, |_| {});
+    assert!(reference.deaths > 0, "no fight in {} frames", s.frames);
+    for backend in Backend::ALL {
+        s.backend = backend;
+        assert_eq!(run(&s, |_| {}).digest, reference.digest, "armies on {backend} diverged");
+    }
+    s.backend = Backend::SparseSet;
+    s.config.scenario = Scenario::Mixed;
+    assert_ne!(run(&s, |_| {}).digest, reference.digest, "the scenario changes the run");
+}
+
+#[test]
+fn stale_catches_hold_each_frames_stale_handles() {
+    let config = SimConfig::with_population(2_000);
+    let mut app = build_app(config.clone(), 2, Backend::SparseSet, config.default_capacity());
+    let mut total = 0;
+    for _ in 0..300 {
+        let before = app.world.resource::<SimStats>().stale_caught;
+        app.update();
+        let stale = app.world.resource::<SimStats>().stale_caught - before;
+        let caught = &app.world.resource::<StaleCatches>().0;
+        assert_eq!(caught.len() as u64, stale, "one position per stale handle, this frame's only");
+        assert!(caught.iter().all(|p| p.cmpge(Vec2::ZERO).all() && p.cmple(config.arena).all()), "off the arena");
+        total += stale;
+    }
+    assert!(total > 0, "no stale handle in 300 frames: the test would prove little");
 }

@@ -1,5 +1,5 @@
-//! The window: it runs N frames, saves a screenshot and exits 0, and the picture shows sprites of both teams, the
-//! overlay and the panel. A missing or broken asset falls back to the built-in art, naming the file.
+//! The window: it runs N frames, saves a screenshot and exits 0, and the picture shows sprites of both teams (the
+//! armies apart, red left and blue right), the overlay and the panel. A missing or broken asset falls back to the built-in art, naming the file.
 //!
 //! The window needs a display: `xvfb-run` (preferred, a virtual screen of a known size) or a `DISPLAY`. Where
 //! neither exists the tests print one line saying so and pass, unless `CI=true` (as `.ci/run` runs), where the
@@ -82,6 +82,9 @@ fn shoot(display: Display, shot: &Path, assets: Option<&Path>, extra: &[&str]) -
 struct Census {
     red: usize,
     blue: usize,
+    /// Mean x of the red and of the blue pixels.
+    red_x: f64,
+    blue_x: f64,
     overlay_text: usize,
     panel_selected: usize,
     width: u32,
@@ -90,15 +93,17 @@ struct Census {
 fn look(shot: &Path) -> Census {
     let image = image::open(shot).expect("the screenshot is a PNG").to_rgba8();
     let (w, h) = image.dimensions();
-    let mut census = Census { red: 0, blue: 0, overlay_text: 0, panel_selected: 0, width: w };
+    let mut census = Census { red: 0, blue: 0, red_x: 0.0, blue_x: 0.0, overlay_text: 0, panel_selected: 0, width: w };
     for (x, y, p) in image.enumerate_pixels() {
         let [r, g, b, _] = p.0;
         let (r, g, b) = (r as i32, g as i32, b as i32);
         if r > 150 && g < 110 && b < 110 {
             census.red += 1;
+            census.red_x += x as f64;
         }
         if b > 150 && r < 120 && b - r > 60 {
             census.blue += 1;
+            census.blue_x += x as f64;
         }
         // Overlay: light text in the top-left box.
         if x < 400 && y < 300 && r > 200 && g > 200 && b > 200 {
@@ -110,6 +115,8 @@ fn look(shot: &Path) -> Census {
         }
     }
     let _ = h;
+    census.red_x /= census.red.max(1) as f64;
+    census.blue_x /= census.blue.max(1) as f64;
     census
 }
 
@@ -118,15 +125,22 @@ fn window_runs_and_the_screenshot_shows_the_game() {
     let Some(display) = display() else { return };
     let dir = temp("shot");
     let shot = dir.join("shot.png");
-    shoot(display, &shot, None, &["--entities", "3000", "--backend", "archetype"]);
+    shoot(display, &shot, None, &["--entities", "3000", "--backend", "archetype", "--scenario", "armies"]);
     let seen = look(&shot);
     eprintln!(
-        "red {} blue {} overlay text {} panel selected {}",
-        seen.red, seen.blue, seen.overlay_text, seen.panel_selected
+        "red {} (mean x {:.0}) blue {} (mean x {:.0}) overlay text {} panel selected {}",
+        seen.red, seen.red_x, seen.blue, seen.blue_x, seen.overlay_text, seen.panel_selected
     );
     assert_eq!(seen.width, 1600, "the window opens at 1600 x 900");
     assert!(seen.red > 2_000, "too few red sprite pixels: {}", seen.red);
     assert!(seen.blue > 2_000, "too few blue sprite pixels: {}", seen.blue);
+    // Armies start on opposite sides: red on the left, blue on the right (the camera fits the whole arena).
+    assert!(
+        seen.blue_x - seen.red_x > 500.0,
+        "the armies are not apart: red at x {}, blue at x {}",
+        seen.red_x,
+        seen.blue_x
+    );
     assert!(seen.overlay_text > 500, "no overlay text: {}", seen.overlay_text);
     assert!(seen.panel_selected > 500, "no selected backend button in the panel: {}", seen.panel_selected);
     std::fs::remove_dir_all(dir).ok();

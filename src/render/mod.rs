@@ -2,6 +2,7 @@
 //! simulation whole fixed steps (macroquad's `arkanoid` pattern), draws the world, the overlay and the panel, and
 //! applies the user's actions.
 
+pub mod camera;
 pub mod compare;
 pub mod overlay;
 pub mod panel;
@@ -13,7 +14,7 @@ use macroquad::prelude::*;
 use overlay::{FrameTimes, Previous, Readout, Tree};
 use panel::{Action, PanelState};
 use quick::QuickSlot;
-use sprites::{DrawScratch, Sprites};
+use sprites::{DrawScratch, Sprites, StaleMarkers};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use swarm::app::profile::{Profiler, SpanStat, TraceFile};
@@ -187,6 +188,9 @@ pub async fn run(cli: Cli, start: Start) {
     let mut previous: Option<Previous> = None;
     let mut readout = Readout::default();
     let mut scratch = DrawScratch::default();
+    let mut markers = StaleMarkers::default();
+    let mut view =
+        camera::View::fit(game.session.app.world.resource::<SimConfig>().arena, vec2(screen_width(), screen_height()));
     let mut text = String::with_capacity(256);
     let mut panel_text = String::with_capacity(64);
     let mut actions: Vec<Action> = Vec::with_capacity(16);
@@ -206,8 +210,9 @@ pub async fn run(cli: Cli, start: Start) {
     loop {
         let frame_start = Instant::now();
         let dt = get_frame_time(); // read once, handed to the simulation as whole fixed steps
-        let arena = game.session.app.world.resource::<SimConfig>().arena;
-        let camera = sprites::arena_camera(arena);
+        let config = game.session.app.world.resource::<SimConfig>();
+        let (arena, fighter) = (config.arena, sprites::fighter_size(config));
+        let screen = vec2(screen_width(), screen_height());
 
         if compare_due && frames_limit.is_none_or(|limit| frame >= limit) {
             compare_due = false;
@@ -219,10 +224,16 @@ pub async fn run(cli: Cli, start: Start) {
             quit = compare.take().is_none();
         }
 
-        // Input: keys, panel and overlay clicks from the last frame's drawing, bursts.
+        // Input: the camera (view state only: never recorded), keys, panel and overlay clicks from the last frame's
+        // drawing, bursts at the arena point under the cursor as this frame's camera shows it.
         let pointer = mouse_position().into();
         let over_ui = panel::contains(pointer) || (overlay_on && compare.is_none() && overlay_area.contains(pointer));
-        panel::read_input(game.session.app.world.backend(), |p| camera.screen_to_world(p), over_ui, &mut actions);
+        view.follow(arena, screen, fighter);
+        if compare.is_none() {
+            view.read_input(over_ui, fighter);
+        }
+        let camera = view.camera(screen);
+        panel::read_input(game.session.app.world.backend(), |p| view.world_at(p, screen), over_ui, &mut actions);
         if let Some(k) = game.cli.switch_every {
             if frame > 0 && frame.is_multiple_of(k) {
                 actions.push(Action::Backend(game.session.app.world.backend().next()));
@@ -239,20 +250,25 @@ pub async fn run(cli: Cli, start: Start) {
                 _ => apply(action, &mut game, &mut overlay_on, &mut times, &mut previous, &mut spans, &readout),
             }
         }
+        markers.take(&game.session.app.world); // a step ran a frame
 
         // Simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible. The
-        // compare view freezes it (without a pause input: nothing changes the simulation).
-        if let Some(view) = &mut compare {
-            view.step(compare::BUDGET);
+        // compare view freezes it (without a pause input: nothing changes the simulation). Each frame's stale
+        // catches are taken as it ends: the next frame clears them.
+        if let Some(compared) = &mut compare {
+            compared.step(compare::BUDGET);
         } else if screenshot.is_some() {
             game.session.app.update();
+            markers.take(&game.session.app.world);
         } else if !game.session.paused {
             accumulator = (accumulator + dt).min(DT * MAX_STEPS_PER_FRAME as f32);
             while accumulator >= DT {
                 game.session.app.update();
+                markers.take(&game.session.app.world);
                 accumulator -= DT;
             }
         }
+        markers.age(dt);
 
         // World.
         game.session.sort();
@@ -262,7 +278,8 @@ pub async fn run(cli: Cli, start: Start) {
             let world = &mut game.session.app.world;
             game.profiler.time("render", game.render_id, || {
                 draw_rectangle(0.0, 0.0, arena.x, arena.y, Color::new(0.07, 0.08, 0.12, 1.0));
-                sprites::draw_world(world, &sprites, &mut scratch);
+                sprites::draw_world(world, &sprites, &mut scratch, 1.0 / view.scale());
+                markers.draw(&sprites, 1.0 / view.scale());
             });
         }
         set_default_camera();

@@ -43,8 +43,8 @@ pub enum Action {
 /// The keys, listed in the help line and the README.
 pub static HELP: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "1-{} backend  Tab next  Space pause  . step  R reset  O overlay  Y draw order  A align  +/- population  \
-         click: burst / group on-off  C compare  D digest  F5/F9 quick save/load  Esc quit",
+        "1-{}/Tab backend  Space pause  . step  R reset  O overlay  Y order  A align  +/- population  \
+         click burst, group on/off  wheel zoom  drag pan  Home fit  C compare  D digest  F5/F9 save/load  Esc quit",
         Backend::ALL.len()
     )
 });

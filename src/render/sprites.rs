@@ -1,20 +1,23 @@
 //! Sprites: textures from `assets/` (or the built-in art when a file is missing or broken), tinted by team and
-//! health, drawn through the camera that fits the arena to the window. No allocation per sprite: one query per
-//! kind, one batched `draw_texture_ex` per entity, and dense team marks in reused buffers.
+//! health, drawn through the window's camera. Hunters wear a ring and a faint line to a live target; particles
+//! are hot streaks that flash at birth, so a death reads as a burst; [`StaleMarkers`] ring where a hunter found its
+//! handle stale. No allocation per sprite: one query per kind, one batched draw per entity, and dense team marks
+//! and markers in reused buffers.
 
 use macroquad::prelude::*;
 use std::path::Path;
 use swarm::art::Sprite;
 use swarm::ecs::World;
-use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Velocity};
+use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Target, Velocity};
 pub use swarm::sim::painter::DrawOrder;
-use swarm::sim::SimConfig;
+use swarm::sim::{SimConfig, SimStats, StaleCatches};
 
-/// The three textures, and where they came from.
+/// The three textures, the ring drawn around hunters and stale markers, and where the textures came from.
 pub struct Sprites {
     fighter: Texture2D,
     hunter: Texture2D,
     particle: Texture2D,
+    ring: Texture2D,
     /// `assets/` or a note on what fell back to the built-in art.
     pub source: String,
 }
@@ -47,15 +50,87 @@ impl Sprites {
         }
         let notes: Vec<String> = [a, b, c].into_iter().flatten().collect();
         let source = if notes.is_empty() { format!("{}", dir.display()) } else { notes.join("; ") };
-        Self { fighter, hunter, particle, source }
+        let ring = Texture2D::from_rgba8(RING_PX as u16, RING_PX as u16, &ring_pixels());
+        ring.set_filter(FilterMode::Linear);
+        Self { fighter, hunter, particle, ring, source }
     }
 }
 
-/// The camera that shows the whole arena, as large as the window allows, centred (letterboxed).
-pub fn arena_camera(arena: Vec2) -> Camera2D {
-    let (w, h) = (screen_width(), screen_height());
-    let scale = (w / arena.x).min(h / arena.y);
-    Camera2D { target: arena / 2.0, zoom: vec2(2.0 * scale / w, -2.0 * scale / h), ..Default::default() }
+/// Side of the ring texture in pixels.
+const RING_PX: u32 = 64;
+
+/// A white ring (outer radius the texture's edge, a sixth of it thick) with soft edges: made here, not an asset,
+/// as it is an outline rather than art.
+fn ring_pixels() -> Vec<u8> {
+    let c = (RING_PX as f32 - 1.0) / 2.0;
+    let mut out = Vec::with_capacity((RING_PX * RING_PX * 4) as usize);
+    for y in 0..RING_PX {
+        for x in 0..RING_PX {
+            let r = ((x as f32 - c).powi(2) + (y as f32 - c).powi(2)).sqrt() / c;
+            let alpha = (1.0 - (r - 0.9).abs() / 0.09).clamp(0.0, 1.0).powf(0.7);
+            out.extend_from_slice(&[255, 255, 255, (alpha * 255.0) as u8]);
+        }
+    }
+    out
+}
+
+/// How long a stale marker shows, in seconds.
+pub const MARKER_SECONDS: f32 = 0.5;
+/// The most markers alive at once (more are dropped: at 100,000 fighters a second of them would be thousands).
+const MARKER_CAP: usize = 2048;
+
+/// The window's short list of places where hunters found their target handle stale, each with its age: an
+/// expanding, fading ring. Fed from the simulation's [`StaleCatches`] after every frame it runs.
+pub struct StaleMarkers {
+    live: Vec<(Vec2, f32)>,
+    /// The simulation frame whose catches were taken last, so a frame is taken once however often it is asked.
+    taken: Option<u64>,
+}
+
+impl Default for StaleMarkers {
+    fn default() -> Self {
+        // Reserved whole up front: the list never grows, so it never allocates after the start.
+        Self { live: Vec::with_capacity(MARKER_CAP), taken: None }
+    }
+}
+
+impl StaleMarkers {
+    /// Takes the catches of the frame `world` last ran, if not taken yet.
+    pub fn take(&mut self, world: &World) {
+        let frame = world.resource::<SimStats>().frames;
+        if self.taken == Some(frame) {
+            return;
+        }
+        self.taken = Some(frame);
+        let Some(catches) = world.get_resource::<StaleCatches>() else { return };
+        let room = MARKER_CAP - self.live.len();
+        self.live.extend(catches.0.iter().take(room).map(|&at| (at, 0.0)));
+    }
+
+    /// Ages the markers by `seconds` and drops the expired.
+    pub fn age(&mut self, seconds: f32) {
+        for marker in &mut self.live {
+            marker.1 += seconds;
+        }
+        self.live.retain(|&(_, age)| age < MARKER_SECONDS);
+    }
+
+    /// Draws the markers: rings growing from a hunter's size to several, fading out. Sizes are in pixels (`px`
+    /// units per pixel), so they read at any zoom.
+    pub fn draw(&self, sprites: &Sprites, px: f32) {
+        for &(at, age) in &self.live {
+            let t = (age / MARKER_SECONDS).clamp(0.0, 1.0);
+            let size = (10.0 + 34.0 * t.sqrt()) * px;
+            let tint = Color::new(1.0, 0.95, 0.55, (1.0 - t).powf(1.5));
+            draw_texture_ex(
+                &sprites.ring,
+                at.x - size / 2.0,
+                at.y - size / 2.0,
+                tint,
+                DrawTextureParams { dest_size: Some(vec2(size, size)), ..Default::default() },
+            );
+        }
+    }
 }
 
 /// Reused per-frame buffers: team and hunter marks by entity index.
@@ -68,44 +143,110 @@ const RED: u8 = 1;
 const BLUE: u8 = 2;
 const HUNTER: u8 = 4;
 
-/// Draws particles, then fighters (tinted by team, dimmed as they lose health), hunters with their own sprite.
-pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch) {
-    let config = world.resource::<SimConfig>().clone();
+/// A fighter sprite's width in arena units (the camera's closest zoom is set by it).
+pub fn fighter_size(config: &SimConfig) -> f32 {
+    config.radius * 2.6
+}
+
+/// Team colours.
+const RED_TINT: (f32, f32, f32) = (0.95, 0.30, 0.25);
+const BLUE_TINT: (f32, f32, f32) = (0.30, 0.55, 1.0);
+
+/// Draws hunters' target lines, fighters (tinted by team, dimmed as they lose health), hunters (their own sprite
+/// and a ring), then particles over them. `px` is arena units per screen pixel (for lines a pixel or so wide).
+pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, px: f32) {
+    let config = world.resource::<SimConfig>();
     let marks = &mut scratch.marks;
     marks.clear();
     marks.resize(world.entities().index_bound() as usize, 0);
     world.query_ref::<(&Red,)>().for_each(|e, _| marks[e.index() as usize] |= RED);
     world.query_ref::<(&Blue,)>().for_each(|e, _| marks[e.index() as usize] |= BLUE);
     world.query_ref::<(&Hunter,)>().for_each(|e, _| marks[e.index() as usize] |= HUNTER);
+    let team = |e: swarm::ecs::Entity| if marks[e.index() as usize] & RED != 0 { RED_TINT } else { BLUE_TINT };
 
-    let particle_size = config.radius * 2.2;
-    let life = config.particle_life.max(1) as f32;
-    world.query_ref::<(&Position, &Lifetime)>().for_each(|_, (p, l)| {
-        let fade = l.0 as f32 / life;
-        let tint = Color::new(1.0, 0.55 + 0.4 * fade, 0.2, 0.25 + 0.75 * fade);
-        draw_texture_ex(
-            &sprites.particle,
-            p.0.x - particle_size / 2.0,
-            p.0.y - particle_size / 2.0,
-            tint,
-            DrawTextureParams { dest_size: Some(vec2(particle_size, particle_size)), ..Default::default() },
-        );
+    // Target lines first, under everyone. A stale handle finds no position (its generation is gone), so only
+    // live targets get a line.
+    world.query_ref::<(&Position, &Target)>().for_each(|e, (p, t)| {
+        if let Some(goal) = world.get::<Position>(t.0) {
+            let (r, g, b) = team(e);
+            let color = Color::new(0.5 + 0.5 * r, 0.5 + 0.5 * g, 0.5 + 0.5 * b, 0.45);
+            draw_line(p.0.x, p.0.y, goal.0.x, goal.0.y, (1.5 * px).max(0.5), color);
+        }
     });
 
-    let size = config.radius * 2.6;
+    let size = fighter_size(config);
     let max_health = config.max_health.max(1) as f32;
-    world.query_ref::<(&Position, &Health, &Velocity)>().for_each(|e, (p, h, v)| {
-        let mark = marks[e.index() as usize];
-        let vigour = 0.35 + 0.65 * (h.0.max(0) as f32 / max_health);
-        let (r, g, b) = if mark & RED != 0 { (0.95, 0.30, 0.25) } else { (0.30, 0.55, 1.0) };
-        let tint = Color::new(r * vigour, g * vigour, b * vigour, 1.0);
-        let (texture, s) = if mark & HUNTER != 0 { (&sprites.hunter, size * 1.5) } else { (&sprites.fighter, size) };
+    let tint = |e, h: &Health, bright: f32| {
+        let (r, g, b) = team(e);
+        let vigour = bright * (0.35 + 0.65 * (h.0.max(0) as f32 / max_health));
+        Color::new((r * vigour).min(1.0), (g * vigour).min(1.0), (b * vigour).min(1.0), 1.0)
+    };
+    let draw = |texture: &Texture2D, p: &Position, v: &Velocity, s: f32, color: Color| {
         draw_texture_ex(
             texture,
             p.0.x - s / 2.0,
             p.0.y - s / 2.0,
-            tint,
+            color,
             DrawTextureParams { dest_size: Some(vec2(s, s)), rotation: v.0.y.atan2(v.0.x), ..Default::default() },
+        );
+    };
+    // Fighters, then hunters over them (one texture per pass, so each pass batches).
+    world.query_ref::<(&Position, &Health, &Velocity)>().for_each(|e, (p, h, v)| {
+        if marks[e.index() as usize] & HUNTER == 0 {
+            draw(&sprites.fighter, p, v, size, tint(e, h, 1.0));
+        }
+    });
+    let hunter_size = size * 1.5;
+    world.query_ref::<(&Position, &Health, &Velocity, &Hunter)>().for_each(|e, (p, h, v, _)| {
+        draw(&sprites.hunter, p, v, hunter_size, tint(e, h, 1.2));
+    });
+    // The ring: pale team colour, wide enough to clear the sprite. Zoomed far out (100,000 fighters fitted) rings
+    // a few pixels wide would only be noise over the crowd, so they fade out below about 10 px.
+    let ring_size = hunter_size * 1.7;
+    let ring_alpha = 0.9 * ((ring_size / px - 5.0) / 6.0).clamp(0.0, 1.0);
+    if ring_alpha > 0.0 {
+        world.query_ref::<(&Position, &Hunter)>().for_each(|e, (p, _)| {
+            let (r, g, b) = team(e);
+            let color = Color::new(0.55 + 0.45 * r, 0.55 + 0.45 * g, 0.55 + 0.45 * b, ring_alpha);
+            draw_texture_ex(
+                &sprites.ring,
+                p.0.x - ring_size / 2.0,
+                p.0.y - ring_size / 2.0,
+                color,
+                DrawTextureParams { dest_size: Some(vec2(ring_size, ring_size)), ..Default::default() },
+            );
+        });
+    }
+
+    // Particles over the fighters, so a death shows: a streak behind each spark (they fly apart from one point, so
+    // the streaks make a star), and a glow that starts as a flash and shrinks, white-yellow cooling to red.
+    let life = config.particle_life.max(1) as f32;
+    let heat = |l: &Lifetime| {
+        let fade = (l.0 as f32 / life).clamp(0.0, 1.0);
+        (fade, Color::new(1.0, 0.35 + 0.6 * fade, 0.1 + 0.6 * fade * fade, 0.3 + 0.7 * fade))
+    };
+    let streak = config.radius * 0.3;
+    // Streaks under a pixel or so long (zoomed far out) would not show: skipped, which spares most of the draws
+    // when 100,000 fighters are fitted to the window.
+    let min_tail = (1.5 * px) * (1.5 * px);
+    world.query_ref::<(&Position, &Velocity, &Lifetime)>().for_each(|_, (p, v, l)| {
+        let back = v.0 * 0.12;
+        if back.length_squared() < min_tail {
+            return;
+        }
+        let (_, color) = heat(l);
+        let tail = p.0 - back;
+        draw_line(p.0.x, p.0.y, tail.x, tail.y, streak.max(px), Color { a: color.a * 0.8, ..color });
+    });
+    world.query_ref::<(&Position, &Lifetime)>().for_each(|_, (p, l)| {
+        let (fade, color) = heat(l);
+        let s = config.radius * (2.0 + 4.0 * fade * fade * fade);
+        draw_texture_ex(
+            &sprites.particle,
+            p.0.x - s / 2.0,
+            p.0.y - s / 2.0,
+            color,
+            DrawTextureParams { dest_size: Some(vec2(s, s)), ..Default::default() },
         );
     });
 }

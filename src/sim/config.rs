@@ -44,6 +44,52 @@ pub struct SimConfig {
     /// Sort the velocity and health pools into the position pool's order every this many frames (sparse-set
     /// backend only; 0 = never), so movement and collision walk memory in order.
     pub align_every: u32,
+    /// Where the spawner puts fighters. Last, and `Mixed` when absent, so JSON settings written before it existed
+    /// (recordings, JSON snapshots) still read, as the run they were.
+    #[serde(default)]
+    pub scenario: Scenario,
+}
+
+/// Where the spawner puts new fighters, and which way they head.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// Both teams anywhere in the arena, heading anywhere: skirmishes everywhere at once.
+    #[default]
+    Mixed,
+    /// Red in the left third, blue in the right third (refills too), heading for the middle: two armies meet in
+    /// a front. Bursts still land where they are asked for.
+    Armies,
+}
+
+impl Scenario {
+    /// Every scenario, in the order the help lists them.
+    pub const ALL: [Scenario; 2] = [Scenario::Mixed, Scenario::Armies];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Mixed => "mixed",
+            Scenario::Armies => "armies",
+        }
+    }
+}
+
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Scenario {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Scenario::ALL.into_iter().find(|scenario| scenario.name() == s).ok_or_else(|| {
+            let known: Vec<&str> = Scenario::ALL.iter().map(|scenario| scenario.name()).collect();
+            format!("unknown scenario `{s}` (known: {})", known.join(", "))
+        })
+    }
 }
 
 impl Default for SimConfig {
@@ -74,6 +120,7 @@ impl SimConfig {
             cell_size: 8.0,
             search_cells: 8,
             align_every: 0,
+            scenario: Scenario::Mixed,
         }
     }
 
@@ -174,6 +221,12 @@ pub struct SimStats {
     /// Most entities alive or reserved at a frame's last stage.
     pub peak_live: u32,
 }
+
+/// Where hunters found their target handle stale in the last frame (their enemy had died, maybe its index was
+/// reused): the hunters' positions, for the window to mark. Filled by `hunt_targets`, which clears it first and
+/// keeps its buffer, so steady frames allocate nothing. Not saved: it describes one frame, not the run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StaleCatches(pub Vec<Vec2>);
 
 /// Requests from outside the simulation (the window): fighters to spawn around points.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -4,18 +4,19 @@
 
 use super::collision::Broadphase;
 use super::components::{Hunter, Target, Velocity};
-use super::config::{SimConfig, SimStats};
+use super::config::{SimConfig, SimStats, StaleCatches};
 use crate::app::{App, Stage};
 use crate::ecs::Entity;
 use crate::ecs::World;
 use glam::Vec2;
 
-/// Adds [`hunt_targets`] to `Update`, in the group "movement".
+/// Adds [`hunt_targets`] to `Update`, in the group "movement", and the [`StaleCatches`] it fills.
 pub fn plugin(app: &mut App) {
-    app.add_group(Stage::Update, "movement", hunt_targets);
+    app.insert_resource(StaleCatches::default()).add_group(Stage::Update, "movement", hunt_targets);
 }
 
-/// Steers hunters toward their targets; retargets those whose target is stale or missing.
+/// Steers hunters toward their targets; retargets those whose target is stale or missing, noting where in
+/// [`StaleCatches`] (cleared first: it holds this frame's alone).
 ///
 /// Positions come from the broadphase snapshot built after last frame's movement (nothing has moved since), so
 /// no per-entity world lookups are needed: a target is live if the grid item its slot points to holds that very
@@ -25,6 +26,10 @@ pub fn plugin(app: &mut App) {
 pub fn hunt_targets(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     let (mut stale, mut retargets) = (0u64, 0u64);
+    // Taken out and put back (a move, not a copy), so the closures below can push while the world is borrowed;
+    // the buffer keeps its capacity from frame to frame. A world without it (built by hand) just gets one.
+    let mut caught = world.get_resource_mut::<StaleCatches>().map(|c| std::mem::take(&mut c.0)).unwrap_or_default();
+    caught.clear();
     world.resource_scope::<Broadphase, _>(|world, broadphase| {
         let nearest = |hunter: Entity| {
             let me = broadphase.fighter(hunter)?;
@@ -44,6 +49,9 @@ pub fn hunt_targets(world: &mut World) {
                 }
                 None => {
                     stale += 1;
+                    if let Some(me) = broadphase.fighter(hunter) {
+                        caught.push(me.position);
+                    }
                     match nearest(hunter) {
                         Some(enemy) => {
                             commands.insert(hunter, Target(enemy));
@@ -63,6 +71,13 @@ pub fn hunt_targets(world: &mut World) {
             }
         });
     });
+    // Put back in place: inserting would box it anew each frame.
+    match world.get_resource_mut::<StaleCatches>() {
+        Some(catches) => catches.0 = caught,
+        None => {
+            world.insert_resource(StaleCatches(caught));
+        }
+    }
     let stats = world.resource_mut::<SimStats>();
     stats.stale_caught += stale;
     stats.retargets += retargets;

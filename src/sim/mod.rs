@@ -25,7 +25,7 @@ use crate::app::profile::Profiler;
 use crate::app::{App, Plugin};
 use crate::ecs::Entities;
 use crate::ecs::{Backend, World};
-pub use config::{Draw, SimConfig, SimRng, SimStats, SpawnRequests, Stream, DT};
+pub use config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests, StaleCatches, Stream, DT};
 pub use digest::digest;
 
 /// The whole simulation as one plugin: its resources and the five system plugins, in order.

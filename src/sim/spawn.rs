@@ -1,7 +1,9 @@
-//! Spawning: the spawner keeps the fighter population at its target, and bursts at requested points.
+//! Spawning: the spawner keeps the fighter population at its target, and bursts at requested points. The
+//! scenario decides where refills go: anywhere (`mixed`), or each team on its own side heading for the middle
+//! (`armies`).
 
 use super::components::{Blue, Health, Hunter, Position, Red, Team, Velocity};
-use super::config::{Draw, SimConfig, SimRng, SimStats, SpawnRequests};
+use super::config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests};
 use crate::app::{App, Stage};
 use crate::ecs::{Commands, World, WorldFull};
 use glam::Vec2;
@@ -27,7 +29,7 @@ pub fn spawn_fighters(world: &mut World) {
         let deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
         for _ in 0..deficit {
             let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
-            match spawn_one(&mut commands, &mut rng, &config, at) {
+            match spawn_one(&mut commands, &mut rng, &config, at, Placement::Refill) {
                 Ok(()) => spawned += 1,
                 Err(_) => {
                     refused += 1;
@@ -39,7 +41,7 @@ pub fn spawn_fighters(world: &mut World) {
             for _ in 0..config.burst {
                 let offset = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(0.0..40.0);
                 let at = (center + offset).clamp(Vec2::ZERO, config.arena);
-                match spawn_one(&mut commands, &mut rng, &config, at) {
+                match spawn_one(&mut commands, &mut rng, &config, at, Placement::Burst) {
                     Ok(()) => spawned += 1,
                     Err(_) => {
                         refused += 1;
@@ -56,10 +58,41 @@ pub fn spawn_fighters(world: &mut World) {
     });
 }
 
-fn spawn_one(commands: &mut Commands<'_>, rng: &mut impl Rng, config: &SimConfig, at: Vec2) -> Result<(), WorldFull> {
+/// Why a fighter is spawned: a refill follows the scenario; a burst lands where it was asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    Refill,
+    Burst,
+}
+
+/// How far (radians) an army's heading strays from straight at the other side: enough to spread the front, little
+/// enough that it closes at most of full speed.
+const ARMY_SPREAD: f32 = 0.6;
+
+/// Spawns one fighter at `at` (uniform over the arena for a refill), drawing its team, role and heading. The
+/// `mixed` draws are exactly those of the runs before scenarios existed, so their digests are unchanged.
+fn spawn_one(
+    commands: &mut Commands<'_>,
+    rng: &mut impl Rng,
+    config: &SimConfig,
+    at: Vec2,
+    placement: Placement,
+) -> Result<(), WorldFull> {
     let team = if rng.gen_bool(0.5) { Team::Red } else { Team::Blue };
     let hunter = rng.gen_range(0..config.hunter_every.max(1)) == 0;
-    let heading = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU));
+    let (at, heading) = match (config.scenario, placement) {
+        (Scenario::Armies, Placement::Refill) => {
+            // The uniform x squeezed into the team's third; the heading toward the other side, spread a little.
+            let spread = rng.gen_range(-ARMY_SPREAD..ARMY_SPREAD);
+            match team {
+                Team::Red => (Vec2::new(at.x / 3.0, at.y), Vec2::from_angle(spread)),
+                Team::Blue => {
+                    (Vec2::new(config.arena.x - at.x / 3.0, at.y), Vec2::from_angle(std::f32::consts::PI + spread))
+                }
+            }
+        }
+        _ => (at, Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU))),
+    };
     let speed = if hunter { config.hunter_speed } else { config.fighter_speed };
     let body = (Position(at), Velocity(heading * speed), Health(config.max_health));
     let (p, v, h) = body;
