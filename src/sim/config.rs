@@ -57,8 +57,8 @@ pub enum Scenario {
     /// Both teams anywhere in the arena, heading anywhere: skirmishes everywhere at once.
     #[default]
     Mixed,
-    /// Red in the left third, blue in the right third (refills too), heading for the middle: two armies meet in
-    /// a front. Bursts still land where they are asked for.
+    /// Red in the left 45 % of the arena, blue in the right 45 % (refills too), heading for the middle: two armies
+    /// meet in a front within seconds. Bursts still land where they are asked for.
     Armies,
 }
 

@@ -67,6 +67,8 @@ enum Placement {
 
 /// How far (radians) an army's heading strays from straight at the other side: enough to spread the front, little
 /// enough that it closes at most of full speed.
+/// The share of the arena's width each army starts and refills in: a tenth of the width lies between them.
+const ARMY_SIDE: f32 = 0.45;
 const ARMY_SPREAD: f32 = 0.6;
 
 /// Spawns one fighter at `at` (uniform over the arena for a refill), drawing its team, role and heading. The
@@ -82,13 +84,15 @@ fn spawn_one(
     let hunter = rng.gen_range(0..config.hunter_every.max(1)) == 0;
     let (at, heading) = match (config.scenario, placement) {
         (Scenario::Armies, Placement::Refill) => {
-            // The uniform x squeezed into the team's third; the heading toward the other side, spread a little.
+            // The uniform x squeezed into the team's side (a narrow gap between, so the fronts meet within seconds);
+            // the heading toward the other side, spread a little.
             let spread = rng.gen_range(-ARMY_SPREAD..ARMY_SPREAD);
             match team {
-                Team::Red => (Vec2::new(at.x / 3.0, at.y), Vec2::from_angle(spread)),
-                Team::Blue => {
-                    (Vec2::new(config.arena.x - at.x / 3.0, at.y), Vec2::from_angle(std::f32::consts::PI + spread))
-                }
+                Team::Red => (Vec2::new(at.x * ARMY_SIDE, at.y), Vec2::from_angle(spread)),
+                Team::Blue => (
+                    Vec2::new(config.arena.x - at.x * ARMY_SIDE, at.y),
+                    Vec2::from_angle(std::f32::consts::PI + spread),
+                ),
             }
         }
         _ => (at, Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU))),
