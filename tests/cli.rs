@@ -211,10 +211,10 @@ fn a_saved_world_loads_on_another_backend_and_continues_to_the_same_digest() {
 fn record(path: &std::path::Path) {
     use swarm::app::profile::Profiler;
     use swarm::ecs::Backend;
-    use swarm::sim::replay::{Input, Recorder, Session, Start};
+    use swarm::sim::replay::{Input, Play, Recorder, Start};
     let config = swarm::sim::SimConfig::with_population(500);
     let start = Start::New { capacity: config.default_capacity(), config, seed: 11, backend: Backend::SparseSet };
-    let mut session = Session::new(&start, Profiler::new()).unwrap();
+    let mut play = Play::new(&start, Profiler::new()).unwrap();
     let mut recorder = Recorder::create(path, &start).unwrap();
     for (frames, input) in [
         (20, Input::Burst(glam::Vec2::new(300.0, 200.0))),
@@ -222,16 +222,16 @@ fn record(path: &std::path::Path) {
         (10, Input::Population(-200)),
     ] {
         for _ in 0..frames {
-            session.app.update();
+            play.app.update();
         }
-        let at = session.frame();
-        session.apply(&input).unwrap();
-        recorder.record(at, &input, &session).unwrap();
+        let at = play.frame();
+        play.apply(&input).unwrap();
+        recorder.record(at, &input, &play).unwrap();
     }
     for _ in 0..10 {
-        session.app.update();
+        play.app.update();
     }
-    recorder.finish(&session).unwrap();
+    recorder.finish(&play).unwrap();
 }
 
 #[test]

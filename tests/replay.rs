@@ -1,4 +1,4 @@
-//! Recording and replay: a session driven the way the window drives it (through `Session::apply`, each input
+//! Recording and replay: a play driven the way the window drives it (through `Play::apply`, each input
 //! written by a `Recorder`) replays headless to the same digest after every input and at the end; a tampered
 //! digest is reported; bad recordings are refused naming the line.
 
@@ -6,7 +6,7 @@ use glam::Vec2;
 use swarm::app::profile::Profiler;
 use swarm::ecs::{Backend, Format, SortMethod};
 use swarm::sim::painter::DrawOrder;
-use swarm::sim::replay::{replay, Check, Input, Recorder, Recording, Session, Start};
+use swarm::sim::replay::{replay, Check, Input, Play, Recorder, Recording, Start};
 use swarm::sim::{snapshot, SimConfig, SimStats};
 
 const POPULATION: u32 = 1_200;
@@ -22,11 +22,11 @@ fn new_start(seed: u64) -> Start {
     Start::New { capacity: config.default_capacity(), config, seed, backend: Backend::SparseSet }
 }
 
-/// Drives a session like the window: some frames (a y-sort after each, as a drawn frame does), then inputs, each
+/// Drives a play like the window: some frames (a y-sort after each, as a drawn frame does), then inputs, each
 /// applied and recorded. Returns the digest at the end and the number of inputs.
 fn record_a_session(path: &std::path::Path) -> (u64, usize) {
     let start = new_start(7);
-    let mut session = Session::new(&start, Profiler::new()).unwrap();
+    let mut play = Play::new(&start, Profiler::new()).unwrap();
     let mut recorder = Recorder::create(path, &start).unwrap();
     let mut quick_slot = None;
     let mut inputs = 0;
@@ -43,27 +43,27 @@ fn record_a_session(path: &std::path::Path) -> (u64, usize) {
     ];
     for (step, (frames, batch)) in plan.into_iter().enumerate() {
         for _ in 0..frames {
-            session.app.update();
-            session.sort();
+            play.app.update();
+            play.sort();
         }
         if step == 4 {
-            quick_slot = Some(snapshot::save(&session.app.world, Format::Binary).unwrap());
+            quick_slot = Some(snapshot::save(&play.app.world, Format::Binary).unwrap());
         }
         let batch = if step == 7 { vec![Input::QuickLoad(quick_slot.clone().unwrap())] } else { batch };
         for input in batch {
-            let at = session.frame();
-            session.apply(&input).unwrap();
-            recorder.record(at, &input, &session).unwrap();
+            let at = play.frame();
+            play.apply(&input).unwrap();
+            recorder.record(at, &input, &play).unwrap();
             inputs += 1;
         }
     }
     for _ in 0..25 {
-        session.app.update();
-        session.sort();
+        play.app.update();
+        play.sort();
     }
-    assert!(session.app.world.resource::<SimStats>().deaths > 0, "nobody died: the test proves little");
-    let end = session.digest();
-    recorder.finish(&session).unwrap();
+    assert!(play.app.world.resource::<SimStats>().deaths > 0, "nobody died: the test proves little");
+    let end = play.digest();
+    recorder.finish(&play).unwrap();
     (end, inputs)
 }
 
@@ -136,7 +136,7 @@ fn a_tampered_digest_differs_and_a_cut_recording_replays_to_its_last_input() {
 fn a_run_from_a_snapshot_records_it_and_replays_from_it() {
     let dir = temp("snapshot");
     let path = dir.join("run.jsonl");
-    let mut earlier = Session::new(&new_start(3), Profiler::new()).unwrap();
+    let mut earlier = Play::new(&new_start(3), Profiler::new()).unwrap();
     for _ in 0..50 {
         earlier.app.update();
     }
@@ -145,28 +145,28 @@ fn a_run_from_a_snapshot_records_it_and_replays_from_it() {
     let start = Start::snapshot(json, Some(Backend::Archetype)).unwrap();
     let Start::Snapshot { bytes, .. } = &start else { panic!("a snapshot start") };
     assert!(bytes.starts_with(b"SWARMSNP"));
-    let mut session = Session::new(&start, Profiler::new()).unwrap();
-    assert_eq!(session.app.world.backend(), Backend::Archetype);
-    assert_eq!(session.digest(), earlier.digest());
+    let mut play = Play::new(&start, Profiler::new()).unwrap();
+    assert_eq!(play.app.world.backend(), Backend::Archetype);
+    assert_eq!(play.digest(), earlier.digest());
     let mut recorder = Recorder::create(&path, &start).unwrap();
     for _ in 0..20 {
-        session.app.update();
+        play.app.update();
     }
     let input = Input::Burst(Vec2::new(10.0, 10.0));
-    session.apply(&input).unwrap();
-    recorder.record(session.frame(), &input, &session).unwrap();
+    play.apply(&input).unwrap();
+    recorder.record(play.frame(), &input, &play).unwrap();
     // A reset after a load restarts the loaded world's settings and seed from frame 0.
-    let at = session.frame();
-    session.apply(&Input::Reset).unwrap();
-    recorder.record(at, &Input::Reset, &session).unwrap();
-    assert_eq!(session.frame(), 0);
-    assert_eq!(session.app.world.resource::<SimConfig>(), earlier.app.world.resource::<SimConfig>());
-    let fresh = Session::new(&new_start(3), Profiler::new()).unwrap();
-    assert_eq!(session.digest(), fresh.digest());
+    let at = play.frame();
+    play.apply(&Input::Reset).unwrap();
+    recorder.record(at, &Input::Reset, &play).unwrap();
+    assert_eq!(play.frame(), 0);
+    assert_eq!(play.app.world.resource::<SimConfig>(), earlier.app.world.resource::<SimConfig>());
+    let fresh = Play::new(&new_start(3), Profiler::new()).unwrap();
+    assert_eq!(play.digest(), fresh.digest());
     for _ in 0..10 {
-        session.app.update();
+        play.app.update();
     }
-    recorder.finish(&session).unwrap();
+    recorder.finish(&play).unwrap();
     let (replayed, checks) = replay_file(&path);
     assert_eq!(checks.len(), 3);
     assert_eq!(replayed.differs, 0, "{checks:?}");
@@ -176,15 +176,15 @@ fn a_run_from_a_snapshot_records_it_and_replays_from_it() {
 
 #[test]
 fn a_bad_quick_load_changes_nothing() {
-    let mut session = Session::new(&new_start(5), Profiler::new()).unwrap();
+    let mut play = Play::new(&new_start(5), Profiler::new()).unwrap();
     for _ in 0..40 {
-        session.app.update();
+        play.app.update();
     }
-    let (before, frame) = (session.digest(), session.frame());
-    let good = snapshot::save(&session.app.world, Format::Binary).unwrap();
-    let error = session.apply(&Input::QuickLoad(good[..good.len() / 2].to_vec())).unwrap_err();
+    let (before, frame) = (play.digest(), play.frame());
+    let good = snapshot::save(&play.app.world, Format::Binary).unwrap();
+    let error = play.apply(&Input::QuickLoad(good[..good.len() / 2].to_vec())).unwrap_err();
     assert!(error.to_string().contains("truncated snapshot"), "{error}");
-    assert_eq!((session.digest(), session.frame()), (before, frame));
+    assert_eq!((play.digest(), play.frame()), (before, frame));
 }
 
 #[test]
@@ -242,9 +242,9 @@ fn a_group_turned_off_is_recorded_replays_the_same_and_marks_the_run_modified() 
     let dir = temp("group");
     let path = dir.join("run.jsonl");
     let start = new_start(11);
-    let mut session = Session::new(&start, Profiler::new()).unwrap();
+    let mut play = Play::new(&start, Profiler::new()).unwrap();
     let mut recorder = Recorder::create(&path, &start).unwrap();
-    let mut plain = Session::new(&start, Profiler::new()).unwrap();
+    let mut plain = Play::new(&start, Profiler::new()).unwrap();
     let plan = [
         (40, Input::Group { name: "combat".into(), enabled: false }),
         (30, Input::Group { name: "combat".into(), enabled: true }),
@@ -252,28 +252,28 @@ fn a_group_turned_off_is_recorded_replays_the_same_and_marks_the_run_modified() 
     ];
     for (frames, input) in plan {
         for _ in 0..frames {
-            session.app.update();
+            play.app.update();
             plain.app.update();
         }
-        let at = session.frame();
-        session.apply(&input).unwrap();
-        recorder.record(at, &input, &session).unwrap();
+        let at = play.frame();
+        play.apply(&input).unwrap();
+        recorder.record(at, &input, &play).unwrap();
     }
     for _ in 0..30 {
-        session.app.update();
+        play.app.update();
         plain.app.update();
     }
-    assert!(session.app.is_modified() && !plain.app.is_modified());
-    assert_eq!(session.app.is_group_enabled("spawning"), Some(false));
-    assert_ne!(session.digest(), plain.digest(), "turning combat off changed the run");
-    recorder.finish(&session).unwrap();
+    assert!(play.app.is_modified() && !plain.app.is_modified());
+    assert_eq!(play.app.is_group_enabled("spawning"), Some(false));
+    assert_ne!(play.digest(), plain.digest(), "turning combat off changed the run");
+    recorder.finish(&play).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains(r#""input":{"group":{"name":"combat","enabled":false}}"#), "{text}");
 
     let (replayed, checks) = replay_file(&path);
     assert_eq!(checks.len(), 4);
     assert_eq!(replayed.differs, 0, "{checks:?}");
-    assert_eq!(replayed.report.digest, format!("{:016x}", session.digest()));
+    assert_eq!(replayed.report.digest, format!("{:016x}", play.digest()));
     assert!(replayed.report.modified, "the report says the run was modified");
     let spawning = replayed.report.groups.iter().find(|g| g.name == "spawning").unwrap();
     assert!(!spawning.enabled);
@@ -281,7 +281,7 @@ fn a_group_turned_off_is_recorded_replays_the_same_and_marks_the_run_modified() 
     assert_eq!(checks[0].to_string().split("  ").nth(1), Some("group combat off"));
 
     // An unknown group is refused by name, at its line, and changes nothing.
-    let error = session.apply(&Input::Group { name: "weather".into(), enabled: false }).unwrap_err();
+    let error = play.apply(&Input::Group { name: "weather".into(), enabled: false }).unwrap_err();
     assert!(error.to_string().contains("no system group is named `weather`"), "{error}");
     let bad = text.replace(r#""name":"spawning""#, r#""name":"weather""#);
     let recording = Recording::parse(&bad).unwrap();

@@ -20,7 +20,7 @@ use std::time::Instant;
 use swarm::app::profile::{Profiler, SpanStat, TraceFile};
 use swarm::cli::Cli;
 use swarm::ecs::{Backend, Format};
-use swarm::sim::replay::{Input, Recorder, Session, Start, ALIGN_EVERY};
+use swarm::sim::replay::{Input, Play, Recorder, Start, ALIGN_EVERY};
 use swarm::sim::{census, digest, snapshot, SimConfig, SimStats, DT};
 
 /// The most simulation steps one rendered frame may run, so a slow frame does not snowball.
@@ -54,7 +54,7 @@ pub fn conf() -> Conf {
 /// allocator), so after a load they are the loaded world's, and the panel and a reset follow it.
 struct Game {
     cli: Cli,
-    session: Session,
+    play: Play,
     profiler: Profiler,
     recorder: Option<Recorder>,
     quick: QuickSlot,
@@ -69,7 +69,7 @@ impl Game {
     fn new(cli: Cli, start: Start) -> Self {
         let profiler = Profiler::new();
         // `start` was checked before the window opened: a snapshot that fails here is a bug, not bad input.
-        let session = Session::new(&start, profiler.clone()).unwrap_or_else(|error| {
+        let play = Play::new(&start, profiler.clone()).unwrap_or_else(|error| {
             eprintln!("swarm: cannot start: {error}");
             std::process::exit(1);
         });
@@ -85,7 +85,7 @@ impl Game {
         });
         Self {
             cli,
-            session,
+            play,
             profiler,
             recorder,
             quick: QuickSlot::new(quick::path()),
@@ -101,13 +101,13 @@ impl Game {
         self.message = Some((text, Instant::now()));
     }
 
-    /// Applies `input` to the session and records it. Only a quick load or an unknown group can fail, and then
+    /// Applies `input` to the running play and records it. Only a quick load or an unknown group can fail, and then
     /// nothing changed (and nothing is recorded).
     fn input(&mut self, input: Input) -> Result<(), String> {
-        let at = self.session.frame();
-        self.session.apply(&input).map_err(|e| e.to_string())?;
+        let at = self.play.frame();
+        self.play.apply(&input).map_err(|e| e.to_string())?;
         if let Some(recorder) = &mut self.recorder {
-            if let Err(error) = recorder.record(at, &input, &self.session) {
+            if let Err(error) = recorder.record(at, &input, &self.play) {
                 // The run goes on; the recording would no longer replay, so it stops here, and says so.
                 eprintln!("swarm: recording stopped: {error}");
                 self.say(format!("recording stopped: {error}"));
@@ -118,7 +118,7 @@ impl Game {
     }
 
     fn quick_save(&mut self) {
-        let world = &self.session.app.world;
+        let world = &self.play.app.world;
         let message = match snapshot::save(world, Format::Binary) {
             Ok(bytes) => self.quick.save(bytes, world.resource::<SimStats>().frames),
             Err(error) => format!("quick save failed: {error}"),
@@ -130,7 +130,7 @@ impl Game {
     fn quick_load(&mut self) -> bool {
         let loaded = self.quick.get().and_then(|bytes| self.input(Input::QuickLoad(bytes)));
         let ok = loaded.is_ok();
-        self.say(quick::load_message(loaded.map(|()| self.session.frame())));
+        self.say(quick::load_message(loaded.map(|()| self.play.frame())));
         ok
     }
 
@@ -138,7 +138,7 @@ impl Game {
     fn close(&mut self, trace: Option<TraceFile>, mut code: i32) -> ! {
         if let Some(recorder) = self.recorder.take() {
             let path = recorder.path().to_path_buf();
-            match recorder.finish(&self.session) {
+            match recorder.finish(&self.play) {
                 Ok(()) => eprintln!("recording written to {}", path.display()),
                 Err(error) => {
                     eprintln!("swarm: --record: {error}");
@@ -147,7 +147,7 @@ impl Game {
             }
         }
         if let Some(path) = &self.cli.save {
-            match snapshot::save_file(&self.session.app.world, path) {
+            match snapshot::save_file(&self.play.app.world, path) {
                 Ok(bytes) => eprintln!("world saved to {} ({bytes} bytes)", path.display()),
                 Err(error) => {
                     eprintln!("swarm: cannot save {}: {error}", path.display());
@@ -190,14 +190,14 @@ pub async fn run(cli: Cli, start: Start) {
     let mut scratch = DrawScratch::default();
     let mut markers = StaleMarkers::default();
     let mut view =
-        camera::View::fit(game.session.app.world.resource::<SimConfig>().arena, vec2(screen_width(), screen_height()));
+        camera::View::fit(game.play.app.world.resource::<SimConfig>().arena, vec2(screen_width(), screen_height()));
     let mut text = String::with_capacity(256);
     let mut panel_text = String::with_capacity(64);
     let mut actions: Vec<Action> = Vec::with_capacity(16);
     let mut spans: Vec<SpanStat> = Vec::new();
     let mut overlay_on = true;
     let mut overlay_area = Rect::default();
-    let mut tree = Tree::new(&game.session.app, &game.profiler);
+    let mut tree = Tree::new(&game.play.app, &game.profiler);
     // The compare view, when open; `--compare` opens it once `--frames` frames have run (at once without).
     let mut compare: Option<CompareView> = None;
     let mut compare_due = game.cli.compare;
@@ -210,7 +210,7 @@ pub async fn run(cli: Cli, start: Start) {
     loop {
         let frame_start = Instant::now();
         let dt = get_frame_time(); // read once, handed to the simulation as whole fixed steps
-        let config = game.session.app.world.resource::<SimConfig>();
+        let config = game.play.app.world.resource::<SimConfig>();
         let (arena, fighter) = (config.arena, sprites::fighter_size(config));
         let screen = vec2(screen_width(), screen_height());
 
@@ -233,24 +233,24 @@ pub async fn run(cli: Cli, start: Start) {
             view.read_input(over_ui, fighter);
         }
         let camera = view.camera(screen);
-        panel::read_input(game.session.app.world.backend(), |p| view.world_at(p, screen), over_ui, &mut actions);
+        panel::read_input(game.play.app.world.backend(), |p| view.world_at(p, screen), over_ui, &mut actions);
         if let Some(k) = game.cli.switch_every {
             if frame > 0 && frame.is_multiple_of(k) {
-                actions.push(Action::Backend(game.session.app.world.backend().next()));
+                actions.push(Action::Backend(game.play.app.world.backend().next()));
             }
         }
         let mut digest_wanted = false;
         for action in actions.drain(..) {
             match action {
                 Action::Compare if compare.is_some() => compare = None,
-                Action::Compare => compare = Some(CompareView::open(&game.session.app.world, compare_frames)),
+                Action::Compare => compare = Some(CompareView::open(&game.play.app.world, compare_frames)),
                 // The game is frozen while the compare view is open: it shows that moment.
                 _ if compare.is_some() => {}
                 Action::Digest => digest_wanted = true,
                 _ => apply(action, &mut game, &mut overlay_on, &mut times, &mut previous, &mut spans, &readout),
             }
         }
-        markers.take(&game.session.app.world); // a step ran a frame
+        markers.take(&game.play.app.world); // a step ran a frame
 
         // Simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible. The
         // compare view freezes it (without a pause input: nothing changes the simulation). Each frame's stale
@@ -258,24 +258,24 @@ pub async fn run(cli: Cli, start: Start) {
         if let Some(compared) = &mut compare {
             compared.step(compare::BUDGET);
         } else if screenshot.is_some() {
-            game.session.app.update();
-            markers.take(&game.session.app.world);
-        } else if !game.session.paused {
+            game.play.app.update();
+            markers.take(&game.play.app.world);
+        } else if !game.play.paused {
             accumulator = (accumulator + dt).min(DT * MAX_STEPS_PER_FRAME as f32);
             while accumulator >= DT {
-                game.session.app.update();
-                markers.take(&game.session.app.world);
+                game.play.app.update();
+                markers.take(&game.play.app.world);
                 accumulator -= DT;
             }
         }
         markers.age(dt);
 
         // World.
-        game.session.sort();
+        game.play.sort();
         clear_background(Color::new(0.035, 0.04, 0.07, 1.0));
         set_camera(&camera);
         {
-            let world = &mut game.session.app.world;
+            let world = &mut game.play.app.world;
             game.profiler.time("render", game.render_id, || {
                 draw_rectangle(0.0, 0.0, arena.x, arena.y, Color::new(0.07, 0.08, 0.12, 1.0));
                 sprites::draw_world(world, &sprites, &mut scratch, 1.0 / view.scale());
@@ -286,11 +286,11 @@ pub async fn run(cli: Cli, start: Start) {
 
         // The digest on demand (D, a click on its line), and once per frame shown while paused: timed apart, and
         // left out of the frame times, so asking for it does not show up as a slow frame.
-        let sim_frame = game.session.frame();
+        let sim_frame = game.play.frame();
         let mut apart_ms = 0.0;
-        if digest_wanted || (game.session.paused && readout.digest.is_none_or(|(_, at)| at != sim_frame)) {
+        if digest_wanted || (game.play.paused && readout.digest.is_none_or(|(_, at)| at != sim_frame)) {
             let start = Instant::now();
-            let world = &game.session.app.world;
+            let world = &game.play.app.world;
             readout.digest =
                 Some(game.profiler.time("digest (on demand)", game.digest_id, || (digest(world), sim_frame)));
             apart_ms = start.elapsed().as_secs_f32() * 1e3;
@@ -301,20 +301,20 @@ pub async fn run(cli: Cli, start: Start) {
         let ui_start = Instant::now();
         game.profiler.time("overlay+panel", game.overlay_id, || {
             gather(&game, &mut readout, &mut times, &mut rate_clock);
-            tree.refresh(&game.session.app);
+            tree.refresh(&game.play.app);
             if let Some(view) = &compare {
                 view.draw(screen_width() - panel::WIDTH - 8.0, &mut text);
             } else if overlay_on {
                 overlay_area =
                     overlay::draw(&readout, &times, previous.as_ref(), &game.profiler, &tree, &mut text, &mut actions);
             }
-            let config = game.session.app.world.resource::<SimConfig>();
+            let config = game.play.app.world.resource::<SimConfig>();
             let state = PanelState {
-                backend: game.session.app.world.backend(),
+                backend: game.play.app.world.backend(),
                 population: config.target_population,
-                paused: game.session.paused,
+                paused: game.play.paused,
                 overlay: overlay_on,
-                order: game.session.order,
+                order: game.play.order,
                 align: config.align_every > 0,
                 compare: compare.is_some(),
                 ui_ms,
@@ -377,7 +377,7 @@ fn draw_message(message: &str) {
     draw_text(message, x, y, size as f32, Color::new(1.0, 0.85, 0.45, 1.0));
 }
 
-/// Turns a panel or key action into a session input (recorded), or does it here when it only concerns the window.
+/// Turns a panel or key action into an input of the play (recorded), or does it here when it only concerns the window.
 fn apply(
     action: Action,
     game: &mut Game,
@@ -387,7 +387,7 @@ fn apply(
     spans: &mut Vec<SpanStat>,
     readout: &Readout,
 ) {
-    let world = &game.session.app.world;
+    let world = &game.play.app.world;
     let input = match action {
         Action::Backend(backend) if backend != world.backend() => {
             // Keep the outgoing backend's last figures beside the new ones.
@@ -403,7 +403,7 @@ fn apply(
         }
         Action::Backend(_) => return,
         Action::Population(delta) => Input::Population(delta),
-        Action::TogglePause => Input::Pause(!game.session.paused),
+        Action::TogglePause => Input::Pause(!game.play.paused),
         Action::Step => Input::Step,
         Action::Reset => {
             times.clear();
@@ -414,7 +414,7 @@ fn apply(
             *overlay_on = !*overlay_on;
             return;
         }
-        Action::CycleOrder => Input::DrawOrder(game.session.order.next()),
+        Action::CycleOrder => Input::DrawOrder(game.play.order.next()),
         Action::ToggleAlign => {
             let on = world.resource::<SimConfig>().align_every > 0;
             Input::AlignEvery(if on { 0 } else { ALIGN_EVERY })
@@ -440,8 +440,8 @@ fn apply(
 
 /// Fills the readout from counters the frame kept anyway (no query, no walk of the world): see the overlay.
 fn gather(game: &Game, readout: &mut Readout, times: &mut FrameTimes, rate_clock: &mut (Instant, u64, u64, f32, f32)) {
-    let paused = game.session.paused;
-    let world = &game.session.app.world;
+    let paused = game.play.paused;
+    let world = &game.play.app.world;
     let stats = world.resource::<SimStats>().clone();
     let elapsed = rate_clock.0.elapsed().as_secs_f32();
     if elapsed >= 1.0 {
@@ -462,7 +462,7 @@ fn gather(game: &Game, readout: &mut Readout, times: &mut FrameTimes, rate_clock
     readout.sim_frame = stats.frames;
     readout.refused = stats.spawn_refused + totals.refused;
     readout.paused = paused;
-    readout.modified = game.session.app.is_modified();
+    readout.modified = game.play.app.is_modified();
 }
 
 /// Reads the frame buffer and writes it as a PNG (rows flipped: GL's origin is bottom left).

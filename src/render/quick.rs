@@ -1,5 +1,5 @@
-//! The quick slot (F5 saves, F9 loads): a snapshot kept in memory and in a file, so F9 also works in the next
-//! session. No macroquad here: the window shows the messages these functions write.
+//! The quick slot (F5 saves, F9 loads): a snapshot kept in memory and in a file, so F9 also works the next time
+//! the window runs. No macroquad here: the window shows the messages these functions write.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ pub fn path() -> Option<PathBuf> {
     path_from(std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME"))
 }
 
-/// The slot: the last quick save of this session, and the file that keeps it between sessions.
+/// The slot: the last quick save of this run of the window, and the file that keeps it between runs.
 pub struct QuickSlot {
     bytes: Option<Vec<u8>>,
     path: Option<PathBuf>,
@@ -44,7 +44,7 @@ impl QuickSlot {
         message
     }
 
-    /// The snapshot in the slot: this session's, else the file's from an earlier one.
+    /// The snapshot in the slot: this run of the window's, else the file's from an earlier run.
     pub fn get(&self) -> Result<Vec<u8>, String> {
         if let Some(bytes) = &self.bytes {
             return Ok(bytes.clone());
@@ -128,7 +128,7 @@ mod tests {
         let mut slot = QuickSlot::new(Some(file.clone()));
         assert!(slot.get().unwrap_err().contains("no quick save yet"));
         assert!(slot.save(b"snap".to_vec(), 3).starts_with("quick save: 4 bytes"));
-        assert_eq!(QuickSlot::new(Some(file.clone())).get().unwrap(), b"snap", "the next session reads the file");
+        assert_eq!(QuickSlot::new(Some(file.clone())).get().unwrap(), b"snap", "the next run reads the file");
         // A folder that cannot be made: the message says so, and F9 still has the slot.
         std::fs::write(dir.join("blocker"), b"").unwrap();
         let mut stuck = QuickSlot::new(Some(dir.join("blocker/swarm/quicksave.snap")));

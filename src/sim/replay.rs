@@ -1,9 +1,9 @@
 //! Recording a run's inputs, and replaying them headless to the same worlds.
 //!
 //! The simulation depends only on where it starts and on the inputs applied between frames, so a run is its start
-//! plus a list of inputs, each with the frame it was applied at. The window drives a [`Session`] through
-//! [`Session::apply`] and writes each input with a [`Recorder`]; [`replay`] reads the file back and drives a new
-//! session through the same [`Session::apply`], running frames up to each input's frame, and compares the world
+//! plus a list of inputs, each with the frame it was applied at. The window drives a [`Play`] through
+//! [`Play::apply`] and writes each input with a [`Recorder`]; [`replay`] reads the file back and drives a new
+//! play through the same [`Play::apply`], running frames up to each input's frame, and compares the world
 //! digest after every input with the recorded one. A spike seen in the window can then be profiled headless
 //! (`--replay FILE --trace trace.json`), frame for frame.
 //!
@@ -61,7 +61,7 @@ pub enum Input {
     Step,
     /// Switch the running world to this backend.
     Backend(#[serde(with = "backend_name")] Backend),
-    /// Restart from frame 0: see [`Session::reset`].
+    /// Restart from frame 0: see [`Play::reset`].
     Reset,
     /// Align the velocity and health pools to the position pool every this many frames (0 = never).
     AlignEvery(u32),
@@ -79,7 +79,7 @@ pub enum Input {
     },
 }
 
-/// Why [`Session::apply`] refused an input; the session is as it was.
+/// Why [`Play::apply`] refused an input; the play is as it was.
 #[derive(Debug)]
 pub enum InputError {
     /// A quick load's snapshot does not load.
@@ -202,14 +202,14 @@ impl Start {
 }
 
 /// A running simulation and the inputs' state: the app, paused or not, and the draw order. The window and
-/// [`replay`] both change it only through [`Session::apply`], so a replay applies every input exactly as the
+/// [`replay`] both change it only through [`Play::apply`], so a replay applies every input exactly as the
 /// window did.
-pub struct Session {
+pub struct Play {
     /// The running simulation. A reset or a quick load replaces it (with the same profiler).
     pub app: App,
     /// Paused? (Only the window acts on it.)
     pub paused: bool,
-    /// How the sprites are ordered: [`Session::sort`] applies it.
+    /// How the sprites are ordered: [`Play::sort`] applies it.
     pub order: DrawOrder,
     profiler: Profiler,
     sort_id: u64,
@@ -217,8 +217,8 @@ pub struct Session {
     sort_scratch: Vec<u32>,
 }
 
-impl Session {
-    /// A session from `start`, recording spans into `profiler` (also after a reset or a quick load). Fails only
+impl Play {
+    /// A play from `start`, recording spans into `profiler` (also after a reset or a quick load). Fails only
     /// on a snapshot that does not load.
     pub fn new(start: &Start, profiler: Profiler) -> Result<Self, SnapshotError> {
         let app = match start {
@@ -240,7 +240,7 @@ impl Session {
         })
     }
 
-    /// The profiler every app of this session records into.
+    /// The profiler every app of this play records into.
     pub fn profiler(&self) -> &Profiler {
         &self.profiler
     }
@@ -393,14 +393,14 @@ impl Recorder {
     }
 
     /// Records `input`, applied at simulation frame `at` (read before applying it: a step runs frame `at`) and
-    /// just applied to `session`, with the digest after it.
-    pub fn record(&mut self, at: u64, input: &Input, session: &Session) -> Result<(), String> {
-        self.line(&InputLine { frame: at, input: input.clone(), digest: hex(session.digest()) })
+    /// just applied to `play`, with the digest after it.
+    pub fn record(&mut self, at: u64, input: &Input, play: &Play) -> Result<(), String> {
+        self.line(&InputLine { frame: at, input: input.clone(), digest: hex(play.digest()) })
     }
 
-    /// Writes the end line: the session's frame and digest at the close.
-    pub fn finish(mut self, session: &Session) -> Result<(), String> {
-        self.line(&EndLine { end: EndFields { frame: session.frame(), digest: hex(session.digest()) } })
+    /// Writes the end line: the play's frame and digest at the close.
+    pub fn finish(mut self, play: &Play) -> Result<(), String> {
+        self.line(&EndLine { end: EndFields { frame: play.frame(), digest: hex(play.digest()) } })
     }
 
     /// The file being written.
@@ -636,8 +636,8 @@ pub struct Replayed {
     pub complete: bool,
 }
 
-/// Replays `recording`: starts a session from its start, and for each input runs frames up to the input's frame,
-/// applies it through [`Session::apply`], and compares digests, then runs to the end line's frame. `on_app` sees
+/// Replays `recording`: starts a play from its start, and for each input runs frames up to the input's frame,
+/// applies it through [`Play::apply`], and compares digests, then runs to the end line's frame. `on_app` sees
 /// the first app before anything runs (to attach a trace); `on_check` sees each comparison as it is made. Spans go
 /// into `profiler`.
 pub fn replay(
@@ -646,47 +646,41 @@ pub fn replay(
     on_app: impl FnOnce(&App),
     mut on_check: impl FnMut(&Check),
 ) -> Result<Replayed, String> {
-    let mut session = Session::new(&recording.start, profiler).map_err(|e| format!("the start snapshot: {e}"))?;
-    on_app(&session.app);
-    let mut meter = Meter::new(&session.app, recording.end.map_or(0, |e| e.frame as usize));
-    let run_to = |session: &mut Session, meter: &mut Meter, frame: u64| {
-        while session.frame() < frame {
+    let mut play = Play::new(&recording.start, profiler).map_err(|e| format!("the start snapshot: {e}"))?;
+    on_app(&play.app);
+    let mut meter = Meter::new(&play.app, recording.end.map_or(0, |e| e.frame as usize));
+    let run_to = |play: &mut Play, meter: &mut Meter, frame: u64| {
+        while play.frame() < frame {
             let t = Instant::now();
-            session.run_frame();
-            meter.frame(t.elapsed().as_secs_f64() * 1e3, &session.app);
+            play.run_frame();
+            meter.frame(t.elapsed().as_secs_f64() * 1e3, &play.app);
         }
     };
     let (mut checks, mut differs) = (0, 0);
-    let mut check = |line, frame, input: Option<&Input>, session: &Session, recorded| {
-        let check = Check { line, frame, input: input.cloned(), digest: session.digest(), recorded };
+    let mut check = |line, frame, input: Option<&Input>, play: &Play, recorded| {
+        let check = Check { line, frame, input: input.cloned(), digest: play.digest(), recorded };
         checks += 1;
         differs += usize::from(!check.same());
         on_check(&check);
     };
     for recorded in &recording.inputs {
-        run_to(&mut session, &mut meter, recorded.frame);
+        run_to(&mut play, &mut meter, recorded.frame);
         let t = Instant::now();
-        session.apply(&recorded.input).map_err(|e| format!("line {}: {e}", recorded.line))?;
+        play.apply(&recorded.input).map_err(|e| format!("line {}: {e}", recorded.line))?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
         match recorded.input {
             Input::Backend(_) => meter.switched(ms),
             Input::Step => {
-                session.sort();
-                meter.frame(t.elapsed().as_secs_f64() * 1e3, &session.app);
+                play.sort();
+                meter.frame(t.elapsed().as_secs_f64() * 1e3, &play.app);
             }
             _ => {}
         }
-        check(recorded.line, recorded.frame, Some(&recorded.input), &session, recorded.digest);
+        check(recorded.line, recorded.frame, Some(&recorded.input), &play, recorded.digest);
     }
     if let Some(end) = recording.end {
-        run_to(&mut session, &mut meter, end.frame);
-        check(end.line, end.frame, None, &session, end.digest);
+        run_to(&mut play, &mut meter, end.frame);
+        check(end.line, end.frame, None, &play, end.digest);
     }
-    Ok(Replayed {
-        report: meter.report(&session.app),
-        app: session.app,
-        checks,
-        differs,
-        complete: recording.end.is_some(),
-    })
+    Ok(Replayed { report: meter.report(&play.app), app: play.app, checks, differs, complete: recording.end.is_some() })
 }
