@@ -431,6 +431,28 @@ fn load_column<T: DeserializeOwned + 'static, C: Codec>(
     Ok(())
 }
 
+/// A resource's save and load in codec `C`: `encode` turns the world's resource into a value, `decode` a value
+/// into the resource (seeing the loaded world), each failing with a reason that the error names with the resource.
+fn resource_fns<R: 'static, C: Codec>(
+    name: &'static str,
+    encode: impl Fn(&R, &World) -> Result<C::Value, String> + 'static,
+    decode: impl Fn(C::Value, &World) -> Result<R, String> + 'static,
+) -> ResourceFns<C> {
+    ResourceFns {
+        save: Box::new(move |world| {
+            let resource = world.get_resource::<R>().ok_or(SnapshotError::MissingResource(name))?;
+            encode(resource, world)
+                .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not encode: {why}")))
+        }),
+        load: Box::new(move |world, value| {
+            let resource = decode(value, world)
+                .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not load: {why}")))?;
+            world.insert_resource(resource);
+            Ok(())
+        }),
+    }
+}
+
 fn check_handles<T: HoldsEntities>(value: &T, entities: &Entities) -> Result<(), Entity> {
     let mut bad = None;
     value.visit_entities(&mut |e| {
@@ -498,19 +520,7 @@ impl SnapshotSchema {
     /// Saves resource `R` under `name`. Loading replaces the resource in the world it loads into.
     pub fn resource<R: Serialize + DeserializeOwned + 'static>(self, name: &'static str) -> Self {
         fn fns<R: Serialize + DeserializeOwned + 'static, C: Codec>(name: &'static str) -> ResourceFns<C> {
-            ResourceFns {
-                save: Box::new(move |world| {
-                    let resource = world.get_resource::<R>().ok_or(SnapshotError::MissingResource(name))?;
-                    C::encode(resource)
-                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not encode: {why}")))
-                }),
-                load: Box::new(move |world, value| {
-                    let resource = C::decode::<R>(value)
-                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not decode: {why}")))?;
-                    world.insert_resource(resource);
-                    Ok(())
-                }),
-            }
+            resource_fns::<R, C>(name, |resource, _| C::encode(resource), |value, _| C::decode(value))
         }
         self.push_resource(ResourceEntry { name, binary: fns::<R, Postcard>(name), json: fns::<R, Json>(name) })
     }
@@ -530,21 +540,11 @@ impl SnapshotSchema {
             save: fn(&R, &World) -> S,
             load: fn(S, &World) -> Result<R, String>,
         ) -> ResourceFns<C> {
-            ResourceFns {
-                save: Box::new(move |world| {
-                    let resource = world.get_resource::<R>().ok_or(SnapshotError::MissingResource(name))?;
-                    C::encode(&save(resource, world))
-                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not encode: {why}")))
-                }),
-                load: Box::new(move |world, value| {
-                    let value = C::decode::<S>(value)
-                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not decode: {why}")))?;
-                    let resource = load(value, world)
-                        .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}`: {why}")))?;
-                    world.insert_resource(resource);
-                    Ok(())
-                }),
-            }
+            resource_fns::<R, C>(
+                name,
+                move |resource, world| C::encode(&save(resource, world)),
+                move |value, world| load(C::decode::<S>(value)?, world),
+            )
         }
         self.push_resource(ResourceEntry {
             name,

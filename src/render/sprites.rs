@@ -122,13 +122,7 @@ impl StaleMarkers {
             let t = (age / MARKER_SECONDS).clamp(0.0, 1.0);
             let size = (10.0 + 34.0 * t.sqrt()) * px;
             let tint = Color::new(1.0, 0.95, 0.55, (1.0 - t).powf(1.5));
-            draw_texture_ex(
-                &sprites.ring,
-                at.x - size / 2.0,
-                at.y - size / 2.0,
-                tint,
-                DrawTextureParams { dest_size: Some(vec2(size, size)), ..Default::default() },
-            );
+            draw_centered(&sprites.ring, at, size, 0.0, tint);
         }
     }
 }
@@ -182,13 +176,7 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
         Color::new((r * vigour).min(1.0), (g * vigour).min(1.0), (b * vigour).min(1.0), 1.0)
     };
     let draw = |texture: &Texture2D, p: &Position, v: &Velocity, s: f32, color: Color| {
-        draw_texture_ex(
-            texture,
-            p.0.x - s / 2.0,
-            p.0.y - s / 2.0,
-            color,
-            DrawTextureParams { dest_size: Some(vec2(s, s)), rotation: v.0.y.atan2(v.0.x), ..Default::default() },
-        );
+        draw_centered(texture, p.0, s, v.0.y.atan2(v.0.x), color);
     };
     // Fighters, then hunters over them (one texture per pass, so each pass batches).
     world.query_ref::<(&Position, &Health, &Velocity)>().for_each(|e, (p, h, v)| {
@@ -208,13 +196,7 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
         world.query_ref::<(&Position, &Hunter)>().for_each(|e, (p, _)| {
             let (r, g, b) = team(e);
             let color = Color::new(0.55 + 0.45 * r, 0.55 + 0.45 * g, 0.55 + 0.45 * b, ring_alpha);
-            draw_texture_ex(
-                &sprites.ring,
-                p.0.x - ring_size / 2.0,
-                p.0.y - ring_size / 2.0,
-                color,
-                DrawTextureParams { dest_size: Some(vec2(ring_size, ring_size)), ..Default::default() },
-            );
+            draw_centered(&sprites.ring, p.0, ring_size, 0.0, color);
         });
     }
 
@@ -241,12 +223,12 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
     world.query_ref::<(&Position, &Lifetime)>().for_each(|_, (p, l)| {
         let (fade, color) = heat(l);
         let s = config.radius * (2.0 + 4.0 * fade * fade * fade);
-        draw_texture_ex(
-            &sprites.particle,
-            p.0.x - s / 2.0,
-            p.0.y - s / 2.0,
-            color,
-            DrawTextureParams { dest_size: Some(vec2(s, s)), ..Default::default() },
-        );
+        draw_centered(&sprites.particle, p.0, s, 0.0, color);
     });
+}
+
+/// Draws `texture` as a `size` x `size` square centred on `at`, turned by `rotation` radians.
+fn draw_centered(texture: &Texture2D, at: Vec2, size: f32, rotation: f32, color: Color) {
+    let params = DrawTextureParams { dest_size: Some(vec2(size, size)), rotation, ..Default::default() };
+    draw_texture_ex(texture, at.x - size / 2.0, at.y - size / 2.0, color, params);
 }

@@ -113,24 +113,17 @@ pub fn table(reports: &[Report]) -> String {
     row(&mut out, "frame ms, p50", &mut ms(|r| r.p50_ms));
     row(&mut out, "frame ms, p99", &mut ms(|r| r.p99_ms));
     row(&mut out, "frame ms, max", &mut ms(|r| r.max_ms));
-    // Groups with their systems under them, then the systems in no group, as the report prints them.
+    // The time tree, as the report prints it; each backend's figure found by name.
     if let Some(first) = reports.first() {
-        let ms_of = |r: &Report, name: &str| {
-            let group = r.groups.iter().find(|g| g.name == name).map(|g| g.mean_ms);
-            group.or_else(|| r.systems.iter().find(|s| s.name == name).map(|s| s.mean_ms))
-        };
-        let mut labels: Vec<(String, String)> = Vec::new();
-        for group in &first.groups {
-            labels.push((format!("  {}", group.name), group.name.clone()));
-            labels.extend(group.systems.iter().map(|s| (format!("    {s}"), s.clone())));
-        }
-        for system in first.systems.iter().filter(|s| !first.groups.iter().any(|g| g.systems.contains(&s.name))) {
-            labels.push((format!("  {}", system.name), system.name.clone()));
-        }
-        for (label, name) in labels {
-            let cells: Vec<String> =
-                reports.iter().map(|r| ms_of(r, &name).map_or("-".into(), |ms| format!("{ms:.3}"))).collect();
-            row(&mut out, &label, &mut cells.into_iter());
+        for label in first.rows() {
+            let cells: Vec<String> = reports
+                .iter()
+                .map(|r| {
+                    let ms = r.rows().into_iter().find(|row| row.name == label.name).map(|row| row.mean_ms);
+                    ms.map_or("-".into(), |ms| format!("{ms:.3}"))
+                })
+                .collect();
+            row(&mut out, &format!("{}{}", "  ".repeat(label.depth + 1), label.name), &mut cells.into_iter());
         }
     }
     row(&mut out, "live at end", &mut reports.iter().map(|r| r.live.to_string()));

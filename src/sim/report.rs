@@ -288,6 +288,43 @@ impl Meter {
     }
 }
 
+/// One line of a report's time tree ([`Report::rows`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeRow<'a> {
+    /// 0 for a group or a system in no group, 1 for a system under its group.
+    pub depth: usize,
+    /// The group's or system's name.
+    pub name: &'a str,
+    /// Mean milliseconds per frame.
+    pub mean_ms: f64,
+    /// Whether it ran at the end (a system in a group that is off has its group's flag).
+    pub enabled: bool,
+}
+
+impl Report {
+    /// The times as a tree in registration order: each group where its first system is, with its systems under it,
+    /// and the systems in no group on their own. The text report and the comparison table both print this.
+    pub fn rows(&self) -> Vec<TimeRow<'_>> {
+        let mut rows = Vec::with_capacity(self.systems.len() + self.groups.len());
+        let mut shown: Vec<&str> = Vec::new();
+        for system in &self.systems {
+            match self.groups.iter().find(|g| g.systems.contains(&system.name)) {
+                Some(group) if shown.contains(&group.name.as_str()) => {}
+                Some(group) => {
+                    shown.push(&group.name);
+                    rows.push(TimeRow { depth: 0, name: &group.name, mean_ms: group.mean_ms, enabled: group.enabled });
+                    for name in &group.systems {
+                        let mean_ms = self.systems.iter().find(|t| &t.name == name).map_or(0.0, |t| t.mean_ms);
+                        rows.push(TimeRow { depth: 1, name, mean_ms, enabled: group.enabled });
+                    }
+                }
+                None => rows.push(TimeRow { depth: 0, name: &system.name, mean_ms: system.mean_ms, enabled: true }),
+            }
+        }
+        rows
+    }
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "== backend: {}", self.backend)?;
@@ -301,21 +338,11 @@ impl fmt::Display for Report {
             self.frames, self.mean_ms, self.p50_ms, self.p99_ms, self.max_ms
         )?;
         writeln!(f, "ms per frame (mean), by group and system:")?;
-        let mut shown = Vec::new();
-        for s in &self.systems {
-            match self.groups.iter().find(|g| g.systems.contains(&s.name)) {
-                Some(group) if !shown.contains(&&group.name) => {
-                    shown.push(&group.name);
-                    let off = if group.enabled { "" } else { "  (off)" };
-                    writeln!(f, "  {:<22} {:>8.3}{off}", group.name, group.mean_ms)?;
-                    for name in &group.systems {
-                        let ms = self.systems.iter().find(|t| &t.name == name).map_or(0.0, |t| t.mean_ms);
-                        writeln!(f, "    {name:<20} {ms:>8.3}")?;
-                    }
-                }
-                Some(_) => {}
-                None => writeln!(f, "  {:<22} {:>8.3}", s.name, s.mean_ms)?,
-            }
+        for row in self.rows() {
+            let indent = "  ".repeat(row.depth + 1);
+            let width = 24 - indent.len();
+            let off = if row.enabled { "" } else { "  (off)" };
+            writeln!(f, "{indent}{:<width$} {:>8.3}{off}", row.name, row.mean_ms)?;
         }
         writeln!(f, "entities: peak {}  at end {}", self.peak_live, self.live)?;
         writeln!(
