@@ -1,9 +1,9 @@
 //! Bundles: the tuples of components an entity is spawned with.
 
 use super::component::{ComponentId, ComponentSet};
-use super::entity::Entity;
+use super::entity::{Entities, Entity};
 use super::storage::archetype::Archetypes;
-use super::storage::{AnyPool, ErasedPool, Layout, Pool, Registry};
+use super::storage::{AnyPool, ErasedPool, Layout, Pool, Registry, SparseSetLayout};
 
 /// Room for the ids of one bundle (bundles are implemented for tuples of up to 12).
 pub const MAX_BUNDLE: usize = 12;
@@ -62,6 +62,18 @@ pub trait Bundle: 'static {
         out: &mut Vec<Entity>,
     ) where
         Self: Sized;
+    #[doc(hidden)]
+    /// Batch spawning into sparse-set pools: pushes the values of `items` onto the pools' packed value arrays as
+    /// plain streams, then allocates one entity per bundle at once (into `out`, appended) and gives the pools
+    /// their entities. `items` must not yield more bundles than `entities` has room for.
+    fn put_sparse_batch(
+        items: impl Iterator<Item = Self>,
+        pools: &mut [Option<Box<dyn ErasedPool>>],
+        ids: &[ComponentId],
+        entities: &mut Entities,
+        out: &mut Vec<Entity>,
+    ) where
+        Self: Sized;
 }
 
 fn pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) -> &mut AnyPool<T> {
@@ -117,6 +129,29 @@ macro_rules! impl_bundle {
                     }
                 }));
                 $($p.commit_fresh(&out[start..]);)+
+                staging.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            }
+            fn put_sparse_batch(
+                items: impl Iterator<Item = Self>,
+                pools: &mut [Option<Box<dyn ErasedPool>>],
+                ids: &[ComponentId],
+                entities: &mut Entities,
+                out: &mut Vec<Entity>,
+            ) {
+                let [$($p),+] = pools.get_disjoint_mut([$(ids[$k] as usize),+]).expect("bundle ids are distinct");
+                $(let $p = SparseSetLayout::pool_mut(typed::<$T>($p));)+
+                // The loop only pushes values, so each array is written as a stream; the handles come after, in one
+                // run. Every pool holds as many values past its entities (a push cannot unwind halfway through a
+                // tuple: only the caller's iterator can panic, between bundles), and the commit runs even on a panic.
+                let staging = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    for ($($v,)+) in items {
+                        $($p.values.push($v);)+
+                    }
+                }));
+                let count = [$($p.values.len() - $p.entities.len()),+][0];
+                let start = out.len();
+                entities.alloc_many(count, out);
+                $($p.append_fresh(&out[start..]);)+
                 staging.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             }
         }

@@ -299,6 +299,38 @@ impl Entities {
         }
     }
 
+    /// How many entities [`Entities::alloc`] would hand out before refusing: the capacity left, and the indices
+    /// left (free ones, then never-used ones below the deferred marker).
+    pub(crate) fn room(&self) -> usize {
+        let capacity_left = self.capacity.saturating_sub(self.live + self.reserved) as usize;
+        let unused = (DEFERRED_INDEX as usize).saturating_sub(self.slots.len());
+        capacity_left.min(self.free.len().saturating_add(unused))
+    }
+
+    /// Allocates `count` live entities at once and appends their handles to `out`: the same handles, in the same
+    /// order, as `count` calls of [`Entities::alloc`] (recycled indices first, from the end of the free list, then
+    /// new ones), with the loops split so that new indices are pushed as one run.
+    ///
+    /// # Panics
+    /// If `count` exceeds [`Entities::room`] (nothing is allocated then).
+    pub(crate) fn alloc_many(&mut self, count: usize, out: &mut Vec<Entity>) {
+        assert!(count <= self.room(), "alloc_many of {count} entities with room for {}", self.room());
+        out.reserve(count);
+        let recycled = count.min(self.free.len());
+        for _ in 0..recycled {
+            let index = self.free.pop().expect("counted above");
+            let slot = &mut self.slots[index as usize];
+            debug_assert_eq!(slot.state, State::Free, "free list pointed to a slot that is not free");
+            slot.state = State::Alive;
+            out.push(Entity { index, generation: slot.generation });
+        }
+        let start = self.slots.len() as u32;
+        let new = (count - recycled) as u32;
+        self.slots.resize(self.slots.len() + new as usize, Slot { generation: NonZeroU32::MIN, state: State::Alive });
+        out.extend((start..start + new).map(|index| Entity { index, generation: NonZeroU32::MIN }));
+        self.live += count as u32;
+    }
+
     /// Reserves and activates in one step (without passing through `Reserved`).
     #[inline]
     pub fn alloc(&mut self) -> Result<Entity, WorldFull> {
@@ -529,6 +561,37 @@ impl Entities {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alloc_many_hands_out_what_alloc_would() {
+        // Two allocators in the same state (holes on the free list, a retired index); one allocates one at a time.
+        let mut one = Entities::with_max_generation(40, 3);
+        let handles: Vec<Entity> = (0..30).map(|_| one.alloc().unwrap()).collect();
+        for &e in handles.iter().step_by(3) {
+            one.free(e);
+        }
+        let retired = one.alloc().unwrap();
+        one.free(retired);
+        let again = one.alloc().unwrap();
+        one.free(again); // generation 3: this index retires
+        let mut many = one.clone();
+        assert_eq!(many.room(), one.room());
+        let expected: Vec<Entity> = (0..many.room()).map(|_| one.alloc().unwrap()).collect();
+        assert!(one.alloc().is_err());
+        let mut got = vec![Entity::from_parts(99, NonZeroU32::MIN)]; // appended to, not replaced
+        many.alloc_many(many.room(), &mut got);
+        assert_eq!(&got[1..], &expected[..]);
+        assert_eq!(many.room(), 0);
+        assert_eq!(many.len(), one.len());
+        many.assert_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "alloc_many of 3 entities with room for 2")]
+    fn alloc_many_refuses_more_than_the_room() {
+        let mut entities = Entities::new(2);
+        entities.alloc_many(3, &mut Vec::new());
+    }
 
     #[test]
     fn handles_are_eight_bytes() {

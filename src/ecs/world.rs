@@ -228,10 +228,24 @@ impl World {
         out: &mut Vec<Entity>,
     ) -> Result<(), WorldFull> {
         let ids = B::ids(&mut self.components);
-        let bundles = bundles.into_iter();
+        let mut bundles = bundles.into_iter();
         let hint = bundles.size_hint().0.min((self.capacity() - self.len()) as usize);
         out.reserve(hint);
         self.entities.reserve_indices(hint);
+        if let Storage::Pools { layout: PoolLayout::SparseSet, pools } = &mut self.storage {
+            // The sparse set stages values before it needs their handles: at most `room` bundles are taken, then
+            // one more is pulled to tell whether the world was too small (it is dropped, as below).
+            let room = self.entities.room();
+            for &id in ids.ids() {
+                ensure_pools(pools, PoolLayout::SparseSet, &self.components, id);
+                pools[id as usize].as_deref_mut().expect("pool is taken by a running query").reserve(hint);
+            }
+            B::put_sparse_batch(bundles.by_ref().take(room), pools, ids.ids(), &mut self.entities, out);
+            return match bundles.next() {
+                Some(_) => Err(WorldFull { capacity: self.capacity() }),
+                None => Ok(()),
+            };
+        }
         // Allocation stops at the first refusal, before the next bundle is taken.
         let mut full = Ok(());
         let entities = &mut self.entities;

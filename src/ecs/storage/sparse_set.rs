@@ -221,7 +221,8 @@ impl<T> SparseSet<T> {
         if page >= sparse.len() {
             sparse.resize_with(page + 1, || None);
         }
-        sparse[page].get_or_insert_with(|| Box::new([EMPTY; PAGE_SIZE]));
+        sparse[page]
+            .get_or_insert_with(|| vec![EMPTY; PAGE_SIZE].into_boxed_slice().try_into().expect("PAGE_SIZE entries"));
     }
 
     /// Inserts or replaces `entity`'s value; returns the previous value. The entity handle is stored as given.
@@ -250,16 +251,46 @@ impl<T> SparseSet<T> {
     pub(crate) fn append_fresh(&mut self, fresh: &[Entity]) {
         let start = self.entities.len();
         assert_eq!(start + fresh.len(), self.values.len(), "one staged value per fresh entity");
-        if fresh.is_empty() {
-            return;
-        }
         debug_assert!(fresh.iter().all(|e| !self.contains(e.index())), "a fresh entity already has a value");
         self.entities.extend_from_slice(fresh);
-        for (position, entity) in (start as u32..).zip(fresh) {
-            *Self::slot_mut(&mut self.sparse, entity.index()) = position;
+        self.index_from(start);
+    }
+
+    /// Points the sparse entries of the entities packed at `start..` at their positions (they were pushed onto
+    /// `entities` and `values` directly, by batch spawning).
+    pub(crate) fn index_from(&mut self, start: usize) {
+        assert_eq!(self.entities.len(), self.values.len(), "one value per packed entity");
+        let mut position = start;
+        while position < self.entities.len() {
+            let (page, offset) = Self::split(self.entities[position].index());
+            if matches!(self.sparse.get(page), Some(Some(_))) {
+                *Self::slot_mut(&mut self.sparse, self.entities[position].index()) = position as u32;
+                position += 1;
+                continue;
+            }
+            // A page not yet made, for a run of consecutive indices (what a fresh world's batch brings): the page is
+            // built with the run's positions in place, so each entry is written once, not filled and then set.
+            let run = self.entities[position..]
+                .iter()
+                .take(PAGE_SIZE - offset)
+                .enumerate()
+                .take_while(|(k, e)| e.index() as usize == page * PAGE_SIZE + offset + k)
+                .count();
+            let mut entries = Vec::with_capacity(PAGE_SIZE);
+            entries.resize(offset, EMPTY);
+            entries.extend(position as u32..(position + run) as u32);
+            entries.resize(PAGE_SIZE, EMPTY);
+            let entries: Box<[u32; PAGE_SIZE]> = entries.into_boxed_slice().try_into().expect("PAGE_SIZE entries");
+            if page >= self.sparse.len() {
+                self.sparse.resize_with(page + 1, || None);
+            }
+            self.sparse[page] = Some(entries);
+            position += run;
         }
-        for position in start..self.entities.len() {
-            self.note_position(position);
+        if self.order.get() != 0 {
+            for position in start..self.entities.len() {
+                self.note_position(position);
+            }
         }
     }
 
@@ -737,6 +768,25 @@ mod tests {
         a.sort_by(crate::ecs::SortMethod::InPlace, |x, y| y.cmp(x));
         assert_eq!(a.packed_order().stamp.get(), 0);
         assert!(!a.packed_order().same_as(&b.packed_order()));
+    }
+
+    #[test]
+    fn index_from_builds_pages_for_runs_and_sets_entries_on_pages_already_made() {
+        // Runs that start mid-page, cross a page boundary, skip indices, and land on a page made before.
+        let mut set = SparseSet::new();
+        set.insert(e(5), 5u32);
+        let fresh: Vec<Entity> = (4090..4100).chain([9000, 9001, 7, 6]).chain(12_000..12_005).map(e).collect();
+        for entity in &fresh {
+            set.values.push(entity.index());
+        }
+        set.append_fresh(&fresh);
+        for entity in fresh.iter().chain([&e(5)]) {
+            assert_eq!(set.get(entity.index()), Some(&entity.index()), "index {}", entity.index());
+        }
+        for absent in [0, 4, 8, 4089, 4100, 8999, 9002, 11_999, 12_005, 20_000] {
+            assert!(!set.contains(absent), "index {absent}");
+        }
+        assert_eq!(set.len(), fresh.len() + 1);
     }
 
     #[test]
