@@ -93,3 +93,31 @@ fn steady_state_commands_recorded_in_a_loop_allocate_nothing() {
     // The loop's pattern of expirations per frame peaks later than the direct one's: a longer warm-up.
     assert_steady_frames_allocate_nothing(500, frame_in_loop);
 }
+
+/// `World::reserve` makes room up front: spawning that many entities one by one then allocates nothing but the
+/// sparse set's index pages (one per 4,096 indices per component), where without it every array grows by doubling.
+#[test]
+fn reserve_then_spawn_one_by_one_allocates_nothing_but_index_pages() {
+    const N: u32 = 5_000;
+    for backend in [Backend::SparseSet, Backend::HashMap, Backend::DenseArray, Backend::Archetype] {
+        let spawn_all = |reserve: bool| {
+            let mut world = World::with_capacity(2 * N);
+            world.set_backend(backend);
+            world.spawn((Life(1), Spark)).unwrap(); // pools, table and registry made before counting
+            if reserve {
+                world.reserve::<(Life, Spark)>(N as usize);
+            }
+            let before = common::allocations();
+            for i in 0..N {
+                world.spawn((Life(i), Spark)).unwrap();
+            }
+            common::allocations() - before
+        };
+        // `Spark` is zero-sized: its values never allocate, its index pages do.
+        let pages =
+            if backend == Backend::SparseSet { 2 * (N as usize).div_ceil(swarm::ecs::PAGE_SIZE) + 2 } else { 0 };
+        let (with, without) = (spawn_all(true), spawn_all(false));
+        assert!(with <= pages, "{backend}: {with} allocations after reserve (at most {pages} expected)");
+        assert!(without > with + 4, "{backend}: {without} allocations without reserve, {with} with");
+    }
+}

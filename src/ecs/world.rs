@@ -270,6 +270,42 @@ impl World {
         full
     }
 
+    /// Makes room for `additional` more entities with the components of bundle type `B`, so that spawning them
+    /// one by one does not grow the storage on the way: the allocator's slots, and each component's pool (the
+    /// per-component backends) or the bundle's table (archetype). The b-tree has no capacity to reserve, and a
+    /// backend switch rebuilds the storage at the size it needs. Batch spawns reserve by themselves, from the
+    /// iterator's size hint.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32);
+    /// struct Vel(f32);
+    /// let mut world = World::new();
+    /// world.reserve::<(Pos, Vel)>(10_000);
+    /// for i in 0..10_000 {
+    ///     world.spawn((Pos(i as f32), Vel(1.0))).unwrap();
+    /// }
+    /// ```
+    ///
+    /// # Panics
+    /// If the tuple names a component type twice.
+    pub fn reserve<B: Bundle>(&mut self, additional: usize) {
+        let ids = B::ids(&mut self.components);
+        self.entities.reserve_indices(additional);
+        match &mut self.storage {
+            Storage::Tables(archetypes) => {
+                let table = archetypes.table_for(ids.set, &self.components);
+                archetypes.reserve_rows(table, additional);
+            }
+            Storage::Pools { layout, pools } => {
+                for &id in ids.ids() {
+                    ensure_pools(pools, *layout, &self.components, id);
+                    pools[id as usize].as_deref_mut().expect("pool is taken by a running query").reserve(additional);
+                }
+            }
+        }
+    }
+
     /// Makes the handles of `reserved` (from [`Commands::spawn`]) alive with `bundles`, in order, resolving pools
     /// once for the run; a handle that is no longer reserved is skipped and its bundle dropped. `out` receives the
     /// handles made alive.

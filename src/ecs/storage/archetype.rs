@@ -277,6 +277,8 @@ impl Archetypes {
 
     /// Reserves `additional` rows in `table`.
     pub(crate) fn reserve_rows(&mut self, table: u32, additional: usize) {
+        // New entities' records land past the highest index seen, as fresh indices do.
+        self.records.reserve(additional);
         let table = &mut self.tables[table as usize];
         table.entities.reserve(additional);
         for column in &mut table.columns {

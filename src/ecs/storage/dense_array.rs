@@ -74,7 +74,10 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
     fn bytes(&self) -> usize {
         self.slots.capacity() * size_of::<Option<T>>()
     }
-    fn reserve(&mut self, _additional: usize) {}
+    /// Room for `additional` more slots past the highest index seen (where fresh indices land).
+    fn reserve(&mut self, additional: usize) {
+        self.slots.reserve(additional);
+    }
 }
 
 #[cfg(test)]
