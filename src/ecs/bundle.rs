@@ -64,15 +64,17 @@ pub trait Bundle: 'static {
         Self: Sized;
     #[doc(hidden)]
     /// Batch spawning into sparse-set pools: pushes the values of `items` onto the pools' packed value arrays as
-    /// plain streams, then allocates one entity per bundle at once (into `out`, appended) and gives the pools
-    /// their entities. `items` must not yield more bundles than `entities` has room for.
+    /// plain streams, then allocates one entity per bundle at once and gives the pools their entities; `out`, if
+    /// given, receives the handles too. Returns how many were spawned. `items` must not yield more bundles than
+    /// `entities` has room for.
     fn put_sparse_batch(
         items: impl Iterator<Item = Self>,
         pools: &mut [Option<Box<dyn ErasedPool>>],
         ids: &[ComponentId],
         entities: &mut Entities,
-        out: &mut Vec<Entity>,
-    ) where
+        out: Option<&mut Vec<Entity>>,
+    ) -> usize
+    where
         Self: Sized;
 }
 
@@ -136,8 +138,8 @@ macro_rules! impl_bundle {
                 pools: &mut [Option<Box<dyn ErasedPool>>],
                 ids: &[ComponentId],
                 entities: &mut Entities,
-                out: &mut Vec<Entity>,
-            ) {
+                out: Option<&mut Vec<Entity>>,
+            ) -> usize {
                 let [$($p),+] = pools.get_disjoint_mut([$(ids[$k] as usize),+]).expect("bundle ids are distinct");
                 $(let $p = SparseSetLayout::pool_mut(typed::<$T>($p));)+
                 // The loop only pushes values, so each array is written as a stream; the handles come after, in one
@@ -149,10 +151,21 @@ macro_rules! impl_bundle {
                     }
                 }));
                 let count = [$($p.values.len() - $p.entities.len()),+][0];
-                let start = out.len();
-                entities.alloc_many(count, out);
-                $($p.append_fresh(&out[start..]);)+
-                staging.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                {
+                    // The handles are allocated onto the first pool's packed entities and copied from there.
+                    let [first, rest @ ..] = [$(&mut $p.entities),+];
+                    let start = first.len();
+                    entities.alloc_many(count, first);
+                    for other in rest {
+                        other.extend_from_slice(&first[start..]);
+                    }
+                    if let Some(out) = out {
+                        out.extend_from_slice(&first[start..]);
+                    }
+                }
+                $($p.index_from($p.entities.len() - count);)+
+                staging.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                count
             }
         }
     };

@@ -212,12 +212,44 @@ impl World {
     /// assert_eq!(world.len(), 10); // six more fitted
     /// ```
     pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Result<usize, WorldFull> {
+        if self.backend() == Backend::SparseSet {
+            return self.spawn_sparse_batch(bundles.into_iter(), None);
+        }
         let mut handles = std::mem::take(&mut self.handle_scratch);
         handles.clear();
         let result = self.spawn_batch_into(bundles, &mut handles);
         let spawned = handles.len();
         self.handle_scratch = handles;
         result.map(|()| spawned)
+    }
+
+    /// The sparse-set batch spawn, which stages values before it needs their handles (so it needs no list of
+    /// them unless the caller wants one): at most `room` bundles are taken, then one more is pulled to tell
+    /// whether the world was too small (it is dropped, as on the other backends).
+    fn spawn_sparse_batch<B: Bundle>(
+        &mut self,
+        mut bundles: impl Iterator<Item = B>,
+        mut out: Option<&mut Vec<Entity>>,
+    ) -> Result<usize, WorldFull> {
+        let ids = B::ids(&mut self.components);
+        let hint = bundles.size_hint().0.min((self.capacity() - self.len()) as usize);
+        if let Some(out) = &mut out {
+            out.reserve(hint);
+        }
+        self.entities.reserve_indices(hint);
+        let Storage::Pools { layout: PoolLayout::SparseSet, pools } = &mut self.storage else {
+            unreachable!("called on the sparse-set backend only")
+        };
+        let room = self.entities.room();
+        for &id in ids.ids() {
+            ensure_pools(pools, PoolLayout::SparseSet, &self.components, id);
+            pools[id as usize].as_deref_mut().expect("pool is taken by a running query").reserve(hint);
+        }
+        let spawned = B::put_sparse_batch(bundles.by_ref().take(room), pools, ids.ids(), &mut self.entities, out);
+        match bundles.next() {
+            Some(_) => Err(WorldFull { capacity: self.capacity() }),
+            None => Ok(spawned),
+        }
     }
 
     /// Like [`World::spawn_batch`], and `out` receives the new handles in order (those spawned before a
@@ -227,25 +259,14 @@ impl World {
         bundles: impl IntoIterator<Item = B>,
         out: &mut Vec<Entity>,
     ) -> Result<(), WorldFull> {
+        if self.backend() == Backend::SparseSet {
+            return self.spawn_sparse_batch(bundles.into_iter(), Some(out)).map(|_| ());
+        }
         let ids = B::ids(&mut self.components);
-        let mut bundles = bundles.into_iter();
+        let bundles = bundles.into_iter();
         let hint = bundles.size_hint().0.min((self.capacity() - self.len()) as usize);
         out.reserve(hint);
         self.entities.reserve_indices(hint);
-        if let Storage::Pools { layout: PoolLayout::SparseSet, pools } = &mut self.storage {
-            // The sparse set stages values before it needs their handles: at most `room` bundles are taken, then
-            // one more is pulled to tell whether the world was too small (it is dropped, as below).
-            let room = self.entities.room();
-            for &id in ids.ids() {
-                ensure_pools(pools, PoolLayout::SparseSet, &self.components, id);
-                pools[id as usize].as_deref_mut().expect("pool is taken by a running query").reserve(hint);
-            }
-            B::put_sparse_batch(bundles.by_ref().take(room), pools, ids.ids(), &mut self.entities, out);
-            return match bundles.next() {
-                Some(_) => Err(WorldFull { capacity: self.capacity() }),
-                None => Ok(()),
-            };
-        }
         // Allocation stops at the first refusal, before the next bundle is taken.
         let mut full = Ok(());
         let entities = &mut self.entities;
