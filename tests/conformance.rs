@@ -133,6 +133,46 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn a_query_shape_run_again_sees_what_changed_since() {
+                // The world caches each query shape (ids, access check, matching tables): later runs of the same
+                // shape must still see new component sets, emptied and refilled tables, and backend switches.
+                let mut w = world();
+                let sum = |w: &mut World| {
+                    let mut total = 0.0;
+                    w.query::<(&Pos, Option<&Vel>)>().without::<Red>().for_each(|_, (p, v)| {
+                        total += p.0 + v.map_or(0.0, |v| v.0);
+                    });
+                    total
+                };
+                assert_eq!(sum(&mut w), 0.0);
+                let a = w.spawn((Pos(1.0, 0.0),)).unwrap();
+                assert_eq!(sum(&mut w), 1.0);
+                let b = w.spawn((Pos(2.0, 0.0), Vel(10.0, 0.0))).unwrap();
+                w.spawn((Pos(100.0, 0.0), Red)).unwrap();
+                assert_eq!(sum(&mut w), 13.0, "a new set of components is matched");
+                w.despawn(a).unwrap();
+                assert_eq!(sum(&mut w), 12.0);
+                w.spawn((Pos(4.0, 0.0),)).unwrap();
+                assert_eq!(sum(&mut w), 16.0, "an emptied and refilled set is walked again");
+                w.insert(b, Red).unwrap();
+                assert_eq!(sum(&mut w), 4.0, "a filter keeps applying");
+                for backend in Backend::ALL {
+                    w.set_backend(backend);
+                    assert_eq!(sum(&mut w), 4.0, "after switching to {backend}");
+                }
+                w.set_backend($backend);
+                w.clear();
+                assert_eq!(sum(&mut w), 0.0);
+                w.spawn((Pos(8.0, 0.0), Vel(1.0, 0.0))).unwrap();
+                assert_eq!(sum(&mut w), 9.0, "after a clear");
+                for _ in 0..2 {
+                    let refused = w.query::<(&Pos, &mut Pos)>().try_for_each(|_, _| {});
+                    assert!(matches!(refused, Err(QueryError::Conflict { mutable: true, .. })), "{refused:?}");
+                }
+                w.assert_invariants();
+            }
+
+            #[test]
             fn queries_pair_values_right_while_pools_change_between_them() {
                 // Pools packed alike are walked in lock-step, and a sparse set remembers that across changes
                 // it can check cheaply. Every round changes the pools (alike, or apart at equal length), then a

@@ -47,7 +47,7 @@ pub trait Bundle: 'static {
     fn ids(components: &mut Registry) -> BundleIds;
     #[doc(hidden)]
     /// Inserts every component into its per-component pool (`ids` from [`Bundle::ids`]).
-    fn put_pools(self, pools: &mut [Option<Box<dyn ErasedPool>>], ids: &[ComponentId], entity: Entity);
+    fn put_pools(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity);
     #[doc(hidden)]
     /// Pushes every component onto its column of `table` (whose row the caller pushes).
     fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]);
@@ -57,7 +57,7 @@ pub trait Bundle: 'static {
     /// no value in any pool yet (the caller allocates or activates them as `items` is pulled).
     fn put_batch<L: Layout>(
         items: impl Iterator<Item = (Entity, Self)>,
-        pools: &mut [Option<Box<dyn ErasedPool>>],
+        pools: &mut [Box<dyn ErasedPool>],
         ids: &[ComponentId],
         out: &mut Vec<Entity>,
     ) where
@@ -78,12 +78,12 @@ pub trait Bundle: 'static {
         Self: Sized;
 }
 
-fn pool<T: 'static>(pools: &mut [Option<Box<dyn ErasedPool>>], id: ComponentId) -> &mut AnyPool<T> {
+fn pool<T: 'static>(pools: &mut [Box<dyn ErasedPool>], id: ComponentId) -> &mut AnyPool<T> {
     typed(&mut pools[id as usize])
 }
 
-fn typed<T: 'static>(pool: &mut Option<Box<dyn ErasedPool>>) -> &mut AnyPool<T> {
-    AnyPool::in_slot(pool)
+fn typed<T: 'static>(pool: &mut Box<dyn ErasedPool>) -> &mut AnyPool<T> {
+    AnyPool::downcast_mut(pool.as_mut())
 }
 
 macro_rules! impl_bundle {
@@ -104,7 +104,7 @@ macro_rules! impl_bundle {
                 ids
             }
             #[inline]
-            fn put_pools(self, pools: &mut [Option<Box<dyn ErasedPool>>], ids: &[ComponentId], entity: Entity) {
+            fn put_pools(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity) {
                 let ($($v,)+) = self;
                 $(pool::<$T>(pools, ids[$k]).insert(entity, $v);)+
             }
@@ -115,7 +115,7 @@ macro_rules! impl_bundle {
             }
             fn put_batch<L: Layout>(
                 items: impl Iterator<Item = (Entity, Self)>,
-                pools: &mut [Option<Box<dyn ErasedPool>>],
+                pools: &mut [Box<dyn ErasedPool>],
                 ids: &[ComponentId],
                 out: &mut Vec<Entity>,
             ) {

@@ -2,7 +2,9 @@
 //!
 //! (The example is on [`Query`].)
 //!
-//! How a query runs: the world matches its backend **once**, then calls a loop monomorphized for that layout.
+//! How a query runs: a mutable world looks the query's shape up in its cache (one hash lookup: the ids, the access
+//! check, and on the archetype backend the matching tables are worked out the first time only), matches its backend
+//! **once**, then calls a loop monomorphized for that layout.
 //! - Per-component layouts ([`Layout`]): if every fetched pool keeps packed arrays in the same entity order
 //!   (sparse sets after `sort_as`, or that got the same spawns and despawns) and no `With` pool is smaller, the
 //!   packed value arrays are walked in lock-step. Sparse sets found alike once keep a journal of the positions
@@ -11,7 +13,7 @@
 //!   walked by row and the other pools are probed by index; any other driver's handles are copied to a reused
 //!   scratch buffer and every pool is probed by index.
 //! - Archetype tables: every table whose set holds the fetched and `With` types and none of the `Without` types is
-//!   walked column by column.
+//!   walked column by column (the shape's cache lists them with their column slots).
 //!
 //! Either way the matches go to a [`Visit`]or: [`Query::for_each`] calls its closure per entity;
 //! [`Query::for_each_run`] hands over runs of rows as parallel slices (the whole packed arrays of a lock-step walk,
@@ -27,11 +29,12 @@
 use super::commands::{CommandQueue, Commands};
 use super::component::{ComponentId, ComponentSet};
 use super::entity::{Entities, Entity};
-use super::storage::archetype::{Column, ErasedColumn, Table};
+use super::storage::archetype::{Archetypes, Column, ErasedColumn, Table};
 use super::storage::sparse_set::PackedOrder;
 use super::storage::{dispatch, AnyPool, ErasedPool, Layout, Pool, Registry};
-use super::world::{Storage, World};
-use std::any::{type_name, TypeId};
+use super::world::{ensure_pools, Storage, World};
+use rustc_hash::FxHashMap;
+use std::any::{type_name, Any, TypeId};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -79,6 +82,8 @@ pub struct Access {
     types: [Option<TypeId>; MAX_QUERY_TYPES],
     mutable: [bool; MAX_QUERY_TYPES],
     len: usize,
+    /// How many of the ids are fetched terms (the filter's follow).
+    fetched: usize,
     /// Types that must be present (fetched and `With`).
     pub required: ComponentSet,
     /// Types that must be absent (`Without`).
@@ -135,6 +140,10 @@ pub trait Term {
     /// The component type.
     type Component: 'static;
     #[doc(hidden)]
+    /// The term with its lifetime made `'static` (`&'static T` for `&T`): it names the query's shape in the
+    /// world's query cache (see [`QueryData::Key`]).
+    type Static: 'static;
+    #[doc(hidden)]
     /// Whether the term borrows mutably.
     const MUTABLE: bool;
     #[doc(hidden)]
@@ -184,12 +193,18 @@ pub trait Term {
     fn one<'a>(item: Self::Item<'a>) -> Self::Slice<'a>;
 }
 
+/// The typed values of a column: one `TypeId` comparison (the upcast to `dyn Any` reads the vtable; only
+/// `type_id` is a dynamic call).
+#[inline]
 fn typed_column<T: 'static>(column: &mut dyn ErasedColumn) -> &mut Vec<T> {
-    &mut column.as_any_mut().downcast_mut::<Column<T>>().expect("column type does not match its component id").0
+    let column: &mut dyn Any = column;
+    &mut column.downcast_mut::<Column<T>>().expect("column type does not match its component id").0
 }
 
+#[inline]
 fn typed_column_ref<T: 'static>(column: &dyn ErasedColumn) -> &[T] {
-    &column.as_any().downcast_ref::<Column<T>>().expect("column type does not match its component id").0
+    let column: &dyn Any = column;
+    &column.downcast_ref::<Column<T>>().expect("column type does not match its component id").0
 }
 
 /// A term that only reads (`&T`, `Option<&T>`): it can run through a shared `&World` ([`World::query_ref`]).
@@ -223,6 +238,7 @@ impl<'r, T: 'static> ReadOnlyTerm for Option<&'r T> {
 
 impl<T: 'static> Term for &T {
     type Component = T;
+    type Static = &'static T;
     const MUTABLE: bool = false;
     type Item<'a> = &'a T;
     type PoolRef<'w, L: Layout> = &'w L::Pool<T>;
@@ -270,6 +286,7 @@ impl<T: 'static> Term for &T {
 
 impl<T: 'static> Term for &mut T {
     type Component = T;
+    type Static = &'static mut T;
     const MUTABLE: bool = true;
     type Item<'a> = &'a mut T;
     type PoolRef<'w, L: Layout> = &'w mut L::Pool<T>;
@@ -322,6 +339,7 @@ macro_rules! impl_optional_term {
     ($($mut:ident)?; $mutable:expr, $get:ident, $packed:ident, $as_slice:ident, $split:ident, $one:path) => {
         impl<'r, T: 'static> Term for Option<&'r $($mut)? T> {
             type Component = T;
+            type Static = Option<<&'r $($mut)? T as Term>::Static>;
             const MUTABLE: bool = $mutable;
             const REQUIRED: bool = false;
             type Item<'a> = Option<<&'r $($mut)? T as Term>::Item<'a>>;
@@ -403,7 +421,7 @@ pub struct With<T>(PhantomData<fn() -> T>);
 pub struct Without<T>(PhantomData<fn() -> T>);
 
 /// A filter: `()`, [`With<T>`], [`Without<T>`], or a pair of filters.
-pub trait Filter {
+pub trait Filter: 'static {
     #[doc(hidden)]
     /// Typed pool borrows of a per-component layout.
     type Pools<'w, L: Layout>;
@@ -423,8 +441,8 @@ pub trait Filter {
         pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
     ) -> Option<Self::Pools<'w, L>>;
     #[doc(hidden)]
-    /// Takes this filter's pools, in the order `access` recorded them.
-    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
+    /// Borrows this filter's pools from `taken`, in the order `access` recorded them.
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
     #[doc(hidden)]
     /// Whether `index` passes.
     fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool;
@@ -447,7 +465,7 @@ impl Filter for () {
     const ALWAYS: bool = true;
     fn access(_: &mut Registry, _: &mut Access) {}
     fn access_lookup(_: &Registry, _: &mut Access) {}
-    fn pools<'w, L: Layout>(_: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) {}
+    fn pools<'w, L: Layout>(_: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) {}
     fn pools_shared<'w, L: Layout>(_: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>) -> Option<()> {
         Some(())
     }
@@ -469,8 +487,8 @@ impl<T: 'static> Filter for With<T> {
     fn access_lookup(components: &Registry, access: &mut Access) {
         access.name::<T>(components.id::<T>(), false, true, false);
     }
-    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
-        L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("filter pool was taken")))
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
+        L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("a pool per filter")))
     }
     fn pools_shared<'w, L: Layout>(
         pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
@@ -501,8 +519,8 @@ impl<T: 'static> Filter for Without<T> {
     fn access_lookup(components: &Registry, access: &mut Access) {
         access.name::<T>(components.id::<T>(), false, false, true);
     }
-    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Option<&'w L::Pool<T>> {
-        Some(L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("filter pool was taken"))))
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Option<&'w L::Pool<T>> {
+        Some(L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("a pool per filter"))))
     }
     fn pools_shared<'w, L: Layout>(
         pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
@@ -530,7 +548,7 @@ impl<A: Filter, B: Filter> Filter for (A, B) {
         A::access_lookup(components, access);
         B::access_lookup(components, access);
     }
-    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
         let a = A::pools::<L>(taken);
         (a, B::pools::<L>(taken))
     }
@@ -571,6 +589,10 @@ pub(crate) struct QueryContext<'w> {
     pub(crate) scratch: &'w mut Vec<Entity>,
     /// The command buffer, for loops that record.
     pub(crate) commands: &'w mut CommandQueue,
+    /// The registry (a query shape met for the first time registers its types).
+    pub(crate) components: &'w mut Registry,
+    /// The world's query cache.
+    pub(crate) queries: &'w mut QueryCache,
 }
 
 /// A tuple of [`Term`]s. Its methods apply one step to every term (the tuple macro only delegates per element);
@@ -586,13 +608,17 @@ pub trait QueryData {
     #[doc(hidden)]
     /// Per term, how a probing loop reaches its values (see [`Lane`]).
     type Lanes<'w, L: Layout>;
+    #[doc(hidden)]
+    /// The tuple with every lifetime made `'static`: with the filter, the key of the query's shape in the world's
+    /// query cache (so a shape's ids, checks and matching tables are worked out once per world).
+    type Key: 'static;
 
     #[doc(hidden)]
     /// Registers the fetched types and records them in `access`.
     fn access(components: &mut Registry, access: &mut Access);
     #[doc(hidden)]
-    /// Takes the terms' pools, in access order.
-    fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
+    /// Borrows the terms' pools from `taken`, in access order.
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
     #[doc(hidden)]
     /// Each term's packed order (`None` where the layout does not pack), in term order.
     fn orders<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> impl Iterator<Item = Option<PackedOrder<'a>>>;
@@ -630,8 +656,14 @@ pub trait QueryData {
     /// The first `n` rows of each slice, and the rest.
     fn split_front<'w>(slices: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>);
     #[doc(hidden)]
-    /// The entities of `table` and its columns for the ids `access` names, in term order.
-    fn table_parts<'w>(table: &'w mut Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>);
+    /// The entities of `table` and the columns at `slots` (by term; `u16::MAX` where an optional term's type is
+    /// missing), in term order. `order` lists the terms by ascending slot (it may name filter terms too, whose
+    /// slots are `u16::MAX`).
+    fn table_columns<'w>(
+        table: &'w mut Table,
+        slots: &[u16; MAX_QUERY_TYPES],
+        order: &[u8],
+    ) -> (&'w [Entity], Self::Slices<'w>);
     #[doc(hidden)]
     /// Calls `f` with each row of parallel slices.
     fn each_row<Func>(entities: &[Entity], slices: Self::Slices<'_>, f: &mut Func)
@@ -672,6 +704,12 @@ fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     scratch: &mut Vec<Entity>,
     visit: &mut V,
 ) {
+    // A required pool (fetched or `With`) that is empty: nothing can match, so nothing to check or walk.
+    let fetched = Q::min_len::<L>(&pools);
+    let smallest = F::min_len::<L>(&filter).min(fetched);
+    if smallest == 0 {
+        return;
+    }
     let mut aligned = true;
     {
         let mut first: Option<PackedOrder<'_>> = None;
@@ -698,7 +736,6 @@ fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
         }
     }
     // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
-    let fetched = Q::min_len::<L>(&pools);
     if aligned && F::min_len::<L>(&filter) >= fetched {
         let (rows, slices) = Q::into_packed::<L>(pools);
         let len = rows.len();
@@ -727,8 +764,6 @@ fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     }
 
     // Probe: the smallest pool drives.
-    let smallest = F::min_len::<L>(&filter).min(fetched);
-
     // A fetched pool with packed arrays drives by walking them: its own values come by row, and only the other
     // pools are probed by index (the textbook movement system).
     if let Some(driver) = Q::packed_driver::<L>(&pools, smallest) {
@@ -772,10 +807,19 @@ fn table_matches(table: &Table, access: &Access) -> bool {
     !table.is_empty() && table.set().is_superset(&access.required) && !table.set().intersects(&access.excluded)
 }
 
-/// The loop over archetype tables: every matching table is one run of column slices.
-fn run_tables<Q: QueryData, V: Visit<Q>>(tables: &mut [Table], access: &Access, visit: &mut V) {
-    for table in tables.iter_mut().filter(|table| table_matches(table, access)) {
-        let (rows, slices) = Q::table_parts(table, access);
+/// The loop over archetype tables: every matching table is one run of column slices. The shape's cache lists the
+/// matching tables with their column slots (brought up to date with the tables made since), so a table costs an
+/// emptiness test, one downcast per column and the visit: no set test or slot lookup per query.
+fn run_tables<Q: QueryData, V: Visit<Q>>(archetypes: &mut Archetypes, shape: &mut Shape, visit: &mut V) {
+    shape.tables.update(archetypes, &shape.access);
+    let tables = archetypes.tables_mut();
+    let order = &shape.order[..shape.access.len];
+    for (table, slots) in &shape.tables.found {
+        let table = &mut tables[*table as usize];
+        if table.is_empty() {
+            continue;
+        }
+        let (rows, slices) = Q::table_columns(table, slots, order);
         visit.run(rows, Q::truncate(slices, rows.len()));
     }
 }
@@ -834,6 +878,7 @@ macro_rules! impl_query_data {
             type Slices<'a> = ($($T::Slice<'a>,)+);
             type Pools<'w, L: Layout> = ($($T::PoolRef<'w, L>,)+);
             type Lanes<'w, L: Layout> = ($(Lane<'w, $T, L>,)+);
+            type Key = ($($T::Static,)+);
 
             fn access(components: &mut Registry, access: &mut Access) {
                 $(
@@ -843,8 +888,8 @@ macro_rules! impl_query_data {
             }
 
             #[inline]
-            fn pools<'w, L: Layout>(taken: &mut dyn Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
-                ($($T::pool_ref::<L>(taken.next().expect("query pool was taken")),)+)
+            fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
+                ($($T::pool_ref::<L>(taken.next().expect("a pool per term")),)+)
             }
 
             #[inline]
@@ -931,18 +976,15 @@ macro_rules! impl_query_data {
                 (($($i,)+), ($($d,)+))
             }
 
-            fn table_parts<'w>(table: &'w mut Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>) {
-                let ids = access.ids();
-                let slots = [$(table.column_slot(ids[$k])),+];
+            #[inline]
+            fn table_columns<'w>(
+                table: &'w mut Table,
+                slots: &[u16; MAX_QUERY_TYPES],
+                order: &[u8],
+            ) -> (&'w [Entity], Self::Slices<'w>) {
                 let (rows, columns) = table.parts_mut();
-                // Each column goes to the term naming it (ids are distinct, so at most one); optional terms whose
-                // type the table lacks get `None`.
                 let mut picked: [Option<&'w mut Box<dyn ErasedColumn>>; [$($k),+].len()] = Default::default();
-                for (slot, column) in columns.iter_mut().enumerate() {
-                    if let Some(k) = slots.iter().position(|&s| s == Some(slot)) {
-                        picked[k] = Some(column);
-                    }
-                }
+                pick_disjoint(columns, order, |k| Some(slots[k]).filter(|&slot| slot != NO_SLOT).map(usize::from), &mut picked);
                 let [$($s),+] = picked;
                 (rows, ($($T::column($s),)+))
             }
@@ -1041,7 +1083,7 @@ pub struct Query<W, Q: QueryData, F: Filter = ()> {
 /// ```
 pub type QueryRef<'w, Q, F = ()> = Query<&'w World, Q, F>;
 
-/// The world a query runs on: borrowed mutably (any terms; pools are taken out while the loop runs) or shared
+/// The world a query runs on: borrowed mutably (any terms; the named pools are borrowed apart while the loop runs) or shared
 /// (read-only terms; pools are borrowed). Both end in the same generic loops.
 pub trait Source<Q: QueryData> {
     #[doc(hidden)]
@@ -1050,39 +1092,50 @@ pub trait Source<Q: QueryData> {
 }
 
 impl<Q: QueryData> Source<Q> for &mut World {
+    #[inline]
     fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
-        let access = prepare::<Q, F>(self)?;
         let context = self.query_context();
-        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, &access, visit);
+        let shape = prepare::<Q, F>(context.queries, context.components, context.storage)?;
+        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, shape, visit);
         Ok(())
     }
 }
 
-/// Registers the query's types and checks its access (a mutable world's query registers the types it names).
-fn prepare<Q: QueryData, F: Filter>(world: &mut World) -> Result<Access, QueryError> {
-    let mut access = Access::default();
-    Q::access(world.components_mut(), &mut access);
-    F::access(world.components_mut(), &mut access);
-    if let Some(error) = access.error.take() {
-        return Err(error);
+/// The query's shape from the world's cache: on its first run in this world, its types are registered, its access
+/// checked and the result kept (a refusal too); every pool it names exists afterwards.
+#[inline]
+fn prepare<'c, Q: QueryData, F: Filter>(
+    queries: &'c mut QueryCache,
+    components: &mut Registry,
+    storage: &mut Storage,
+) -> Result<&'c mut Shape, QueryError> {
+    let shape = queries.shape::<Q, F>(components);
+    if let Some(error) = &shape.access.error {
+        return Err(error.clone());
     }
-    world.sync_pools();
-    Ok(access)
+    if let Storage::Pools { layout, pools } = storage {
+        // Types registered elsewhere since (a refused query or spawn) may have no pool yet.
+        if let Some(last) = components.len().checked_sub(1).filter(|&last| last >= pools.len()) {
+            ensure_pools(pools, *layout, components, last as ComponentId);
+        }
+    }
+    Ok(shape)
 }
 
 /// The one storage dispatch of a query through a mutable world.
+#[inline]
 fn run_context<Q: QueryData, F: Filter, V: Visit<Q>>(
     storage: &mut Storage,
     entities: &Entities,
     scratch: &mut Vec<Entity>,
-    access: &Access,
+    shape: &mut Shape,
     visit: &mut V,
 ) {
     match storage {
         Storage::Pools { layout, pools } => {
-            dispatch!(*layout, L => run::<Q, F, L, _>(pools, entities, scratch, access, visit))
+            dispatch!(*layout, L => run::<Q, F, L, _>(pools, entities, scratch, shape, visit))
         }
-        Storage::Tables(archetypes) => run_tables::<Q, _>(archetypes.tables_mut(), access, visit),
+        Storage::Tables(archetypes) => run_tables::<Q, _>(archetypes, shape, visit),
     }
 }
 
@@ -1102,7 +1155,7 @@ impl<Q: ReadOnlyQueryData> Source<Q> for &World {
             Storage::Pools { layout, pools } => {
                 let mut shared = access.ids().iter().map(|&id| match id {
                     ABSENT => None,
-                    id => pools.get(id as usize).map(|pool| pool.as_deref().expect("pool is taken by a running query")),
+                    id => pools.get(id as usize).map(|pool| pool.as_ref()),
                 });
                 // Only a probing loop over an index-only layout copies handles: then this buffer grows.
                 let mut scratch = Vec::new();
@@ -1235,11 +1288,10 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
         self,
         f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
     ) -> Result<(), QueryError> {
-        let world = self.world;
-        let access = prepare::<Q, F>(world)?;
-        let context = world.query_context();
+        let context = self.world.query_context();
+        let shape = prepare::<Q, F>(context.queries, context.components, context.storage)?;
         let mut visit = WithCommands { f, commands: Commands::keyed(context.commands) };
-        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, &access, &mut visit);
+        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, shape, &mut visit);
         Ok(())
     }
 }
@@ -1275,38 +1327,124 @@ impl<Q: QueryData, Func: for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c
     }
 }
 
-/// Takes the query's pools out of the world's table for the duration of the loop (so several can be borrowed
-/// mutably at once) and puts them back even if the loop body panics.
-struct Taken<'p> {
-    pools: &'p mut [Option<Box<dyn ErasedPool>>],
-    held: [Option<Box<dyn ErasedPool>>; MAX_QUERY_TYPES],
-    ids: [ComponentId; MAX_QUERY_TYPES],
-    len: usize,
+/// Borrows `items[index(k)]` into `out[k]` for each `k` of `order`, skipping the `k` whose index is `None`.
+/// `order` must list the `k` by ascending index, all indices distinct: each borrow is then split off the front of
+/// what is left, so several elements are borrowed mutably at once without `unsafe`. Indices out of order or out of
+/// bounds panic (in `split_at_mut`).
+#[inline]
+fn pick_disjoint<'a, T>(
+    mut items: &'a mut [T],
+    order: &[u8],
+    index: impl Fn(usize) -> Option<usize>,
+    out: &mut [Option<&'a mut T>],
+) {
+    let mut base = 0;
+    for &k in order {
+        let Some(at) = index(k as usize) else { continue };
+        let (head, tail) = std::mem::take(&mut items).split_at_mut(at + 1 - base);
+        out[k as usize] = head.last_mut();
+        items = tail;
+        base = at + 1;
+    }
 }
 
-impl Drop for Taken<'_> {
-    fn drop(&mut self) {
-        for k in 0..self.len {
-            self.pools[self.ids[k] as usize] = self.held[k].take();
+/// The loop over a per-component layout: the query's pools are borrowed from the world's table all at once (they
+/// stay in it, so a panicking loop body leaves nothing to put back), downcast once, and handed to `run_pools`.
+#[inline]
+fn run<Q: QueryData, F: Filter, L: Layout, V: Visit<Q>>(
+    pools: &mut [Box<dyn ErasedPool>],
+    entities: &Entities,
+    scratch: &mut Vec<Entity>,
+    shape: &Shape,
+    visit: &mut V,
+) {
+    let ids = shape.access.ids();
+    let mut picked: [Option<&mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
+    pick_disjoint(pools, &shape.order[..ids.len()], |k| Some(ids[k] as usize), &mut picked);
+    let mut picked = picked[..ids.len()].iter_mut().map(|pool| pool.take().expect("picked above").as_mut());
+    let pools = Q::pools::<L>(&mut picked);
+    let filter = F::pools::<L>(&mut picked);
+    run_pools::<Q, L, F, V>(pools, filter, entities, scratch, visit);
+}
+
+/// A query shape's cached facts in one world (see [`QueryCache`]).
+pub(crate) struct Shape {
+    /// The ids, the required and excluded sets, or the refusal.
+    access: Access,
+    /// The positions of `access.ids()` by ascending id (and so by ascending column slot in any table).
+    order: [u8; MAX_QUERY_TYPES],
+    /// The archetype tables that match.
+    tables: TableMatches,
+}
+
+impl Shape {
+    fn new<Q: QueryData, F: Filter>(components: &mut Registry) -> Self {
+        let mut access = Access::default();
+        Q::access(components, &mut access);
+        access.fetched = access.len;
+        F::access(components, &mut access);
+        let mut order: [u8; MAX_QUERY_TYPES] = std::array::from_fn(|k| k as u8);
+        order[..access.len].sort_unstable_by_key(|&k| access.ids[k as usize]);
+        Self { access, order, tables: TableMatches::default() }
+    }
+}
+
+/// No column: a term past the fetched ones, or an optional term whose type the table lacks.
+const NO_SLOT: u16 = u16::MAX;
+
+/// The archetype tables a shape matches, with the column slot of each fetched term in each.
+#[derive(Default)]
+struct TableMatches {
+    /// [`Archetypes::stamp`] of the tables these were found in; another stamp means other tables.
+    archetypes: u64,
+    /// How many tables (in creation order) have been looked at; tables are only ever appended.
+    seen: usize,
+    /// Each matching table, and its column slot per term.
+    found: Vec<(u32, [u16; MAX_QUERY_TYPES])>,
+}
+
+impl TableMatches {
+    /// Looks at the tables made since the last call (all of them if the archetypes were replaced).
+    #[inline]
+    fn update(&mut self, archetypes: &Archetypes, access: &Access) {
+        if self.archetypes != archetypes.stamp() {
+            *self = Self { archetypes: archetypes.stamp(), seen: 0, found: Vec::new() };
+        }
+        let tables = archetypes.tables();
+        if self.seen < tables.len() {
+            self.add(&tables[self.seen..], access);
+            self.seen = tables.len();
+        }
+    }
+
+    #[cold]
+    fn add(&mut self, new: &[Table], access: &Access) {
+        for (k, table) in new.iter().enumerate() {
+            let set = table.set();
+            if !access.unmatchable && set.is_superset(&access.required) && !set.intersects(&access.excluded) {
+                let mut slots = [NO_SLOT; MAX_QUERY_TYPES];
+                for (slot, &id) in slots.iter_mut().zip(&access.ids()[..access.fetched]) {
+                    *slot = table.column_slot(id).map_or(NO_SLOT, |s| s as u16);
+                }
+                self.found.push(((self.seen + k) as u32, slots));
+            }
         }
     }
 }
 
-fn run<Q: QueryData, F: Filter, L: Layout, V: Visit<Q>>(
-    pools: &mut [Option<Box<dyn ErasedPool>>],
-    entities: &Entities,
-    scratch: &mut Vec<Entity>,
-    access: &Access,
-    visit: &mut V,
-) {
-    let mut taken = Taken { pools, held: Default::default(), ids: [0; MAX_QUERY_TYPES], len: access.ids().len() };
-    for (k, &id) in access.ids().iter().enumerate() {
-        taken.held[k] = Some(taken.pools[id as usize].take().expect("pool of a registered component is missing"));
-        taken.ids[k] = id;
+/// What a mutable world's queries work out once per query shape (the fetched tuple and the filter, as types):
+/// the component ids (registering the types), the access check, the borrow order and the matching archetype
+/// tables. Keyed by `TypeId`, so a query pays one hash lookup for all of it. Ids never change while the registry
+/// lives; a world that replaces its registry replaces its cache with it.
+#[derive(Default)]
+pub(crate) struct QueryCache {
+    shapes: FxHashMap<TypeId, Box<Shape>>,
+}
+
+impl QueryCache {
+    /// The shape of `(Q, F)`, worked out now if new.
+    #[inline]
+    fn shape<Q: QueryData, F: Filter>(&mut self, components: &mut Registry) -> &mut Shape {
+        self.shapes.entry(TypeId::of::<(Q::Key, F)>()).or_insert_with(|| Box::new(Shape::new::<Q, F>(components)))
     }
-    let len = taken.len;
-    let mut taken = taken.held[..len].iter_mut().map(|p| p.as_deref_mut().expect("taken above"));
-    let pools = Q::pools::<L>(&mut taken);
-    let filter = F::pools::<L>(&mut taken);
-    run_pools::<Q, L, F, V>(pools, filter, entities, scratch, visit);
 }

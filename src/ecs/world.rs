@@ -4,7 +4,7 @@ use super::bundle::{Bundle, BundleIds};
 use super::commands::{ApplyStats, CommandQueue, CommandTotals, Commands};
 use super::component::ComponentId;
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
-use super::query::{Filter, Query, QueryContext, QueryData, QueryRef, ReadOnlyQueryData};
+use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryRef, ReadOnlyQueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
 use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry};
@@ -46,13 +46,15 @@ pub struct World {
     scratch: Vec<u32>,
     /// Reused handle buffer (a query's driver handles, a batch despawn's live targets).
     handle_scratch: Vec<Entity>,
+    /// What queries worked out per query shape (ids, access check, matching tables), for this registry.
+    queries: QueryCache,
 }
 
 /// Where a world's component values live: one pool per component type in one per-component layout, or the
 /// archetype tables. Every world operation matches this once.
 pub(crate) enum Storage {
-    /// Pools by [`ComponentId`], all in `layout`. A slot is `None` while a running query has taken its pool.
-    Pools { layout: PoolLayout, pools: Vec<Option<Box<dyn ErasedPool>>> },
+    /// Pools by [`ComponentId`], all in `layout`.
+    Pools { layout: PoolLayout, pools: Vec<Box<dyn ErasedPool>> },
     /// One table per set of component types.
     Tables(Archetypes),
 }
@@ -74,14 +76,14 @@ impl Storage {
 }
 
 /// Makes sure `pools` has a pool for every id up to `id`.
-fn ensure_pools(
-    pools: &mut Vec<Option<Box<dyn ErasedPool>>>,
+pub(crate) fn ensure_pools(
+    pools: &mut Vec<Box<dyn ErasedPool>>,
     layout: PoolLayout,
     components: &Registry,
     id: ComponentId,
 ) {
     while pools.len() <= id as usize {
-        pools.push(Some((components.data(pools.len() as ComponentId).new_pool)(layout)));
+        pools.push((components.data(pools.len() as ComponentId).new_pool)(layout));
     }
 }
 
@@ -137,6 +139,7 @@ impl World {
             totals: CommandTotals::default(),
             scratch: Vec::new(),
             handle_scratch: Vec::new(),
+            queries: QueryCache::default(),
         }
     }
 
@@ -148,10 +151,6 @@ impl World {
     /// The allocator: live entities, capacity, retired indices.
     pub fn entities(&self) -> &Entities {
         &self.entities
-    }
-
-    pub(crate) fn components_mut(&mut self) -> &mut Registry {
-        &mut self.components
     }
 
     /// Number of live entities.
@@ -282,7 +281,7 @@ impl World {
             Storage::Pools { layout, pools } => {
                 for &id in ids.ids() {
                     ensure_pools(pools, *layout, &self.components, id);
-                    pools[id as usize].as_deref_mut().expect("pool is taken by a running query").reserve(hint);
+                    pools[id as usize].reserve(hint);
                 }
                 // One layout dispatch for the batch; each pool is downcast once.
                 dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out));
@@ -358,15 +357,6 @@ impl World {
         }
     }
 
-    /// Gives every registered component type its pool (types may be registered by queries and bundles first).
-    pub(crate) fn sync_pools(&mut self) {
-        if let Storage::Pools { layout, pools } = &mut self.storage {
-            if let Some(last) = self.components.len().checked_sub(1) {
-                ensure_pools(pools, *layout, &self.components, last as ComponentId);
-            }
-        }
-    }
-
     fn place<B: Bundle>(&mut self, entity: Entity, bundle: B, ids: &BundleIds) {
         match &mut self.storage {
             Storage::Tables(archetypes) => {
@@ -401,7 +391,7 @@ impl World {
             Storage::Pools { pools, .. } => {
                 // Values first: if a `drop` panics, the entity stays alive (partly stripped), and is never freed
                 // with values left behind for the index's next owner.
-                for pool in pools.iter_mut().flatten() {
+                for pool in pools.iter_mut() {
                     pool.remove_index(entity.index());
                 }
                 self.entities.free(entity);
@@ -438,7 +428,7 @@ impl World {
         let mut live = std::mem::take(&mut self.handle_scratch);
         live.clear();
         live.extend(targets.iter().filter(|&&entity| self.entities.is_alive(entity)));
-        for pool in pools.iter_mut().flatten() {
+        for pool in pools.iter_mut() {
             pool.remove_entities(&live);
         }
         let despawned = live.iter().filter(|&&entity| self.entities.free(entity)).count();
@@ -504,7 +494,7 @@ impl World {
                 skipped
             }
             Storage::Pools { layout, pools } => {
-                let pool = AnyPool::in_slot(&mut pools[id as usize]);
+                let pool = AnyPool::downcast_mut(pools[id as usize].as_mut());
                 dispatch!(*layout, L => run::<L, T>(pool, entities, items))
             }
         }
@@ -527,7 +517,7 @@ impl World {
             Storage::Pools { layout, pools } => {
                 // A type registered by a refused query or spawn has no pool yet: then nobody has it.
                 let Some(pool) = pools.get_mut(id as usize) else { return 0 };
-                dispatch!(*layout, L => run::<L, T>(AnyPool::in_slot(pool), entities, targets))
+                dispatch!(*layout, L => run::<L, T>(AnyPool::downcast_mut(pool.as_mut()), entities, targets))
             }
         }
     }
@@ -543,8 +533,8 @@ impl World {
             Storage::Tables(archetypes) => archetypes.get::<T>(entity.index(), id),
             Storage::Pools { pools, .. } => {
                 // A type registered by a refused query or spawn may have no pool yet: then nobody has it.
-                let pool = pools.get(id as usize)?.as_deref().expect("pool is taken by a running query");
-                AnyPool::<T>::downcast_ref(pool).get(entity.index())
+                let pool = pools.get(id as usize)?;
+                AnyPool::<T>::downcast_ref(pool.as_ref()).get(entity.index())
             }
         }
     }
@@ -561,9 +551,6 @@ impl World {
 
     /// A view of component `T`: per-entity get / insert / remove with the type's storage found once, for systems
     /// that touch many chosen entities (registers `T` if new). See [`ViewMut`].
-    ///
-    /// # Panics
-    /// If `T`'s pool is taken by a running query (a view made inside a query's closure over the same world).
     pub fn view_mut<T: 'static>(&mut self) -> ViewMut<'_, T> {
         let id = self.register::<T>();
         let (entities, store) = self.entities_and_store::<T>(id);
@@ -581,7 +568,9 @@ impl World {
     fn entities_and_store<T: 'static>(&mut self, id: ComponentId) -> (&Entities, Option<Store<'_, T>>) {
         let store = match &mut self.storage {
             Storage::Tables(archetypes) => Some(Store::Tables { archetypes, components: &self.components, id }),
-            Storage::Pools { pools, .. } => pools.get_mut(id as usize).map(|pool| Store::Pool(AnyPool::in_slot(pool))),
+            Storage::Pools { pools, .. } => {
+                pools.get_mut(id as usize).map(|pool| Store::Pool(AnyPool::downcast_mut(pool.as_mut())))
+            }
         };
         (&self.entities, store)
     }
@@ -610,7 +599,7 @@ impl World {
                 archetypes.tables().iter().filter(|t| t.column_slot(id).is_some()).map(|t| t.len()).sum()
             }
             // A type registered by a refused query or spawn may have no pool yet: then nobody has it.
-            Storage::Pools { pools, .. } => pools.get(id as usize).and_then(|p| p.as_deref()).map_or(0, |p| p.len()),
+            Storage::Pools { pools, .. } => pools.get(id as usize).map_or(0, |p| p.len()),
         }
     }
 
@@ -644,6 +633,8 @@ impl World {
             storage: &mut self.storage,
             scratch: &mut self.handle_scratch,
             commands: &mut self.commands,
+            components: &mut self.components,
+            queries: &mut self.queries,
         }
     }
 
@@ -651,7 +642,7 @@ impl World {
     pub fn sparse_set<T: 'static>(&self) -> Option<&super::storage::sparse_set::SparseSet<T>> {
         let id = self.components.id::<T>()?;
         let Storage::Pools { pools, .. } = &self.storage else { return None };
-        match pools.get(id as usize)?.as_deref()?.as_any().downcast_ref::<AnyPool<T>>()? {
+        match pools.get(id as usize)?.as_any().downcast_ref::<AnyPool<T>>()? {
             AnyPool::SparseSet(set) => Some(set),
             _ => None,
         }
@@ -663,7 +654,7 @@ impl World {
     pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut super::storage::sparse_set::SparseSet<T>> {
         let id = self.components.id::<T>()?;
         let Storage::Pools { pools, .. } = &mut self.storage else { return None };
-        match pools.get_mut(id as usize)?.as_deref_mut()?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
+        match pools.get_mut(id as usize)?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
             AnyPool::SparseSet(set) => Some(set),
             _ => None,
         }
@@ -681,7 +672,7 @@ impl World {
         let storage = match (&mut self.storage, backend.pool_layout()) {
             (Storage::Tables(archetypes), Some(to)) => {
                 let pools = (0..components.len() as ComponentId)
-                    .map(|id| Some((components.data(id).tables_into_pool)(archetypes, id, to)))
+                    .map(|id| (components.data(id).tables_into_pool)(archetypes, id, to))
                     .collect();
                 Storage::Pools { layout: to, pools }
             }
@@ -690,7 +681,6 @@ impl World {
                 let mut archetypes = Archetypes::new();
                 let mut sets = vec![super::component::ComponentSet::EMPTY; entities.index_bound() as usize];
                 for (id, pool) in pools.iter().enumerate() {
-                    let pool = pool.as_deref().expect("pool is taken by a running query");
                     self.scratch.clear();
                     pool.collect_indices(&mut self.scratch);
                     for &index in &self.scratch {
@@ -703,14 +693,13 @@ impl World {
                 }
                 // ...then each type's values fill their columns in row order.
                 for (id, pool) in std::mem::take(pools).into_iter().enumerate() {
-                    let pool = pool.expect("pool is taken by a running query");
                     (components.data(id as ComponentId).pool_into_tables)(pool, &mut archetypes, id as ComponentId);
                 }
                 Storage::Tables(archetypes)
             }
             (Storage::Pools { layout, pools }, Some(to)) => {
                 let entity_at = |index: u32| entities.alive_at(index).expect("a pool holds a value for a dead entity");
-                for pool in pools.iter_mut().flatten() {
+                for pool in pools.iter_mut() {
                     pool.convert(to, &entity_at);
                 }
                 *layout = to;
@@ -728,7 +717,7 @@ impl World {
         for (id, info) in self.components.infos().iter().enumerate() {
             let bytes = match &self.storage {
                 Storage::Tables(archetypes) => archetypes.component_bytes(id as ComponentId),
-                Storage::Pools { pools, .. } => pools.get(id).and_then(|p| p.as_deref()).map_or(0, |p| p.bytes()),
+                Storage::Pools { pools, .. } => pools.get(id).map_or(0, |p| p.bytes()),
             };
             out.push(ComponentBytes { name: info.name, bytes });
         }
@@ -739,7 +728,7 @@ impl World {
     pub fn overhead_bytes(&self) -> usize {
         match &self.storage {
             Storage::Tables(archetypes) => archetypes.overhead_bytes(),
-            Storage::Pools { pools, .. } => pools.capacity() * std::mem::size_of::<Option<Box<dyn ErasedPool>>>(),
+            Storage::Pools { pools, .. } => pools.capacity() * std::mem::size_of::<Box<dyn ErasedPool>>(),
         }
     }
 
@@ -749,7 +738,7 @@ impl World {
             Storage::Tables(archetypes) => {
                 (0..self.components.len()).map(|id| archetypes.component_bytes(id as ComponentId)).sum()
             }
-            Storage::Pools { pools, .. } => pools.iter().flatten().map(|p| p.bytes()).sum(),
+            Storage::Pools { pools, .. } => pools.iter().map(|p| p.bytes()).sum(),
         };
         components + self.overhead_bytes()
     }
@@ -805,11 +794,13 @@ impl World {
     /// Takes `other`'s entities, components, storage and command totals, and moves its resources in over this
     /// world's (resources `other` lacks stay). Recorded commands are dropped (their handles named the old world).
     pub(crate) fn replace_contents(&mut self, other: World) {
-        let World { entities, components, storage, resources, totals, .. } = other;
+        // The cache goes with the registry it was worked out for.
+        let World { entities, components, storage, resources, totals, queries, .. } = other;
         let old_commands = std::mem::take(&mut self.commands);
         let old_storage = std::mem::replace(&mut self.storage, storage);
         self.entities = entities;
         self.components = components;
+        self.queries = queries;
         self.totals = totals;
         self.resources.absorb(resources);
         // Last, when the world is whole: a value's drop may panic.
@@ -887,7 +878,7 @@ impl World {
         match &mut self.storage {
             Storage::Tables(archetypes) => guard(&mut || archetypes.clear()),
             Storage::Pools { pools, .. } => {
-                for pool in pools.iter_mut().flatten() {
+                for pool in pools.iter_mut() {
                     // Every layout takes a value out before dropping it, so each retry makes progress.
                     while !pool.is_empty() {
                         guard(&mut || pool.clear());
@@ -914,11 +905,10 @@ impl World {
         }
     }
 
-    fn assert_pools(&self, layout: PoolLayout, pools: &[Option<Box<dyn ErasedPool>>]) {
+    fn assert_pools(&self, layout: PoolLayout, pools: &[Box<dyn ErasedPool>]) {
         {
             assert!(pools.len() <= self.components.len(), "more pools than registered components");
             for (id, pool) in pools.iter().enumerate() {
-                let pool = pool.as_deref().expect("a pool was left taken");
                 assert_eq!(pool.layout(), layout, "pool {id} is in another layout");
                 let mut indices = Vec::new();
                 pool.collect_indices(&mut indices);

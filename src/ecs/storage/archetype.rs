@@ -19,6 +19,7 @@
 //! so moving a row is one loop over the source's columns; edges are made in pairs, the add edge `A -(+C)-> B` with
 //! the remove edge `B -(-C)-> A`, so a component added and later removed finds both ways cached.
 
+use super::sparse_set::fresh_stamp;
 use super::Registry;
 use crate::ecs::component::{ComponentId, ComponentSet, MAX_COMPONENTS};
 use crate::ecs::entity::Entity;
@@ -187,6 +188,8 @@ pub struct Archetypes {
     edges: Vec<Edge>,
     by_set: FxHashMap<ComponentSet, u32>,
     records: Vec<Record>,
+    /// Tells this set of tables from any other (see [`Archetypes::stamp`]).
+    stamp: u64,
 }
 
 /// Table 0 holds entities with no components.
@@ -195,8 +198,13 @@ const EMPTY_TABLE: u32 = 0;
 impl Archetypes {
     /// Storage with only the empty table.
     pub fn new() -> Self {
-        let mut archetypes =
-            Self { tables: Vec::new(), edges: Vec::new(), by_set: FxHashMap::default(), records: Vec::new() };
+        let mut archetypes = Self {
+            tables: Vec::new(),
+            edges: Vec::new(),
+            by_set: FxHashMap::default(),
+            records: Vec::new(),
+            stamp: fresh_stamp(),
+        };
         archetypes.table_for(ComponentSet::EMPTY, &Registry::default());
         archetypes
     }
@@ -208,6 +216,12 @@ impl Archetypes {
 
     pub(crate) fn tables_mut(&mut self) -> &mut [Table] {
         &mut self.tables
+    }
+
+    /// A number no other `Archetypes` has had. Tables are only ever appended, and a table's set and column slots
+    /// never change, so a list of matching tables made from one stamp's first `n` tables stays true for them.
+    pub(crate) fn stamp(&self) -> u64 {
+        self.stamp
     }
 
     /// One past the highest entity index with a record.

@@ -3,17 +3,23 @@
 use super::{handle, Pool};
 use crate::ecs::entity::{Entities, Entity};
 use std::mem::size_of;
+use std::ops::Range;
 
 /// A `Vec<Option<T>>` indexed by entity index: one load per get, no indirection; but memory grows with the
-/// highest index ever used, and iteration scans every slot, holes included (wasted memory and cache when indices are sparse).
+/// highest index ever used, and iteration scans every slot between the lowest and highest index holding a value,
+/// holes included (wasted memory and cache when indices are sparse).
 pub struct DenseArray<T> {
     slots: Vec<Option<T>>,
     len: usize,
+    /// Every value is at an index in `occupied` (it may hold holes too): widened by each insert, emptied when the
+    /// last value goes. Iteration scans only this range, so a pool of a few values among many indices (one entity
+    /// with the component, say) is walked in a few steps instead of a scan of the whole array.
+    occupied: Range<usize>,
 }
 
 impl<T> Default for DenseArray<T> {
     fn default() -> Self {
-        Self { slots: Vec::new(), len: 0 }
+        Self { slots: Vec::new(), len: 0, occupied: 0..0 }
     }
 }
 
@@ -21,6 +27,12 @@ impl<T> DenseArray<T> {
     /// The slots, by index; `None` where the entity has no value.
     pub fn slots(&self) -> &[Option<T>] {
         &self.slots
+    }
+
+    /// The slots that may hold values, with the index of the first.
+    fn occupied(&self) -> impl Iterator<Item = (usize, &Option<T>)> {
+        let Range { start, end } = self.occupied.clone();
+        (start..).zip(&self.slots[start..end])
     }
 }
 
@@ -32,7 +44,13 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
             self.slots.resize_with(index + 1, || None);
         }
         let old = self.slots[index].replace(value);
-        self.len += old.is_none() as usize;
+        if old.is_none() {
+            self.occupied = match self.len {
+                0 => index..index + 1,
+                _ => self.occupied.start.min(index)..self.occupied.end.max(index + 1),
+            };
+            self.len += 1;
+        }
         old
     }
     #[inline]
@@ -46,7 +64,12 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
     #[inline]
     fn remove(&mut self, index: u32) -> Option<T> {
         let old = self.slots.get_mut(index as usize)?.take();
-        self.len -= old.is_some() as usize;
+        if old.is_some() {
+            self.len -= 1;
+            if self.len == 0 {
+                self.occupied = 0..0;
+            }
+        }
         old
     }
     #[inline]
@@ -57,19 +80,22 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
         self.len
     }
     fn collect_indices(&self, out: &mut Vec<u32>) {
-        out.extend(self.slots.iter().enumerate().filter(|(_, s)| s.is_some()).map(|(i, _)| i as u32));
+        out.extend(self.occupied().filter(|(_, s)| s.is_some()).map(|(i, _)| i as u32));
     }
     fn collect_entities(&self, entities: &Entities, out: &mut Vec<Entity>) {
-        out.extend(self.slots.iter().enumerate().filter(|(_, s)| s.is_some()).map(|(i, _)| handle(entities, i as u32)));
+        out.extend(self.occupied().filter(|(_, s)| s.is_some()).map(|(i, _)| handle(entities, i as u32)));
     }
     fn drain(&mut self, mut f: impl FnMut(u32, T)) {
-        for (index, slot) in self.slots.iter_mut().enumerate() {
+        let Range { start, end } = self.occupied.clone();
+        for (index, slot) in (start..).zip(&mut self.slots[start..end]) {
             if let Some(value) = slot.take() {
-                // Counted as it goes: if `f` (a value's drop) panics, `len` still matches the slots left.
+                // Counted as it goes: if `f` (a value's drop) panics, `len` still matches the slots left (and
+                // `occupied` still covers them).
                 self.len -= 1;
                 f(index as u32, value);
             }
         }
+        self.occupied = 0..0;
     }
     fn bytes(&self) -> usize {
         self.slots.capacity() * size_of::<Option<T>>()
@@ -84,6 +110,30 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
 mod tests {
     use super::*;
     use std::num::NonZeroU32;
+
+    #[test]
+    fn iteration_covers_the_occupied_range_only() {
+        let e = |i| Entity::from_parts(i, NonZeroU32::MIN);
+        let mut pool = DenseArray::default();
+        for i in [40, 7, 90, 12] {
+            pool.insert(e(i), i);
+        }
+        assert_eq!(pool.occupied, 7..91);
+        pool.remove(90);
+        pool.remove(7);
+        let mut indices = Vec::new();
+        pool.collect_indices(&mut indices);
+        assert_eq!(indices, [12, 40], "holes inside the range are skipped");
+        pool.remove(12);
+        pool.remove(40);
+        assert_eq!(pool.occupied, 0..0, "the last removal empties the range");
+        pool.insert(e(500), 1);
+        pool.insert(e(3), 2);
+        assert_eq!(pool.occupied, 3..501);
+        let mut drained = Vec::new();
+        pool.drain(|i, v| drained.push((i, v)));
+        assert_eq!((drained, pool.len(), pool.occupied.clone()), (vec![(3, 2), (500, 1)], 0, 0..0));
+    }
 
     #[test]
     fn a_panic_while_draining_leaves_the_length_right() {

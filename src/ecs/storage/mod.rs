@@ -275,31 +275,25 @@ impl<T: 'static> AnyPool<T> {
         dispatch!(layout, L => L::wrap(Default::default()))
     }
 
-    /// The typed pool behind an erased one (one `TypeId` comparison).
+    /// The typed pool behind an erased one: one `TypeId` comparison (the upcast to `dyn Any` reads the vtable;
+    /// only `type_id` is a dynamic call).
     ///
     /// # Panics
     /// If the pool holds another component type: the registry gave two types one id, which is a bug here.
     #[inline]
     pub fn downcast_mut(pool: &mut dyn ErasedPool) -> &mut AnyPool<T> {
-        match pool.as_any_mut().downcast_mut::<AnyPool<T>>() {
+        let pool: &mut dyn Any = pool;
+        match pool.downcast_mut::<AnyPool<T>>() {
             Some(pool) => pool,
             None => unreachable!("the pool registered for {} holds another type", std::any::type_name::<T>()),
         }
     }
 
-    /// The typed pool in one of the world's pool slots.
-    ///
-    /// # Panics
-    /// If the slot is empty because a running query has taken the pool, or holds another type.
-    #[inline]
-    pub(crate) fn in_slot(slot: &mut Option<Box<dyn ErasedPool>>) -> &mut AnyPool<T> {
-        Self::downcast_mut(slot.as_deref_mut().expect("pool is taken by a running query"))
-    }
-
     /// Shared version of [`AnyPool::downcast_mut`].
     #[inline]
     pub fn downcast_ref(pool: &dyn ErasedPool) -> &AnyPool<T> {
-        match pool.as_any().downcast_ref::<AnyPool<T>>() {
+        let pool: &dyn Any = pool;
+        match pool.downcast_ref::<AnyPool<T>>() {
             Some(pool) => pool,
             None => unreachable!("the pool registered for {} holds another type", std::any::type_name::<T>()),
         }
