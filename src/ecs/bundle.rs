@@ -69,7 +69,7 @@ pub trait Bundle: 'static {
     /// `entities` has room for.
     fn put_sparse_batch(
         items: impl Iterator<Item = Self>,
-        pools: &mut [Option<Box<dyn ErasedPool>>],
+        pools: &mut [Box<dyn ErasedPool>],
         ids: &[ComponentId],
         entities: &mut Entities,
         out: Option<&mut Vec<Entity>>,
@@ -135,7 +135,7 @@ macro_rules! impl_bundle {
             }
             fn put_sparse_batch(
                 items: impl Iterator<Item = Self>,
-                pools: &mut [Option<Box<dyn ErasedPool>>],
+                pools: &mut [Box<dyn ErasedPool>],
                 ids: &[ComponentId],
                 entities: &mut Entities,
                 out: Option<&mut Vec<Entity>>,

@@ -242,7 +242,7 @@ impl World {
         let room = self.entities.room();
         for &id in ids.ids() {
             ensure_pools(pools, PoolLayout::SparseSet, &self.components, id);
-            pools[id as usize].as_deref_mut().expect("pool is taken by a running query").reserve(hint);
+            pools[id as usize].reserve(hint);
         }
         let spawned = B::put_sparse_batch(bundles.by_ref().take(room), pools, ids.ids(), &mut self.entities, out);
         match bundles.next() {
@@ -320,7 +320,7 @@ impl World {
             Storage::Pools { layout, pools } => {
                 for &id in ids.ids() {
                     ensure_pools(pools, *layout, &self.components, id);
-                    pools[id as usize].as_deref_mut().expect("pool is taken by a running query").reserve(additional);
+                    pools[id as usize].reserve(additional);
                 }
             }
         }
