@@ -36,6 +36,17 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
         old
     }
     #[inline]
+    fn insert_fresh(&mut self, entity: Entity, value: T) {
+        let index = entity.index() as usize;
+        if index >= self.slots.len() {
+            self.slots.resize_with(index + 1, || None);
+        }
+        debug_assert!(self.slots[index].is_none(), "a fresh entity already has a value");
+        // A plain store: the slot is known empty, so it is not read first (a miss the spawn would wait on).
+        self.slots[index] = Some(value);
+        self.len += 1;
+    }
+    #[inline]
     fn get(&self, index: u32) -> Option<&T> {
         self.slots.get(index as usize)?.as_ref()
     }
