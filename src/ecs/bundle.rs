@@ -40,13 +40,21 @@ pub trait Bundle: 'static {
     /// Panics if the tuple names a type twice (checked without a registry, e.g. when a command is recorded).
     fn assert_distinct();
     #[doc(hidden)]
-    /// Registers the component types and returns their ids.
+    /// Registers the component types and returns their ids (cached in the registry per bundle type after the
+    /// first call: one lookup per spawn instead of one per component).
     ///
     /// # Panics
     /// If the tuple names a type twice.
     fn ids(components: &mut Registry) -> BundleIds;
     #[doc(hidden)]
-    /// Inserts every component into its per-component pool (`ids` from [`Bundle::ids`]).
+    /// Registers the component types, caches their ids for [`Bundle::ids`] and returns them.
+    ///
+    /// # Panics
+    /// If the tuple names a type twice (then nothing is cached).
+    fn register_ids(components: &mut Registry) -> BundleIds;
+    #[doc(hidden)]
+    /// Inserts every component into its per-component pool (`ids` from [`Bundle::ids`]); `entity` must hold no
+    /// value in any pool yet (fresh from the allocator).
     fn put_pools(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity);
     #[doc(hidden)]
     /// Pushes every component onto its column of `table` (whose row the caller pushes).
@@ -98,15 +106,24 @@ macro_rules! impl_bundle {
                     );
                 }
             }
+            #[inline]
             fn ids(components: &mut Registry) -> BundleIds {
+                match components.group::<Self>() {
+                    Some(ids) => ids,
+                    None => Self::register_ids(components),
+                }
+            }
+            #[cold]
+            fn register_ids(components: &mut Registry) -> BundleIds {
                 let mut ids = BundleIds { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY };
                 $(let (id, _) = components.register::<$T>(); ids.push(components, id);)+
+                components.cache_group::<Self>(ids);
                 ids
             }
             #[inline]
             fn put_pools(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity) {
                 let ($($v,)+) = self;
-                $(pool::<$T>(pools, ids[$k]).insert(entity, $v);)+
+                $(pool::<$T>(pools, ids[$k]).insert_fresh(entity, $v);)+
             }
             #[inline]
             fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]) {

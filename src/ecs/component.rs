@@ -142,20 +142,35 @@ impl TypeData for () {
     fn of<T: 'static>() -> Self {}
 }
 
-/// The registry: `TypeId -> ComponentId`, and one [`ComponentInfo`] and one `D` per id.
-pub struct Components<D: TypeData = ()> {
+/// The registry: `TypeId -> ComponentId`, and one [`ComponentInfo`] and one `D` per id; and a cache of `G`
+/// values keyed by the `TypeId` of a group of component types (the world keeps each bundle type's ids there, so
+/// a spawn looks its bundle up once instead of each component type).
+pub struct Components<D: TypeData = (), G: Copy = ()> {
     ids: FxHashMap<TypeId, ComponentId>,
     infos: Vec<ComponentInfo>,
     data: Vec<D>,
+    groups: FxHashMap<TypeId, G>,
 }
 
-impl<D: TypeData> Default for Components<D> {
+impl<D: TypeData, G: Copy> Default for Components<D, G> {
     fn default() -> Self {
-        Self { ids: FxHashMap::default(), infos: Vec::new(), data: Vec::new() }
+        Self { ids: FxHashMap::default(), infos: Vec::new(), data: Vec::new(), groups: FxHashMap::default() }
     }
 }
 
-impl<D: TypeData> Components<D> {
+impl<D: TypeData, G: Copy> Components<D, G> {
+    /// The value cached for group type `K` by [`Components::cache_group`], if any.
+    #[inline]
+    pub fn group<K: 'static>(&self) -> Option<G> {
+        self.groups.get(&TypeId::of::<K>()).copied()
+    }
+
+    /// Caches `value` for group type `K`. Ids are never taken back or renumbered, so a value made of ids stays
+    /// true for as long as the registry lives.
+    pub fn cache_group<K: 'static>(&mut self, value: G) {
+        self.groups.insert(TypeId::of::<K>(), value);
+    }
+
     /// The id of `T`, if the registry has met it.
     #[inline]
     pub fn id<T: 'static>(&self) -> Option<ComponentId> {
@@ -257,5 +272,13 @@ mod tests {
         assert_eq!(c.id::<u16>(), Some(1));
         assert_eq!(c.id::<u32>(), None);
         assert_eq!(c.info(1).size, 2);
+    }
+
+    #[test]
+    fn groups_are_cached_by_type() {
+        let mut c = Components::<(), u32>::default();
+        assert_eq!(c.group::<(u8, u16)>(), None);
+        c.cache_group::<(u8, u16)>(7);
+        assert_eq!((c.group::<(u8, u16)>(), c.group::<(u16, u8)>()), (Some(7), None));
     }
 }

@@ -76,12 +76,20 @@ impl Storage {
 }
 
 /// Makes sure `pools` has a pool for every id up to `id`.
+#[inline]
 pub(crate) fn ensure_pools(
     pools: &mut Vec<Box<dyn ErasedPool>>,
     layout: PoolLayout,
     components: &Registry,
     id: ComponentId,
 ) {
+    if pools.len() <= id as usize {
+        grow_pools(pools, layout, components, id);
+    }
+}
+
+#[cold]
+fn grow_pools(pools: &mut Vec<Box<dyn ErasedPool>>, layout: PoolLayout, components: &Registry, id: ComponentId) {
     while pools.len() <= id as usize {
         pools.push((components.data(pools.len() as ComponentId).new_pool)(layout));
     }
@@ -391,8 +399,15 @@ impl World {
             Storage::Pools { pools, .. } => {
                 // Values first: if a `drop` panics, the entity stays alive (partly stripped), and is never freed
                 // with values left behind for the index's next owner.
+                // Each removal starts with a lookup of the index (a sparse entry, a slot), a cache miss in a large
+                // pool, and stalls on it before its writes. Asking every pool first (`contains`, one load each
+                // on a sparse set) issues those loads back to back, so their misses overlap and the removals find
+                // the lines loaded.
+                let index = entity.index();
+                let held = pools.iter().fold(0usize, |held, pool| held + pool.contains(index) as usize);
+                std::hint::black_box(held);
                 for pool in pools.iter_mut() {
-                    pool.remove_index(entity.index());
+                    pool.remove_index(index);
                 }
                 self.entities.free(entity);
             }

@@ -81,7 +81,11 @@ mod tests {
             let on_wall = world.spawn(step(Vec2::new(100.0, 50.0), Vec2::ZERO)).unwrap();
             integrate_velocity(&mut world);
             let at = |e| (world.get::<Position>(e).unwrap().0, world.get::<Velocity>(e).unwrap().0);
-            assert_eq!(at(inside), (Vec2::new(50.0 + 60.0 * DT, 25.0 - 30.0 * DT), Vec2::new(60.0, -30.0)));
+            assert_eq!(
+                at(inside),
+                (Vec2::new(50.0 + 60.0 * DT, 25.0 - 30.0 * DT), Vec2::new(60.0, -30.0)),
+                "{backend:?}"
+            );
             assert_eq!(at(east), (Vec2::new(100.0, 25.0 + 6.0 * DT), Vec2::new(-60.0, 6.0)), "{backend:?}");
             assert_eq!(at(corner), (Vec2::ZERO, Vec2::new(60.0, 60.0)), "{backend:?}");
             assert_eq!(at(on_wall), (Vec2::new(100.0, 50.0), Vec2::ZERO), "{backend:?}: on the wall is inside");

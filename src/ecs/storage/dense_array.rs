@@ -54,6 +54,21 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
         old
     }
     #[inline]
+    fn insert_fresh(&mut self, entity: Entity, value: T) {
+        let index = entity.index() as usize;
+        if index >= self.slots.len() {
+            self.slots.resize_with(index + 1, || None);
+        }
+        debug_assert!(self.slots[index].is_none(), "a fresh entity already has a value");
+        // A plain store: the slot is known empty, so it is not read first (a miss the spawn would wait on).
+        self.slots[index] = Some(value);
+        self.occupied = match self.len {
+            0 => index..index + 1,
+            _ => self.occupied.start.min(index)..self.occupied.end.max(index + 1),
+        };
+        self.len += 1;
+    }
+    #[inline]
     fn get(&self, index: u32) -> Option<&T> {
         self.slots.get(index as usize)?.as_ref()
     }
@@ -133,6 +148,18 @@ mod tests {
         let mut drained = Vec::new();
         pool.drain(|i, v| drained.push((i, v)));
         assert_eq!((drained, pool.len(), pool.occupied.clone()), (vec![(3, 2), (500, 1)], 0, 0..0));
+    }
+
+    #[test]
+    fn fresh_inserts_widen_the_occupied_range_too() {
+        let e = |i| Entity::from_parts(i, NonZeroU32::MIN);
+        let mut pool = DenseArray::default();
+        for i in [7, 3, 12] {
+            pool.insert_fresh(e(i), i);
+        }
+        let mut indices = Vec::new();
+        pool.collect_indices(&mut indices);
+        assert_eq!(indices, [3, 7, 12]);
     }
 
     #[test]

@@ -101,6 +101,7 @@ mod dense_array;
 mod hash_map;
 pub(crate) mod sparse_set;
 
+use super::bundle::BundleIds;
 use super::component::{ComponentId, Components, TypeData};
 use super::entity::{Entities, Entity};
 use archetype::Archetypes;
@@ -141,9 +142,9 @@ impl TypeData for StorageFns {
     }
 }
 
-/// A world's component registry: ids and names, and each type's [`StorageFns`].
+/// A world's component registry: ids and names, each type's [`StorageFns`], and each bundle type's ids.
 #[doc(hidden)]
-pub type Registry = Components<StorageFns>;
+pub type Registry = Components<StorageFns, BundleIds>;
 
 /// One component type's values in a per-component layout, keyed by entity index. The verbs are `HashMap`'s, so
 /// the backends read alike. The world checks liveness; a pool only knows indices.
@@ -188,6 +189,13 @@ pub trait Pool<T>: Default + 'static {
     fn bytes(&self) -> usize;
     /// Makes room for `additional` more values where the layout allows.
     fn reserve(&mut self, additional: usize);
+    /// Adds the value of an entity that holds none yet (fresh from the allocator): [`Pool::insert`] without the
+    /// look for a previous value, which at scale is a cache miss the spawn would wait on (a sparse set writes its
+    /// sparse entry without reading it; a direct array its slot).
+    #[inline]
+    fn insert_fresh(&mut self, entity: Entity, value: T) {
+        self.insert(entity, value);
+    }
     /// Adds the value of an entity that holds none yet (fresh from the allocator). A layout may defer its index
     /// bookkeeping to [`Pool::commit_fresh`], which must follow before any other call, with the staged entities in
     /// staging order. Batch spawning uses the pair so a sparse set appends its packed arrays as plain streams.
@@ -303,6 +311,12 @@ impl<T: 'static> AnyPool<T> {
     #[inline]
     pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         with_pool!(self, p => p.insert(entity, value))
+    }
+
+    /// See [`Pool::insert_fresh`].
+    #[inline]
+    pub fn insert_fresh(&mut self, entity: Entity, value: T) {
+        with_pool!(self, p => p.insert_fresh(entity, value))
     }
 
     /// See [`Pool::get`].

@@ -12,8 +12,10 @@
 //!
 //! Invariants, for every position `p < len`:
 //! - `sparse[entities[p].index] == p` (through the page table) and `values[p]` is that entity's value;
-//! - an index `i` is in the set iff `sparse[i] = p` with `p < len` and `entities[p].index == i` (the classic
-//!   membership check: the sparse entry alone may be stale garbage, the dense entity is the truth);
+//! - every other sparse entry is `EMPTY`: an index `i` is in the set iff `sparse[i] != EMPTY`. Every operation
+//!   that takes an index out (remove, clear, drain, compaction) writes its entry back to `EMPTY`, so membership
+//!   is one load of the sparse entry, not the textbook's second, dependent load of the dense entity to confirm a
+//!   possibly stale entry (at 100,000 entities both are cache misses, and a removal or a lookup waits on each);
 //! - `entities.len() == values.len()`.
 //!
 //! Zero-sized components (tags) store no payload: `Vec<T>` of a zero-sized `T` never allocates.
@@ -175,7 +177,7 @@ impl<T> SparseSet<T> {
         (index as usize / PAGE_SIZE, index as usize % PAGE_SIZE)
     }
 
-    /// The sparse entry of `index` ([`EMPTY`] on a page never touched); may be stale.
+    /// The sparse entry of `index`: its packed position, or [`EMPTY`] if absent (a page never touched too).
     #[inline(always)]
     fn slot(&self, index: u32) -> u32 {
         let (page, offset) = Self::split(index);
@@ -188,12 +190,13 @@ impl<T> SparseSet<T> {
     /// The packed position of `index`, if present.
     #[inline(always)]
     pub fn position(&self, index: u32) -> Option<usize> {
-        let position = self.slot(index) as usize;
-        // Testing the dense entity makes a stale sparse entry harmless (removal clears its slot, but an entry
-        // is only trusted once the dense entity at its position agrees).
-        match self.entities.get(position) {
-            Some(entity) if entity.index() == index => Some(position),
-            _ => None,
+        // Entries are exact (see the module's invariants): the dense entity need not confirm it.
+        match self.slot(index) {
+            EMPTY => None,
+            position => {
+                debug_assert_eq!(self.entities[position as usize].index(), index, "a sparse entry is stale");
+                Some(position as usize)
+            }
         }
     }
 
@@ -232,7 +235,8 @@ impl<T> SparseSet<T> {
         // One walk to the sparse entry serves both the membership test and the write.
         let slot = Self::slot_mut(&mut self.sparse, entity.index());
         let position = *slot as usize;
-        if position < len && self.entities[position].index() == entity.index() {
+        if *slot != EMPTY {
+            debug_assert_eq!(self.entities[position].index(), entity.index(), "a sparse entry is stale");
             if self.entities[position] != entity {
                 self.entities[position] = entity;
                 self.note_position(position);
@@ -244,6 +248,19 @@ impl<T> SparseSet<T> {
         self.note_position(len);
         self.values.push(value);
         None
+    }
+
+    /// Adds the value of `entity`, which must hold none here (see [`Pool::insert_fresh`]). Writes the sparse
+    /// entry without reading it.
+    #[inline(always)]
+    pub(crate) fn insert_fresh(&mut self, entity: Entity, value: T) {
+        let len = self.entities.len();
+        let slot = Self::slot_mut(&mut self.sparse, entity.index());
+        debug_assert_eq!(*slot, EMPTY, "a fresh entity already has a value");
+        *slot = len as u32;
+        self.entities.push(entity);
+        self.note_position(len);
+        self.values.push(value);
     }
 
     /// Gives the values pushed past the end of `entities` (by batch spawning) their entities: `fresh[i]` owns the
@@ -324,8 +341,7 @@ impl<T> SparseSet<T> {
         if last.index() != index {
             self.set_position(last.index(), position as u32);
         }
-        // Not needed for correctness (membership is checked against the dense entity), but it lets a later
-        // insert of `index` see "absent" without reading the dense array.
+        // Entries are exact: `index` is absent now.
         self.set_position(index, EMPTY);
         Some(value)
     }
@@ -333,11 +349,11 @@ impl<T> SparseSet<T> {
     /// Removes the values of `entities` (by index) one by one, in order, as [`SparseSet::remove`] on each would;
     /// returns how many were present.
     ///
-    /// Each removal touches three places at random: the removed entity's packed slot (read to check it, then
-    /// overwritten), its value's slot, and the sparse entry of the last entity, which moves into the hole (the
-    /// removed index's own sparse entry is written too, on the line its lookup has just read). One at a time
-    /// those misses wait on each other, so the batch goes in chunks, and each chunk first loads the packed
-    /// entities and the moving entities' sparse entries with plain independent loads, whose misses overlap.
+    /// Each removal touches four places at random: the removed index's sparse entry (read, then cleared), its
+    /// packed entity's slot and its value's slot (overwritten by the last ones), and the sparse entry of the last
+    /// entity, which moves into the hole. One at a time those misses wait on each other, so the batch goes in
+    /// chunks, and each chunk first loads the sparse entries, the packed entities and the moving entities' sparse
+    /// entries with plain independent loads, whose misses overlap.
     pub fn remove_each(&mut self, entities: &[Entity]) -> usize {
         const CHUNK: usize = 64;
         let mut removed = 0;
@@ -356,13 +372,14 @@ impl<T> SparseSet<T> {
     /// Reads the sparse entry and the packed entity of each index of `chunk`, and the sparse entries of as many
     /// entities from the end as will move: lines removing `chunk` will touch, loaded with plain loads independent
     /// of one another (so their misses overlap) before the removals need them. Returns how many of `chunk` are
-    /// present. (Values are not warmed: a value of an unknown type cannot be loaded without moving it.)
+    /// present (an index listed twice counts twice). (Values are not warmed: a value of an unknown type cannot be
+    /// loaded without moving it.)
     fn warm(&self, chunk: &[Entity]) -> usize {
         let (mut sink, mut present) = (0u32, 0usize);
         for entity in chunk {
             if let Some(packed) = self.entities.get(self.slot(entity.index()) as usize) {
                 sink ^= packed.index();
-                present += (packed.index() == entity.index()) as usize;
+                present += 1;
             }
         }
         for last in self.entities.iter().rev().take(present) {
@@ -392,7 +409,7 @@ impl<T> SparseSet<T> {
             let (page, offset) = Self::split(index);
             let Some(Some(page)) = self.sparse.get_mut(page) else { continue };
             let position = page[offset] as usize;
-            if self.entities.get(position).is_some_and(|entity| entity.index() == index) {
+            if page[offset] != EMPTY {
                 page[offset] = EMPTY;
                 removed += 1;
                 first = first.min(position);
@@ -478,13 +495,26 @@ impl<T> SparseSet<T> {
     /// Removes everything; keeps the allocations.
     pub fn clear(&mut self) {
         self.touch_order();
+        self.unlink_all();
         self.entities.clear();
         self.values.clear();
+    }
+
+    /// Writes `EMPTY` to the sparse entry of every packed entity (first, so a panicking `drop` afterwards cannot
+    /// leave an entry pointing past the end).
+    fn unlink_all(&mut self) {
+        for entity in &self.entities {
+            let (page, offset) = Self::split(entity.index());
+            if let Some(Some(page)) = self.sparse.get_mut(page) {
+                page[offset] = EMPTY;
+            }
+        }
     }
 
     /// Removes everything, handing each `(entity, value)` to `f` in packed order; keeps the allocations.
     pub fn drain(&mut self, mut f: impl FnMut(Entity, T)) {
         self.touch_order();
+        self.unlink_all();
         for (entity, value) in self.entities.drain(..).zip(self.values.drain(..)) {
             f(entity, value);
         }
@@ -529,6 +559,8 @@ impl<T> SparseSet<T> {
             let stored = self.sparse.get(page).and_then(|p| p.as_ref()).map(|p| p[offset]);
             assert_eq!(stored, Some(position as u32), "sparse entry of {entity:?} does not point at its position");
         }
+        let linked = self.sparse.iter().flatten().flat_map(|page| page.iter()).filter(|&&p| p != EMPTY).count();
+        assert_eq!(linked, self.entities.len(), "a sparse entry of an absent index is not EMPTY");
     }
 }
 
@@ -556,6 +588,10 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
     #[inline]
     fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         SparseSet::insert(self, entity, value)
+    }
+    #[inline]
+    fn insert_fresh(&mut self, entity: Entity, value: T) {
+        SparseSet::insert_fresh(self, entity, value)
     }
     #[inline]
     fn stage_fresh(&mut self, _entity: Entity, value: T) {
@@ -587,6 +623,7 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
     fn contains(&self, index: u32) -> bool {
         SparseSet::contains(self, index)
     }
+
     #[inline]
     fn len(&self) -> usize {
         SparseSet::len(self)
@@ -668,8 +705,9 @@ mod tests {
     }
 
     #[test]
-    fn a_stale_sparse_entry_is_not_trusted() {
-        // `clear` keeps the sparse pages: index 1's entry still says position 0, which index 5 now holds.
+    fn clear_and_drain_leave_no_stale_entry() {
+        // `clear` keeps the sparse pages but empties their entries: index 1's must not say position 0, which
+        // index 5 holds next.
         let mut set = SparseSet::new();
         set.insert(e(1), 10);
         set.insert(e(2), 20);
@@ -677,6 +715,13 @@ mod tests {
         set.insert(e(5), 50);
         assert_eq!(set.position(5), Some(0));
         assert_eq!((set.position(1), set.get(1), set.contains(2)), (None, None, false));
+        set.assert_invariants();
+        let mut seen = Vec::new();
+        set.drain(|entity, value| seen.push((entity, value)));
+        assert_eq!(seen, [(e(5), 50)]);
+        assert!(!set.contains(5));
+        set.insert(e(7), 70);
+        assert_eq!((set.position(7), set.get(5)), (Some(0), None));
         set.assert_invariants();
     }
 
@@ -815,14 +860,16 @@ mod tests {
     }
 
     #[test]
-    fn stale_sparse_entry_is_not_membership() {
+    fn removal_empties_the_sparse_entry() {
         let mut set = SparseSet::new();
         set.insert(e(1), 'a');
         set.insert(e(2), 'b');
         set.remove(1);
-        // sparse[1] still says 0, but entities[0] is index 2 now.
+        // Index 2 moved to position 0, which index 1's entry would still name had removal left it.
+        assert_eq!(set.slot(1), EMPTY);
         assert!(!set.contains(1));
         assert_eq!(set.get(2), Some(&'b'));
+        set.assert_invariants();
     }
 
     #[test]
