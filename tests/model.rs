@@ -102,7 +102,11 @@ fn run_model(seed: u64, start: Backend, switch_every: Option<usize>) {
             (4, Some(e)) => {
                 let v = A(rng.gen());
                 // Half the time through a view: it must answer exactly as the world does.
-                let result = if rng.gen_bool(0.5) { world.insert(e, v) } else { world.view_mut::<A>().insert(e, v) };
+                let result = if rng.gen_bool(0.5) {
+                    world.insert(e, v).map_err(ComponentError::from)
+                } else {
+                    world.view_mut::<A>().insert(e, v)
+                };
                 match model.get_mut(&e) {
                     Some(row) => assert_eq!(result, Ok(row.a.replace(v))),
                     None => assert!(result.is_err()),

@@ -4,6 +4,7 @@ use super::component::{ComponentId, ComponentSet};
 use super::entity::{Entities, Entity};
 use super::storage::archetype::Archetypes;
 use super::storage::{AnyPool, ErasedPool, Layout, Pool, Registry, SparseSetLayout};
+use super::world::World;
 
 /// Room for the ids of one bundle (bundles are implemented for tuples of up to 12).
 pub const MAX_BUNDLE: usize = 12;
@@ -56,6 +57,17 @@ pub trait Bundle: 'static {
     /// Inserts every component into its per-component pool (`ids` from [`Bundle::ids`]); `entity` must hold no
     /// value in any pool yet (fresh from the allocator).
     fn put_pools(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity);
+    #[doc(hidden)]
+    /// Inserts each component into `entity` (alive) in turn, as [`World::insert`] does.
+    fn insert_each(self, world: &mut World, entity: Entity);
+    #[doc(hidden)]
+    /// The type name of the first component `entity` (alive) lacks, if any.
+    fn first_missing(world: &World, entity: Entity) -> Option<&'static str>;
+    #[doc(hidden)]
+    /// Removes each component from `entity` (alive, holding them all) and returns them.
+    fn remove_each(world: &mut World, entity: Entity) -> Self
+    where
+        Self: Sized;
     #[doc(hidden)]
     /// Pushes every component onto its column of `table` (whose row the caller pushes).
     fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]);
@@ -125,6 +137,21 @@ macro_rules! impl_bundle {
                 let ($($v,)+) = self;
                 $(pool::<$T>(pools, ids[$k]).insert_fresh(entity, $v);)+
             }
+            fn insert_each(self, world: &mut World, entity: Entity) {
+                let ($($v,)+) = self;
+                $(let _ = world.insert(entity, $v);)+
+            }
+            fn first_missing(world: &World, entity: Entity) -> Option<&'static str> {
+                $(
+                    if !world.has::<$T>(entity) {
+                        return Some(std::any::type_name::<$T>());
+                    }
+                )+
+                None
+            }
+            fn remove_each(world: &mut World, entity: Entity) -> Self {
+                ($(world.remove::<$T>(entity).expect("checked present"),)+)
+            }
             #[inline]
             fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]) {
                 let ($($v,)+) = self;
@@ -186,6 +213,49 @@ macro_rules! impl_bundle {
             }
         }
     };
+}
+
+/// The empty bundle: `world.spawn(())` makes an entity with no components (it matches queries of optional terms
+/// and filters alone, and takes components later with [`World::insert`](super::World::insert)).
+impl Bundle for () {
+    fn assert_distinct() {}
+    #[inline]
+    fn ids(_: &mut Registry) -> BundleIds {
+        BundleIds { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY }
+    }
+    fn register_ids(components: &mut Registry) -> BundleIds {
+        Self::ids(components)
+    }
+    #[inline]
+    fn put_pools(self, _: &mut [Box<dyn ErasedPool>], _: &[ComponentId], _: Entity) {}
+    fn insert_each(self, _: &mut World, _: Entity) {}
+    fn first_missing(_: &World, _: Entity) -> Option<&'static str> {
+        None
+    }
+    fn remove_each(_: &mut World, _: Entity) {}
+    #[inline]
+    fn put_table(self, _: &mut Archetypes, _: u32, _: &[ComponentId]) {}
+    fn put_batch<L: Layout>(
+        items: impl Iterator<Item = (Entity, Self)>,
+        _: &mut [Box<dyn ErasedPool>],
+        _: &[ComponentId],
+        out: &mut Vec<Entity>,
+    ) {
+        out.extend(items.map(|(entity, ())| entity));
+    }
+    fn put_sparse_batch(
+        items: impl Iterator<Item = Self>,
+        _: &mut [Box<dyn ErasedPool>],
+        _: &[ComponentId],
+        entities: &mut Entities,
+        out: Option<&mut Vec<Entity>>,
+    ) -> usize {
+        // Counted first (the iterator may panic: then nothing was allocated), then allocated in one run.
+        let count = items.count();
+        let mut handles = Vec::new();
+        entities.alloc_many(count, out.unwrap_or(&mut handles));
+        count
+    }
 }
 
 impl_bundle!(A a pa 0);

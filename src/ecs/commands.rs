@@ -124,6 +124,25 @@ impl<T: 'static> ErasedQueue for InsertQueue<T> {
     }
 }
 
+/// Bundles to insert into existing entities, by slot.
+struct BundleQueue<B>(Vec<Option<B>>);
+
+impl<B: Bundle> ErasedQueue for BundleQueue<B> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool {
+        let bundle = self.0[slot as usize].take().expect("an insert op without its bundle");
+        world.insert_bundle(entity, bundle).is_ok()
+    }
+    fn spawn_run(&mut self, _: &mut World, _: &[Entity], _: &[u32], _: &mut Vec<Entity>) {
+        unreachable!("spawn ops name spawn queues")
+    }
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// Slot of the next value pushed onto `values`.
 fn push_slot<T>(values: &mut Vec<Option<T>>, value: T) -> u32 {
     let slot = values.len() as u32;
@@ -293,7 +312,7 @@ impl CommandQueue {
                         while let Some((entity, same, slot)) = next.filter(|&(_, same, _)| same == queue) {
                             debug_assert_eq!(same, queue);
                             if entity.is_deferred() {
-                                match world.reserve_entity() {
+                                match world.reserve_for_apply() {
                                     Ok(handle) => {
                                         resolved[entity.generation().get() as usize - 1] = Some(handle);
                                         run.push(handle);
@@ -480,6 +499,33 @@ impl<'w> Commands<'w> {
             world.remove::<T>(entity).is_ok()
         }
         self.push(Op::Remove { entity, remove: remove::<T> });
+    }
+
+    /// Records inserting every component of `bundle` into `entity` ([`World::insert_bundle`]). Skipped (the values
+    /// dropped) if `entity` is dead.
+    ///
+    /// # Panics
+    /// If the tuple names a component type twice (now, not when the buffer is applied).
+    pub fn insert_bundle<B: Bundle>(&mut self, entity: Entity, bundle: B) {
+        let queue = self.queue.queue_index(|| {
+            B::assert_distinct();
+            BundleQueue::<B>(Vec::new())
+        });
+        let slot = push_slot(&mut self.queue.queue_at::<BundleQueue<B>>(queue).0, bundle);
+        self.push(Op::Insert { entity, queue, slot });
+    }
+
+    /// Records removing every component of bundle type `B` from `entity`, all or nothing
+    /// ([`World::remove_bundle`]). Skipped if `entity` is dead or lacks one of them.
+    ///
+    /// # Panics
+    /// If the tuple names a component type twice (now, not when the buffer is applied).
+    pub fn remove_bundle<B: Bundle>(&mut self, entity: Entity) {
+        fn remove<B: Bundle>(world: &mut World, entity: Entity) -> bool {
+            world.remove_bundle::<B>(entity).is_ok()
+        }
+        B::assert_distinct();
+        self.push(Op::Remove { entity, remove: remove::<B> });
     }
 
     /// Number of commands recorded and not applied yet.

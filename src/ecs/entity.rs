@@ -165,6 +165,9 @@ impl std::error::Error for NoSuchEntity {}
 pub enum ComponentError {
     /// The handle is stale or was never spawned.
     NoSuchEntity(Entity),
+    /// The handle is reserved: its spawn waits in the command buffer (a [`ViewMut`](super::ViewMut) cannot apply
+    /// the buffer; operations through `&mut World` do, see [`World::reserve_entity`](super::World::reserve_entity)).
+    Reserved(Entity),
     /// The entity is alive but has no component of that type.
     MissingComponent {
         /// The entity.
@@ -178,6 +181,9 @@ impl fmt::Display for ComponentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ComponentError::NoSuchEntity(e) => NoSuchEntity(*e).fmt(f),
+            ComponentError::Reserved(e) => {
+                write!(f, "entity {e:?} is reserved: its spawn waits in the command buffer (apply the commands first)")
+            }
             ComponentError::MissingComponent { entity, component } => {
                 write!(f, "entity {entity:?} has no `{component}` component")
             }
@@ -186,6 +192,12 @@ impl fmt::Display for ComponentError {
 }
 
 impl std::error::Error for ComponentError {}
+
+impl From<NoSuchEntity> for ComponentError {
+    fn from(NoSuchEntity(entity): NoSuchEntity) -> Self {
+        ComponentError::NoSuchEntity(entity)
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {

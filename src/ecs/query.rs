@@ -75,6 +75,38 @@ impl fmt::Display for QueryError {
 
 impl std::error::Error for QueryError {}
 
+/// Why [`Query::get`] (and [`World::query_one_mut`] and friends) found no match for an entity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryOneError {
+    /// The handle is stale or was never spawned.
+    NoSuchEntity(Entity),
+    /// The entity is alive but lacks a fetched component or fails the filter.
+    Unsatisfied(Entity),
+    /// The same entity is named twice in one [`Query::get_many`]: it would hand out two references to one value.
+    Aliased(Entity),
+    /// The query itself is refused (see [`QueryError`]).
+    Refused(QueryError),
+}
+
+impl fmt::Display for QueryOneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueryOneError::NoSuchEntity(e) => write!(f, "no such entity: {e:?} is stale or was never spawned"),
+            QueryOneError::Unsatisfied(e) => {
+                write!(f, "entity {e:?} does not match the query (a component is missing or the filter fails)")
+            }
+            QueryOneError::Aliased(e) => write!(
+                f,
+                "entity {e:?} is named twice in one lookup; a mutable reference may not alias another reference \
+                 to the same value"
+            ),
+            QueryOneError::Refused(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for QueryOneError {}
+
 /// The component ids a query names, in order, with whether each is borrowed mutably.
 #[derive(Default)]
 pub struct Access {
@@ -88,6 +120,8 @@ pub struct Access {
     pub required: ComponentSet,
     /// Types that must be absent (`Without`).
     pub excluded: ComponentSet,
+    /// Inside an [`Or`]: types are named (and checked for conflicts) but neither required nor excluded as such.
+    neutral: u8,
     /// A required type the world has never met (a query through `&World`, which registers nothing): no entity
     /// can match.
     unmatchable: bool,
@@ -104,6 +138,7 @@ impl Access {
         if self.error.is_some() {
             return;
         }
+        let (required, excluded) = if self.neutral > 0 { (false, false) } else { (required, excluded) };
         if let Some(k) = self.types[..self.len].iter().position(|&other| other == Some(TypeId::of::<T>())) {
             let component = type_name::<T>();
             self.error = Some(QueryError::Conflict { component, mutable: mutable || self.mutable[k] });
@@ -191,6 +226,18 @@ pub trait Term {
     #[doc(hidden)]
     /// One value as a slice of one.
     fn one<'a>(item: Self::Item<'a>) -> Self::Slice<'a>;
+    #[doc(hidden)]
+    /// The value at `index`, if present, borrowed for as long as the pool.
+    fn probe_into<'w, L: Layout>(pool: Self::PoolRef<'w, L>, index: u32) -> Option<Self::Item<'w>>;
+    #[doc(hidden)]
+    /// The values at `indices` (distinct), each if present, all borrowed at once.
+    fn probe_many<'w, L: Layout, const N: usize>(
+        pool: Self::PoolRef<'w, L>,
+        indices: [u32; N],
+    ) -> [Option<Self::Item<'w>>; N];
+    #[doc(hidden)]
+    /// The value at `row`, borrowed for as long as the slice.
+    fn at_into<'w>(slice: Self::Slice<'w>, row: usize) -> Self::Item<'w>;
 }
 
 /// The typed values of a column: one `TypeId` comparison (the upcast to `dyn Any` reads the vtable; only
@@ -282,6 +329,20 @@ impl<T: 'static> Term for &T {
     fn one<'a>(item: Self::Item<'a>) -> Self::Slice<'a> {
         std::slice::from_ref(item)
     }
+    #[inline]
+    fn probe_into<'w, L: Layout>(pool: Self::PoolRef<'w, L>, index: u32) -> Option<Self::Item<'w>> {
+        pool.get(index)
+    }
+    fn probe_many<'w, L: Layout, const N: usize>(
+        pool: Self::PoolRef<'w, L>,
+        indices: [u32; N],
+    ) -> [Option<Self::Item<'w>>; N] {
+        indices.map(|index| pool.get(index))
+    }
+    #[inline]
+    fn at_into<'w>(slice: Self::Slice<'w>, row: usize) -> Self::Item<'w> {
+        &slice[row]
+    }
 }
 
 impl<T: 'static> Term for &mut T {
@@ -329,6 +390,20 @@ impl<T: 'static> Term for &mut T {
     #[inline]
     fn one<'a>(item: Self::Item<'a>) -> Self::Slice<'a> {
         std::slice::from_mut(item)
+    }
+    #[inline]
+    fn probe_into<'w, L: Layout>(pool: Self::PoolRef<'w, L>, index: u32) -> Option<Self::Item<'w>> {
+        pool.get_mut(index)
+    }
+    fn probe_many<'w, L: Layout, const N: usize>(
+        pool: Self::PoolRef<'w, L>,
+        indices: [u32; N],
+    ) -> [Option<Self::Item<'w>>; N] {
+        pool.get_disjoint_mut(indices)
+    }
+    #[inline]
+    fn at_into<'w>(slice: Self::Slice<'w>, row: usize) -> Self::Item<'w> {
+        &mut slice[row]
     }
 }
 
@@ -390,6 +465,23 @@ macro_rules! impl_optional_term {
             #[inline]
             fn one<'a>(item: Self::Item<'a>) -> Self::Slice<'a> {
                 item.map($one)
+            }
+            #[inline]
+            fn probe_into<'w, L: Layout>(pool: Self::PoolRef<'w, L>, index: u32) -> Option<Self::Item<'w>> {
+                Some(pool.and_then(|pool| <&'r $($mut)? T as Term>::probe_into::<L>(pool, index)))
+            }
+            fn probe_many<'w, L: Layout, const N: usize>(
+                pool: Self::PoolRef<'w, L>,
+                indices: [u32; N],
+            ) -> [Option<Self::Item<'w>>; N] {
+                match pool {
+                    Some(pool) => <&'r $($mut)? T as Term>::probe_many::<L, N>(pool, indices).map(Some),
+                    None => std::array::from_fn(|_| Some(None)),
+                }
+            }
+            #[inline]
+            fn at_into<'w>(slice: Self::Slice<'w>, row: usize) -> Self::Item<'w> {
+                slice.map(|s| <&'r $($mut)? T as Term>::at_into(s, row))
             }
         }
     };
@@ -458,6 +550,10 @@ pub trait Filter: 'static {
         entities: &Entities,
         out: &mut Vec<Entity>,
     );
+    #[doc(hidden)]
+    /// Whether an archetype table of component set `set` passes; `ids` yields this filter's ids in access order
+    /// (every part takes its own, even after an earlier part failed).
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool;
 }
 
 impl Filter for () {
@@ -477,6 +573,9 @@ impl Filter for () {
         usize::MAX
     }
     fn collect<L: Layout>(_: &(), _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
+    fn table_passes(_: &ComponentSet, _: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        true
+    }
 }
 
 impl<T: 'static> Filter for With<T> {
@@ -508,6 +607,10 @@ impl<T: 'static> Filter for With<T> {
             *done = true;
         }
     }
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        let id = ids.next().expect("an id per filter");
+        id != ABSENT && set.contains(id)
+    }
 }
 
 impl<T: 'static> Filter for Without<T> {
@@ -535,6 +638,10 @@ impl<T: 'static> Filter for Without<T> {
         usize::MAX
     }
     fn collect<L: Layout>(_: &Option<&L::Pool<T>>, _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        let id = ids.next().expect("an id per filter");
+        id == ABSENT || !set.contains(id)
+    }
 }
 
 impl<A: Filter, B: Filter> Filter for (A, B) {
@@ -576,6 +683,70 @@ impl<A: Filter, B: Filter> Filter for (A, B) {
     ) {
         A::collect::<L>(&pools.0, len, done, entities, out);
         B::collect::<L>(&pools.1, len, done, entities, out);
+    }
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        let a = A::table_passes(set, ids);
+        let b = B::table_passes(set, ids);
+        a && b
+    }
+}
+
+/// Keeps the entities that pass filter `A` or filter `B` (or both): `Or<With<Red>, With<Blue>>`; nest it for more
+/// (`Or<A, Or<B, C>>`), and pair it with others (`(Or<..>, Without<Dead>)`). An `Or` never drives a loop: the
+/// fetched pools do, or every live entity if the query fetches nothing.
+///
+/// ```
+/// use swarm::ecs::{Or, With, World};
+/// struct Pos(f32); struct Red; struct Blue;
+/// let mut world = World::new();
+/// world.spawn((Pos(1.0), Red)).unwrap();
+/// world.spawn((Pos(2.0), Blue)).unwrap();
+/// world.spawn((Pos(4.0),)).unwrap();
+/// let mut sum = 0.0;
+/// world.query_filtered::<(&Pos,), Or<With<Red>, With<Blue>>>().for_each(|_, (p,)| sum += p.0);
+/// assert_eq!(sum, 3.0);
+/// ```
+pub struct Or<A, B>(PhantomData<fn() -> (A, B)>);
+
+impl<A: Filter, B: Filter> Filter for Or<A, B> {
+    /// `None` for a side no entity can pass (a shared query naming a type the world never met in a `With`).
+    type Pools<'w, L: Layout> = (Option<A::Pools<'w, L>>, Option<B::Pools<'w, L>>);
+    fn access(components: &mut Registry, access: &mut Access) {
+        access.neutral += 1;
+        A::access(components, access);
+        B::access(components, access);
+        access.neutral -= 1;
+    }
+    fn access_lookup(components: &Registry, access: &mut Access) {
+        access.neutral += 1;
+        A::access_lookup(components, access);
+        B::access_lookup(components, access);
+        access.neutral -= 1;
+    }
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
+        let a = A::pools::<L>(taken);
+        (Some(a), Some(B::pools::<L>(taken)))
+    }
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Self::Pools<'w, L>> {
+        let a = A::pools_shared::<L>(pools);
+        let b = B::pools_shared::<L>(pools);
+        (a.is_some() || b.is_some()).then_some((a, b))
+    }
+    #[inline]
+    fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool {
+        pools.0.as_ref().is_some_and(|a| A::matches::<L>(a, index))
+            || pools.1.as_ref().is_some_and(|b| B::matches::<L>(b, index))
+    }
+    fn min_len<L: Layout>(_: &Self::Pools<'_, L>) -> usize {
+        usize::MAX
+    }
+    fn collect<L: Layout>(_: &Self::Pools<'_, L>, _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        let a = A::table_passes(set, ids);
+        let b = B::table_passes(set, ids);
+        a || b
     }
 }
 
@@ -672,6 +843,18 @@ pub trait QueryData {
     #[doc(hidden)]
     /// One entity's values as slices of one.
     fn one_slices<'a>(item: Self::Item<'a>) -> Self::Slices<'a>;
+    #[doc(hidden)]
+    /// The values at `index`, if every term has one, borrowed for as long as the pools.
+    fn probe_into<'w, L: Layout>(pools: Self::Pools<'w, L>, index: u32) -> Option<Self::Item<'w>>;
+    #[doc(hidden)]
+    /// The values at each of `indices` (distinct), if every term has one, all borrowed at once.
+    fn probe_many<'w, L: Layout, const N: usize>(
+        pools: Self::Pools<'w, L>,
+        indices: [u32; N],
+    ) -> [Option<Self::Item<'w>>; N];
+    #[doc(hidden)]
+    /// The values at `row` of each slice, borrowed for as long as the slices.
+    fn row_into<'w>(slices: Self::Slices<'w>, row: usize) -> Self::Item<'w>;
 }
 
 /// A [`QueryData`] whose terms only read: it can run through a shared `&World` ([`World::query_ref`]).
@@ -801,17 +984,25 @@ fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     }
 }
 
-/// Whether the rows of `table` match: it is not empty, holds the fetched and `With` types and none of the
-/// `Without` types.
-fn table_matches(table: &Table, access: &Access) -> bool {
-    !table.is_empty() && table.set().is_superset(&access.required) && !table.set().intersects(&access.excluded)
+/// Whether a table of component set `set` matches: it holds the fetched and `With` types and none of the
+/// `Without` types, and passes the filter's [`Or`]s.
+fn set_matches<F: Filter>(set: &ComponentSet, access: &Access) -> bool {
+    !access.unmatchable
+        && set.is_superset(&access.required)
+        && !set.intersects(&access.excluded)
+        && (F::ALWAYS || F::table_passes(set, &mut access.ids()[access.fetched..].iter().copied()))
+}
+
+/// Whether the rows of `table` match: it is not empty and its set matches.
+fn table_matches<F: Filter>(table: &Table, access: &Access) -> bool {
+    !table.is_empty() && set_matches::<F>(table.set(), access)
 }
 
 /// The loop over archetype tables: every matching table is one run of column slices. The shape's cache lists the
 /// matching tables with their column slots (brought up to date with the tables made since), so a table costs an
 /// emptiness test, one downcast per column and the visit: no set test or slot lookup per query.
-fn run_tables<Q: QueryData, V: Visit<Q>>(archetypes: &mut Archetypes, shape: &mut Shape, visit: &mut V) {
-    shape.tables.update(archetypes, &shape.access);
+fn run_tables<Q: QueryData, F: Filter, V: Visit<Q>>(archetypes: &mut Archetypes, shape: &mut Shape, visit: &mut V) {
+    shape.tables.update::<F>(archetypes, &shape.access);
     let tables = archetypes.tables_mut();
     let order = &shape.order[..shape.access.len];
     for (table, slots) in &shape.tables.found {
@@ -825,8 +1016,8 @@ fn run_tables<Q: QueryData, V: Visit<Q>>(archetypes: &mut Archetypes, shape: &mu
 }
 
 /// The loop over archetype tables through a shared world.
-fn run_tables_shared<Q: ReadOnlyQueryData, V: Visit<Q>>(tables: &[Table], access: &Access, visit: &mut V) {
-    for table in tables.iter().filter(|table| table_matches(table, access)) {
+fn run_tables_shared<Q: ReadOnlyQueryData, F: Filter, V: Visit<Q>>(tables: &[Table], access: &Access, visit: &mut V) {
+    for table in tables.iter().filter(|table| table_matches::<F>(table, access)) {
         let (rows, slices) = Q::table_parts_shared(table, access);
         visit.run(rows, Q::truncate(slices, rows.len()));
     }
@@ -1004,6 +1195,32 @@ macro_rules! impl_query_data {
             fn one_slices<'a>(($($i,)+): Self::Item<'a>) -> Self::Slices<'a> {
                 ($($T::one($i),)+)
             }
+
+            #[inline]
+            fn probe_into<'w, L: Layout>(($($s,)+): Self::Pools<'w, L>, index: u32) -> Option<Self::Item<'w>> {
+                $(let $i = $T::probe_into::<L>($s, index)?;)+
+                Some(($($i,)+))
+            }
+
+            fn probe_many<'w, L: Layout, const N: usize>(
+                ($($s,)+): Self::Pools<'w, L>,
+                indices: [u32; N],
+            ) -> [Option<Self::Item<'w>>; N] {
+                $(let mut $d = $T::probe_many::<L, N>($s, indices).into_iter();)+
+                std::array::from_fn(|_| {
+                    $(let $i = $d.next().expect("one per index");)+
+                    match ($($i,)+) {
+                        ($(Some($i),)+) => Some(($($i,)+)),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                })
+            }
+
+            #[inline]
+            fn row_into<'w>(($($d,)+): Self::Slices<'w>, row: usize) -> Self::Item<'w> {
+                ($($T::at_into($d, row),)+)
+            }
         }
 
         impl<$($T: ReadOnlyTerm),+> ReadOnlyQueryData for ($($T,)+) {
@@ -1031,6 +1248,104 @@ macro_rules! impl_query_data {
             }
         }
     };
+}
+
+/// The empty query, `()`: entities alone. `world.query::<()>()` visits every live entity (those with no
+/// components too), and with filters only the entities that pass them: the driver is a `With` pool if there is
+/// one, else the list of live entities (or every archetype table).
+///
+/// ```
+/// use swarm::ecs::{World, Without};
+/// struct Red; struct Dead;
+/// let mut world = World::new();
+/// let a = world.spawn(()).unwrap();
+/// let b = world.spawn((Red,)).unwrap();
+/// world.spawn((Red, Dead)).unwrap();
+/// assert_eq!(world.query::<()>().count(), 3);
+/// let mut live_red = Vec::new();
+/// world.query::<()>().with::<Red>().without::<Dead>().for_each(|e, ()| live_red.push(e));
+/// assert_eq!(live_red, [b]);
+/// assert!(world.query_ref::<()>().get(a).is_ok());
+/// ```
+impl QueryData for () {
+    type Item<'a> = ();
+    type Slices<'a> = ();
+    type Pools<'w, L: Layout> = ();
+    type Lanes<'w, L: Layout> = ();
+    type Key = ();
+
+    fn access(_: &mut Registry, _: &mut Access) {}
+    fn pools<'w, L: Layout>(_: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {}
+    fn orders<'a, L: Layout>(_: &'a Self::Pools<'_, L>) -> impl Iterator<Item = Option<PackedOrder<'a>>> {
+        // No packed arrays to walk in lock-step: the entities come from a driver (see above).
+        std::iter::once(None)
+    }
+    fn min_len<L: Layout>(_: &()) -> usize {
+        usize::MAX
+    }
+    fn packed_driver<L: Layout>(_: &(), _: usize) -> Option<usize> {
+        None
+    }
+    fn into_packed<'w, L: Layout>(_: Self::Pools<'w, L>) -> (&'w [Entity], Self::Slices<'w>) {
+        (&[], ())
+    }
+    fn into_lanes<'w, L: Layout>(_: Self::Pools<'w, L>, _: usize) -> (&'w [Entity], Self::Lanes<'w, L>) {
+        (&[], ())
+    }
+    #[inline(always)]
+    fn lane_get<'a, L: Layout>(_: &'a mut Self::Lanes<'_, L>, _: usize, _: u32) -> Option<Self::Item<'a>> {
+        Some(())
+    }
+    #[inline(always)]
+    fn probe<'a, L: Layout>(_: &'a mut Self::Pools<'_, L>, _: u32) -> Option<Self::Item<'a>> {
+        Some(())
+    }
+    fn collect<L: Layout>(_: &(), _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
+    #[inline]
+    fn truncate<'w>(_: Self::Slices<'w>, _: usize) -> Self::Slices<'w> {}
+    #[inline]
+    fn split_front<'w>(_: Self::Slices<'w>, _: usize) -> (Self::Slices<'w>, Self::Slices<'w>) {
+        ((), ())
+    }
+    fn table_columns<'w>(
+        table: &'w mut Table,
+        _: &[u16; MAX_QUERY_TYPES],
+        _: &[u8],
+    ) -> (&'w [Entity], Self::Slices<'w>) {
+        (table.entities(), ())
+    }
+    #[inline]
+    fn each_row<Func>(entities: &[Entity], _: (), f: &mut Func)
+    where
+        Func: for<'a> FnMut(Entity, ()),
+    {
+        for &entity in entities {
+            f(entity, ());
+        }
+    }
+    #[inline]
+    fn one_slices<'a>(_: Self::Item<'a>) -> Self::Slices<'a> {}
+    #[inline]
+    fn probe_into<'w, L: Layout>(_: Self::Pools<'w, L>, _: u32) -> Option<Self::Item<'w>> {
+        Some(())
+    }
+    fn probe_many<'w, L: Layout, const N: usize>(_: Self::Pools<'w, L>, _: [u32; N]) -> [Option<Self::Item<'w>>; N] {
+        [Some(()); N]
+    }
+    #[inline]
+    fn row_into<'w>(_: Self::Slices<'w>, _: usize) -> Self::Item<'w> {}
+}
+
+impl ReadOnlyQueryData for () {
+    fn access_lookup(_: &Registry, _: &mut Access) {}
+    fn pools_shared<'w, L: Layout>(
+        _: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Self::Pools<'w, L>> {
+        Some(())
+    }
+    fn table_parts_shared<'w>(table: &'w Table, _: &Access) -> (&'w [Entity], Self::Slices<'w>) {
+        (table.entities(), ())
+    }
 }
 
 impl_query_data!(A sa da ia 0);
@@ -1135,7 +1450,7 @@ fn run_context<Q: QueryData, F: Filter, V: Visit<Q>>(
         Storage::Pools { layout, pools } => {
             dispatch!(*layout, L => run::<Q, F, L, _>(pools, entities, scratch, shape, visit))
         }
-        Storage::Tables(archetypes) => run_tables::<Q, _>(archetypes, shape, visit),
+        Storage::Tables(archetypes) => run_tables::<Q, F, _>(archetypes, shape, visit),
     }
 }
 
@@ -1144,6 +1459,7 @@ impl<Q: ReadOnlyQueryData> Source<Q> for &World {
         let (entities, components, storage) = self.query_parts();
         let mut access = Access::default();
         Q::access_lookup(components, &mut access);
+        access.fetched = access.len;
         F::access_lookup(components, &mut access);
         if let Some(error) = access.error.take() {
             return Err(error);
@@ -1165,7 +1481,7 @@ impl<Q: ReadOnlyQueryData> Source<Q> for &World {
                     run_pools::<Q, L, F, _>(pools, filter, entities, &mut scratch, visit)
                 })
             }
-            Storage::Tables(archetypes) => run_tables_shared::<Q, _>(archetypes.tables(), &access, visit),
+            Storage::Tables(archetypes) => run_tables_shared::<Q, F, _>(archetypes.tables(), &access, visit),
         }
         Ok(())
     }
@@ -1183,6 +1499,12 @@ impl<W: Source<Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
 
     /// Also requires the absence of `T`.
     pub fn without<T: 'static>(self) -> Query<W, Q, (F, Without<T>)> {
+        Query::new(self.world)
+    }
+
+    /// Also applies filter `G`, given as a type: an [`Or`], or any other [`Filter`] (on a shared query too, where
+    /// there is no `query_filtered`).
+    pub fn filter<G: Filter>(self) -> Query<W, Q, (F, G)> {
         Query::new(self.world)
     }
 
@@ -1296,6 +1618,129 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
     }
 }
 
+impl<'w, Q: QueryData, F: Filter> Query<&'w mut World, Q, F> {
+    /// One entity's components, if it matches (bevy's `Query::get`, hecs's `query_one_mut`): its own values of
+    /// every fetched term, checked against the filter, borrowed for as long as the world. A handle reserved by
+    /// the command buffer applies the buffer first (see [`World::reserve_entity`]).
+    ///
+    /// ```
+    /// use swarm::ecs::{QueryOneError, World, Without};
+    /// struct Pos(f32); struct Vel(f32); struct Frozen;
+    /// let mut world = World::new();
+    /// let a = world.spawn((Pos(0.0), Vel(2.0))).unwrap();
+    /// let b = world.spawn((Pos(0.0), Vel(2.0), Frozen)).unwrap();
+    /// let (pos, vel) = world.query::<(&mut Pos, &Vel)>().without::<Frozen>().get(a).unwrap();
+    /// pos.0 += vel.0;
+    /// assert_eq!(world.get::<Pos>(a).unwrap().0, 2.0);
+    /// assert_eq!(world.query::<(&Pos,)>().without::<Frozen>().get(b).err(), Some(QueryOneError::Unsatisfied(b)));
+    /// ```
+    pub fn get(self, entity: Entity) -> Result<Q::Item<'w>, QueryOneError> {
+        if !self.world.settle(entity) {
+            return Err(QueryOneError::NoSuchEntity(entity));
+        }
+        let context = self.world.query_context();
+        let shape =
+            prepare::<Q, F>(context.queries, context.components, context.storage).map_err(QueryOneError::Refused)?;
+        one_mut::<Q, F>(context.storage, shape, entity.index()).ok_or(QueryOneError::Unsatisfied(entity))
+    }
+
+    /// Several distinct entities' components at once, mutably (hecs's `query_many_mut`): e.g. a hunter writes its
+    /// own velocity while it reads its target's position. Refused with [`QueryOneError::Aliased`] if an entity is
+    /// named twice, which would hand out two references to one value; otherwise the first entity that is not
+    /// alive or does not match is the error.
+    ///
+    /// ```
+    /// use swarm::ecs::{QueryOneError, World};
+    /// struct Pos(f32); struct Vel(f32);
+    /// let mut world = World::new();
+    /// let hunter = world.spawn((Pos(0.0), Vel(0.0))).unwrap();
+    /// let prey = world.spawn((Pos(5.0), Vel(1.0))).unwrap();
+    /// let [(hp, hv), (pp, _)] = world.query::<(&Pos, &mut Vel)>().get_many([hunter, prey]).unwrap();
+    /// hv.0 = (pp.0 - hp.0).signum();
+    /// assert_eq!(world.get::<Vel>(hunter).unwrap().0, 1.0);
+    /// assert_eq!(world.query::<(&mut Vel,)>().get_many([prey, prey]).err(), Some(QueryOneError::Aliased(prey)));
+    /// ```
+    pub fn get_many<const N: usize>(self, entities: [Entity; N]) -> Result<[Q::Item<'w>; N], QueryOneError> {
+        for (k, &entity) in entities.iter().enumerate() {
+            if entities[..k].contains(&entity) {
+                return Err(QueryOneError::Aliased(entity));
+            }
+        }
+        for &entity in &entities {
+            if !self.world.settle(entity) {
+                return Err(QueryOneError::NoSuchEntity(entity));
+            }
+        }
+        let context = self.world.query_context();
+        let shape =
+            prepare::<Q, F>(context.queries, context.components, context.storage).map_err(QueryOneError::Refused)?;
+        let items = many_mut::<Q, F, N>(context.storage, shape, entities.map(Entity::index));
+        if let Some(k) = items.iter().position(Option::is_none) {
+            return Err(QueryOneError::Unsatisfied(entities[k]));
+        }
+        Ok(items.map(|item| item.expect("checked above")))
+    }
+}
+
+impl<'w, Q: ReadOnlyQueryData, F: Filter> Query<&'w World, Q, F> {
+    /// One entity's components through a shared world, if it matches (hecs's `query_one`). A handle reserved by
+    /// the command buffer is not alive yet here ([`QueryOneError::NoSuchEntity`]): a shared borrow cannot apply
+    /// the buffer.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32); struct Name(&'static str);
+    /// let mut world = World::new();
+    /// let a = world.spawn((Pos(1.0), Name("a"))).unwrap();
+    /// let world = &world;
+    /// let (pos, name) = world.query_ref::<(&Pos, &Name)>().get(a).unwrap();
+    /// assert_eq!((pos.0, name.0), (1.0, "a"));
+    /// ```
+    pub fn get(self, entity: Entity) -> Result<Q::Item<'w>, QueryOneError> {
+        let world = self.world;
+        if !world.is_alive(entity) {
+            return Err(QueryOneError::NoSuchEntity(entity));
+        }
+        let unsatisfied = QueryOneError::Unsatisfied(entity);
+        let index = entity.index();
+        let (_, components, storage) = world.query_parts();
+        let mut access = Access::default();
+        Q::access_lookup(components, &mut access);
+        access.fetched = access.len;
+        F::access_lookup(components, &mut access);
+        if let Some(error) = access.error.take() {
+            return Err(QueryOneError::Refused(error));
+        }
+        if access.unmatchable {
+            return Err(unsatisfied);
+        }
+        match storage {
+            Storage::Pools { layout, pools } => {
+                let mut shared = access.ids().iter().map(|&id| match id {
+                    ABSENT => None,
+                    id => pools.get(id as usize).map(|pool| pool.as_ref()),
+                });
+                dispatch!(*layout, L => {
+                    let Some(pools) = Q::pools_shared::<L>(&mut shared) else { return Err(unsatisfied) };
+                    let Some(filter) = F::pools_shared::<L>(&mut shared) else { return Err(unsatisfied) };
+                    if !F::matches::<L>(&filter, index) {
+                        return Err(unsatisfied);
+                    }
+                    Q::probe_into::<L>(pools, index).ok_or(unsatisfied)
+                })
+            }
+            Storage::Tables(archetypes) => {
+                let (table, row) = archetypes.location(index).ok_or(unsatisfied.clone())?;
+                let table = &archetypes.tables()[table as usize];
+                if !table_matches::<F>(table, &access) {
+                    return Err(unsatisfied);
+                }
+                Ok(Q::row_into(Q::table_parts_shared(table, &access).1, row))
+            }
+        }
+    }
+}
+
 /// [`Query::for_each_with_commands`]'s visitor: one call per entity, with the recorder keyed to it.
 struct WithCommands<'q, Func> {
     f: Func,
@@ -1358,13 +1803,103 @@ fn run<Q: QueryData, F: Filter, L: Layout, V: Visit<Q>>(
     shape: &Shape,
     visit: &mut V,
 ) {
-    let ids = shape.access.ids();
-    let mut picked: [Option<&mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
-    pick_disjoint(pools, &shape.order[..ids.len()], |k| Some(ids[k] as usize), &mut picked);
-    let mut picked = picked[..ids.len()].iter_mut().map(|pool| pool.take().expect("picked above").as_mut());
-    let pools = Q::pools::<L>(&mut picked);
-    let filter = F::pools::<L>(&mut picked);
+    let (pools, filter) = borrow_pools::<Q, F, L>(pools, shape);
     run_pools::<Q, L, F, V>(pools, filter, entities, scratch, visit);
+}
+
+/// The query's and its filter's typed pools, borrowed from the world's table all at once.
+#[inline]
+fn borrow_pools<'w, Q: QueryData, F: Filter, L: Layout>(
+    pools: &'w mut [Box<dyn ErasedPool>],
+    shape: &Shape,
+) -> (Q::Pools<'w, L>, F::Pools<'w, L>) {
+    let ids = shape.access.ids();
+    let mut picked: [Option<&'w mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
+    pick_disjoint(pools, &shape.order[..ids.len()], |k| Some(ids[k] as usize), &mut picked);
+    let mut picked = picked.into_iter().take(ids.len()).map(|pool| pool.expect("picked above").as_mut());
+    let pools = Q::pools::<L>(&mut picked);
+    (pools, F::pools::<L>(&mut picked))
+}
+
+/// One entity's match through a mutable world (`None` if it has not every fetched component, or fails the
+/// filter): a probe of each pool, or its table's columns at its row.
+fn one_mut<'w, Q: QueryData, F: Filter>(
+    storage: &'w mut Storage,
+    shape: &mut Shape,
+    index: u32,
+) -> Option<Q::Item<'w>> {
+    match storage {
+        Storage::Pools { layout, pools } => dispatch!(*layout, L => {
+            let (pools, filter) = borrow_pools::<Q, F, L>(pools, shape);
+            if !F::matches::<L>(&filter, index) {
+                return None;
+            }
+            Q::probe_into::<L>(pools, index)
+        }),
+        Storage::Tables(archetypes) => {
+            let (table, row) = archetypes.location(index)?;
+            shape.tables.update::<F>(archetypes, &shape.access);
+            let slots = shape.tables.slots(table)?;
+            let table = &mut archetypes.tables_mut()[table as usize];
+            let (_, slices) = Q::table_columns(table, &slots, &shape.order[..shape.access.len]);
+            Some(Q::row_into(slices, row))
+        }
+    }
+}
+
+/// The matches of several distinct entities at once (each `None` if it does not match). Pools hand out their
+/// values for all the indices at once; archetype tables are split apart in ascending order, and within a table
+/// the rows are, so no value is borrowed twice and nothing needs `unsafe`.
+fn many_mut<'w, Q: QueryData, F: Filter, const N: usize>(
+    storage: &'w mut Storage,
+    shape: &mut Shape,
+    indices: [u32; N],
+) -> [Option<Q::Item<'w>>; N] {
+    match storage {
+        Storage::Pools { layout, pools } => dispatch!(*layout, L => {
+            let (pools, filter) = borrow_pools::<Q, F, L>(pools, shape);
+            let mut k = 0;
+            Q::probe_many::<L, N>(pools, indices).map(|item| {
+                let passes = F::matches::<L>(&filter, indices[k]);
+                k += 1;
+                item.filter(|_| passes)
+            })
+        }),
+        Storage::Tables(archetypes) => {
+            let mut out: [Option<Q::Item<'w>>; N] = std::array::from_fn(|_| None);
+            shape.tables.update::<F>(archetypes, &shape.access);
+            // (table, row, k) of each entity that has a row, sorted.
+            let mut at: [(u32, usize, usize); N] = std::array::from_fn(|k| match archetypes.location(indices[k]) {
+                Some((table, row)) => (table, row, k),
+                None => (u32::MAX, 0, k),
+            });
+            at.sort_unstable();
+            let order = &shape.order[..shape.access.len];
+            let (mut tables, mut base, mut i) = (archetypes.tables_mut(), 0usize, 0);
+            while i < N && at[i].0 != u32::MAX {
+                let number = at[i].0;
+                let (head, tail) = std::mem::take(&mut tables).split_at_mut(number as usize + 1 - base);
+                tables = tail;
+                base = number as usize + 1;
+                let table = head.last_mut().expect("split after the table");
+                let slots = shape.tables.slots(number);
+                let mut rest = slots.map(|slots| Q::table_columns(table, &slots, order).1);
+                let mut consumed = 0;
+                while i < N && at[i].0 == number {
+                    let (_, row, k) = at[i];
+                    if let Some(slices) = rest.take() {
+                        let (_, tail) = Q::split_front(slices, row - consumed);
+                        let (one, tail) = Q::split_front(tail, 1);
+                        out[k] = Some(Q::row_into(one, 0));
+                        rest = Some(tail);
+                        consumed = row + 1;
+                    }
+                    i += 1;
+                }
+            }
+            out
+        }
+    }
 }
 
 /// A query shape's cached facts in one world (see [`QueryCache`]).
@@ -1406,22 +1941,21 @@ struct TableMatches {
 impl TableMatches {
     /// Looks at the tables made since the last call (all of them if the archetypes were replaced).
     #[inline]
-    fn update(&mut self, archetypes: &Archetypes, access: &Access) {
+    fn update<F: Filter>(&mut self, archetypes: &Archetypes, access: &Access) {
         if self.archetypes != archetypes.stamp() {
             *self = Self { archetypes: archetypes.stamp(), seen: 0, found: Vec::new() };
         }
         let tables = archetypes.tables();
         if self.seen < tables.len() {
-            self.add(&tables[self.seen..], access);
+            self.add::<F>(&tables[self.seen..], access);
             self.seen = tables.len();
         }
     }
 
     #[cold]
-    fn add(&mut self, new: &[Table], access: &Access) {
+    fn add<F: Filter>(&mut self, new: &[Table], access: &Access) {
         for (k, table) in new.iter().enumerate() {
-            let set = table.set();
-            if !access.unmatchable && set.is_superset(&access.required) && !set.intersects(&access.excluded) {
+            if set_matches::<F>(table.set(), access) {
                 let mut slots = [NO_SLOT; MAX_QUERY_TYPES];
                 for (slot, &id) in slots.iter_mut().zip(&access.ids()[..access.fetched]) {
                     *slot = table.column_slot(id).map_or(NO_SLOT, |s| s as u16);
@@ -1429,6 +1963,14 @@ impl TableMatches {
                 self.found.push(((self.seen + k) as u32, slots));
             }
         }
+    }
+
+    /// The column slots of matching table `table`; `None` if it does not match.
+    #[inline]
+    fn slots(&self, table: u32) -> Option<[u16; MAX_QUERY_TYPES]> {
+        // Found in creation order, so sorted by table number.
+        let at = self.found.binary_search_by_key(&table, |(t, _)| *t).ok()?;
+        Some(self.found[at].1)
     }
 }
 

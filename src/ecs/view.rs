@@ -8,7 +8,7 @@
 //! (The example is on [`ViewMut`].)
 
 use super::component::ComponentId;
-use super::entity::{ComponentError, Entities, Entity, NoSuchEntity};
+use super::entity::{ComponentError, Entities, Entity};
 use super::storage::archetype::Archetypes;
 use super::storage::{AnyPool, Registry};
 
@@ -113,22 +113,32 @@ impl<T: 'static> ViewMut<'_, T> {
         self.get(entity).is_some()
     }
 
-    /// Sets `entity`'s value; returns the previous one.
+    /// Sets `entity`'s value; returns the previous one. A handle reserved by the command buffer is refused with
+    /// [`ComponentError::Reserved`] (a view cannot apply the buffer; [`World::insert`](super::World::insert) does).
     #[inline]
-    pub fn insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
+    pub fn insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, ComponentError> {
         if !self.entities.is_alive(entity) {
-            return Err(NoSuchEntity(entity));
+            return Err(self.not_alive(entity));
         }
         Ok(self.store.insert(entity, value))
     }
 
-    /// Removes `entity`'s value and returns it.
+    /// Removes `entity`'s value and returns it (a reserved handle is refused, as by [`ViewMut::insert`]).
     #[inline]
     pub fn remove(&mut self, entity: Entity) -> Result<T, ComponentError> {
         if !self.entities.is_alive(entity) {
-            return Err(ComponentError::NoSuchEntity(entity));
+            return Err(self.not_alive(entity));
         }
         let missing = ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() };
         self.store.remove(entity.index()).ok_or(missing)
+    }
+
+    #[cold]
+    fn not_alive(&self, entity: Entity) -> ComponentError {
+        if self.entities.is_reserved(entity) {
+            ComponentError::Reserved(entity)
+        } else {
+            ComponentError::NoSuchEntity(entity)
+        }
     }
 }

@@ -4,7 +4,7 @@ use super::bundle::{Bundle, BundleIds};
 use super::commands::{ApplyStats, CommandQueue, CommandTotals, Commands};
 use super::component::ComponentId;
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
-use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryRef, ReadOnlyQueryData};
+use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryOneError, QueryRef, ReadOnlyQueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
 use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry};
@@ -193,6 +193,52 @@ impl World {
         id
     }
 
+    /// Whether `entity` is alive, after applying the command buffer if the handle is reserved for a spawn in it.
+    /// This is the one rule for reserved handles: every `&mut self` operation handed one settles it here first.
+    #[inline]
+    pub(crate) fn settle(&mut self, entity: Entity) -> bool {
+        self.entities.is_alive(entity) || self.settle_reserved(entity)
+    }
+
+    #[cold]
+    fn settle_reserved(&mut self, entity: Entity) -> bool {
+        // While the buffer is being applied it is out of the world (`self.commands` is empty): nothing to settle
+        // then, and the apply's own order decides.
+        if self.entities.is_reserved(entity) && !self.commands.is_empty() {
+            self.apply_commands();
+        }
+        self.entities.is_alive(entity)
+    }
+
+    /// Reserves a handle for an entity with no components yet, to be filled in later: the same as
+    /// `world.commands().spawn(())`. The entity comes alive when the command buffer is applied.
+    ///
+    /// The rule for reserved handles (from here or from [`Commands::spawn`]): an operation through `&mut World`
+    /// handed a reserved handle ([`World::insert`], [`World::remove`], [`World::despawn`], [`World::get_mut`],
+    /// the bundle and query lookups) first applies the command buffer, as [`World::apply_commands`] would, so
+    /// the commands recorded before it land first and the handle is alive when the operation runs. A despawned
+    /// reservation therefore stays dead. Reads through `&World` ([`World::get`], [`World::is_alive`],
+    /// [`World::query_one`]) cannot apply anything: to them the handle is not alive yet
+    /// ([`Entities::is_reserved`] tells). A [`ViewMut`] refuses it with [`ComponentError::Reserved`].
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32);
+    /// let mut world = World::new();
+    /// let e = world.reserve_entity().unwrap();
+    /// assert!(!world.is_alive(e) && world.entities().is_reserved(e));
+    /// world.insert(e, Pos(1.0)).unwrap(); // applies the buffer: `e` is alive, then gets `Pos`
+    /// assert_eq!(world.get::<Pos>(e).map(|p| p.0), Some(1.0));
+    ///
+    /// let r = world.reserve_entity().unwrap();
+    /// world.despawn(r).unwrap(); // spawned, then despawned: it never comes back
+    /// world.apply_commands();
+    /// assert!(!world.is_alive(r));
+    /// ```
+    pub fn reserve_entity(&mut self) -> Result<Entity, WorldFull> {
+        self.commands().spawn(())
+    }
+
     /// Spawns an entity with the components of `bundle` (a tuple).
     ///
     /// Fails with [`WorldFull`] if the world holds its capacity; nothing in the world changes then.
@@ -334,14 +380,14 @@ impl World {
         }
     }
 
-    /// Makes the handles of `reserved` (from [`Commands::spawn`]) alive with `bundles`, in order, resolving pools
-    /// once for the run; a handle that is no longer reserved is skipped and its bundle dropped. `out` receives the
-    /// handles made alive.
     /// Reserves a handle for a spawn the command buffer applies now.
-    pub(crate) fn reserve_entity(&mut self) -> Result<Entity, WorldFull> {
+    pub(crate) fn reserve_for_apply(&mut self) -> Result<Entity, WorldFull> {
         self.entities.reserve()
     }
 
+    /// Makes the handles of `reserved` (from [`Commands::spawn`]) alive with `bundles`, in order, resolving pools
+    /// once for the run; a handle that is no longer reserved is skipped and its bundle dropped. `out` receives the
+    /// handles made alive.
     pub(crate) fn spawn_reserved_batch<B: Bundle>(
         &mut self,
         reserved: &[Entity],
@@ -384,9 +430,11 @@ impl World {
         B::ids(&mut self.components)
     }
 
-    /// Despawns `entity`, dropping its components. A stale handle is an error and changes nothing.
+    /// Despawns `entity`, dropping its components. A stale handle is an error and changes nothing. A handle
+    /// reserved by the command buffer applies the buffer first, so a despawned reservation stays dead (see
+    /// [`World::reserve_entity`]).
     pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
-        if !self.entities.is_alive(entity) {
+        if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
         }
         match &mut self.storage {
@@ -416,8 +464,9 @@ impl World {
     }
 
     /// Despawns every live entity of `targets`; returns how many (dead or stale handles, and repeats, are passed
-    /// over). The same as [`World::despawn`] on each in turn (pools see the removals in the same order), but with
-    /// one dynamic call per pool for the whole batch instead of one per entity and pool.
+    /// over; a reserved handle applies the command buffer first, as in [`World::despawn`]). The same as
+    /// [`World::despawn`] on each in turn (pools see the removals in the same order), but with one dynamic call
+    /// per pool for the whole batch instead of one per entity and pool.
     ///
     /// ```
     /// use swarm::ecs::World;
@@ -428,6 +477,16 @@ impl World {
     /// assert!(world.is_empty());
     /// ```
     pub fn despawn_batch(&mut self, targets: &[Entity]) -> usize {
+        // A reserved target is settled where it comes, as `despawn` one by one would (see `World::reserve_entity`):
+        // the targets before it, then the buffer, then the rest. While the buffer is being applied it is out of the
+        // world, so its own batches skip the scan.
+        if !self.commands.is_empty() {
+            if let Some(k) = targets.iter().position(|&entity| self.entities.is_reserved(entity)) {
+                let before = self.despawn_batch(&targets[..k]);
+                self.apply_commands();
+                return before + self.despawn_batch(&targets[k..]);
+            }
+        }
         let Storage::Pools { pools, .. } = &mut self.storage else {
             return targets.iter().filter(|&&entity| self.despawn(entity).is_ok()).count();
         };
@@ -453,7 +512,7 @@ impl World {
 
     /// Sets component `T` of `entity`; returns the previous value.
     pub fn insert<T: 'static>(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
-        if !self.entities.is_alive(entity) {
+        if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
         }
         let id = self.register::<T>();
@@ -462,7 +521,7 @@ impl World {
 
     /// Removes component `T` from `entity` and returns it.
     pub fn remove<T: 'static>(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        if !self.entities.is_alive(entity) {
+        if !self.settle(entity) {
             return Err(ComponentError::NoSuchEntity(entity));
         }
         let missing = ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() };
@@ -557,7 +616,7 @@ impl World {
     /// Component `T` of `entity`, mutably.
     #[inline]
     pub fn get_mut<T: 'static>(&mut self, entity: Entity) -> Option<&mut T> {
-        if !self.entities.is_alive(entity) {
+        if !self.settle(entity) {
             return None;
         }
         let id = self.components.id::<T>()?;
@@ -621,6 +680,91 @@ impl World {
     /// Whether `entity` is alive and has `T`.
     pub fn has<T: 'static>(&self, entity: Entity) -> bool {
         self.get::<T>(entity).is_some()
+    }
+
+    /// Inserts every component of `bundle` into `entity` (replacing those it has), like [`World::insert`] on each
+    /// in turn. hecs spells it `insert`, bevy `EntityWorldMut::insert`; here `insert` takes one component of any
+    /// type (a tuple is a component type too), so the bundle form has its own name.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// #[derive(Debug, PartialEq)] struct Pos(f32);
+    /// #[derive(Debug, PartialEq)] struct Vel(f32);
+    /// let mut world = World::new();
+    /// let e = world.spawn(()).unwrap();
+    /// world.insert_bundle(e, (Pos(1.0), Vel(2.0))).unwrap();
+    /// assert_eq!(world.remove_bundle::<(Pos, Vel)>(e), Ok((Pos(1.0), Vel(2.0))));
+    /// assert!(world.remove_bundle::<(Pos,)>(e).is_err()); // nothing left to take
+    /// ```
+    ///
+    /// # Panics
+    /// If the tuple names a component type twice (before anything is inserted).
+    pub fn insert_bundle<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
+        B::assert_distinct();
+        if !self.settle(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        bundle.insert_each(self, entity);
+        Ok(())
+    }
+
+    /// Removes every component of bundle type `B` from `entity` and returns them, all or nothing: if the entity
+    /// lacks one, the error names it and nothing is removed (as hecs's `remove`).
+    ///
+    /// # Panics
+    /// If the tuple names a component type twice (before anything is removed).
+    pub fn remove_bundle<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
+        B::assert_distinct();
+        if !self.settle(entity) {
+            return Err(ComponentError::NoSuchEntity(entity));
+        }
+        if let Some(component) = B::first_missing(self, entity) {
+            return Err(ComponentError::MissingComponent { entity, component });
+        }
+        Ok(B::remove_each(self, entity))
+    }
+
+    /// One entity's components through a mutable world, any terms, checked for aliasing like a query:
+    /// `world.query_one_mut::<(&mut Pos, &Vel)>(e)` (hecs's name). The same as `world.query::<Q>().get(e)`,
+    /// which also takes filters; see [`Query::get`].
+    pub fn query_one_mut<Q: QueryData>(&mut self, entity: Entity) -> Result<Q::Item<'_>, QueryOneError> {
+        self.query::<Q>().get(entity)
+    }
+
+    /// One entity's components through a shared world, read-only terms: `world.query_one::<(&Pos, &Vel)>(e)`.
+    /// The same as `world.query_ref::<Q>().get(e)`; see [`Query::get`].
+    pub fn query_one<Q: ReadOnlyQueryData>(&self, entity: Entity) -> Result<Q::Item<'_>, QueryOneError> {
+        self.query_ref::<Q>().get(entity)
+    }
+
+    /// Several distinct entities' components at once, mutably; refused if one is named twice. The same as
+    /// `world.query::<Q>().get_many(entities)`; see [`Query::get_many`].
+    pub fn query_many_mut<Q: QueryData, const N: usize>(
+        &mut self,
+        entities: [Entity; N],
+    ) -> Result<[Q::Item<'_>; N], QueryOneError> {
+        self.query::<Q>().get_many(entities)
+    }
+
+    /// Component `T` of several distinct entities at once, mutably; refused with [`QueryOneError::Aliased`] if one
+    /// is named twice (bevy's and hashbrown's `get_many_mut`).
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Health(i32);
+    /// let mut world = World::new();
+    /// let a = world.spawn((Health(10),)).unwrap();
+    /// let b = world.spawn((Health(3),)).unwrap();
+    /// let [ha, hb] = world.get_many_mut::<Health, 2>([a, b]).unwrap();
+    /// std::mem::swap(&mut ha.0, &mut hb.0);
+    /// assert_eq!(world.get::<Health>(a).unwrap().0, 3);
+    /// assert!(world.get_many_mut::<Health, 2>([a, a]).is_err());
+    /// ```
+    pub fn get_many_mut<T: 'static, const N: usize>(
+        &mut self,
+        entities: [Entity; N],
+    ) -> Result<[&mut T; N], QueryOneError> {
+        Ok(self.query_many_mut::<(&mut T,), N>(entities)?.map(|(value,)| value))
     }
 
     /// A query over tuples of `&T` / `&mut T`; add filters with [`Query::with`] / [`Query::without`].

@@ -77,13 +77,13 @@ impl Broadphase {
         let grid = &mut broadphase.grid;
         grid.begin(config.arena, config.cell_size.max(2.0 * config.radius));
         for entity in vouched {
-            let team = match (world.has::<Red>(entity), world.has::<Blue>(entity)) {
-                (true, false) => 0,
-                (false, true) => 1,
-                _ => return Err(format!("it names {entity:?}, which is not a live fighter of one team")),
+            let Ok((position, red, blue)) = world.query_one::<(&Position, Option<&Red>, Option<&Blue>)>(entity) else {
+                return Err(format!("it names {entity:?}, which is not a live entity with a position"));
             };
-            let Some(position) = world.get::<Position>(entity) else {
-                return Err(format!("it names {entity:?}, which has no position"));
+            let team = match (red, blue) {
+                (Some(_), None) => 0,
+                (None, Some(_)) => 1,
+                _ => return Err(format!("it names {entity:?}, which is not a live fighter of one team")),
             };
             grid.push(GridItem { entity, position: position.0, team });
         }

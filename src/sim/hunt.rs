@@ -62,9 +62,9 @@ pub fn hunt_targets(world: &mut World) {
                 }
             }
         });
-        // Hunters without a target: the hunter pool drives, and the target pool is only probed. (A hunter outside
-        // the grid, without a position or a team, gets no target.)
-        world.query::<(&Hunter,)>().without::<Target>().for_each_with_commands(|hunter, _, commands| {
+        // Hunters without a target, entities alone: the hunter pool drives, and the target pool is only probed.
+        // (A hunter outside the grid, without a position or a team, gets no target.)
+        world.query::<()>().with::<Hunter>().without::<Target>().for_each_with_commands(|hunter, (), commands| {
             if let Some(enemy) = nearest(hunter) {
                 commands.insert(hunter, Target(enemy));
                 retargets += 1;

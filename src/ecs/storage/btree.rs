@@ -28,6 +28,32 @@ const NODE_CAPACITY: usize = 11;
 
 impl<T: 'static> Pool<T> for BTreePool<T> {
     map_pool_methods!();
+    /// One range over the smallest to the largest index: its two ends are found in O(log n) each (a pair costs
+    /// no walk); the indices between are found by walking the keys between.
+    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N] {
+        let mut out: [Option<&mut T>; N] = std::array::from_fn(|_| None);
+        let (Some(&lo), Some(&hi)) = (indices.iter().min(), indices.iter().max()) else { return out };
+        let mut found = [false; N];
+        let mut range = self.map.range_mut(lo..=hi);
+        if let Some((&key, value)) = range.next_back() {
+            if let Some(k) = indices.iter().position(|&index| index == key) {
+                out[k] = Some(value);
+                found[k] = true;
+            }
+        }
+        // Forward, while some index not found yet lies ahead.
+        for (&key, value) in range {
+            let ahead = indices.iter().zip(&found).filter(|(_, &f)| !f).map(|(&index, _)| index).max();
+            if ahead.is_none_or(|ahead| key > ahead) {
+                break;
+            }
+            if let Some(k) = indices.iter().position(|&index| index == key) {
+                out[k] = Some(value);
+                found[k] = true;
+            }
+        }
+        out
+    }
     fn drain(&mut self, mut f: impl FnMut(u32, T)) {
         for (index, value) in std::mem::take(&mut self.map) {
             f(index, value);

@@ -76,6 +76,11 @@ impl<T: 'static> Pool<T> for DenseArray<T> {
     fn get_mut(&mut self, index: u32) -> Option<&mut T> {
         self.slots.get_mut(index as usize)?.as_mut()
     }
+    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N] {
+        let len = self.slots.len();
+        let positions = indices.map(|index| Some(index as usize).filter(|&at| at < len));
+        super::disjoint_mut(&mut self.slots, positions).map(|slot| slot.and_then(Option::as_mut))
+    }
     #[inline]
     fn remove(&mut self, index: u32) -> Option<T> {
         let old = self.slots.get_mut(index as usize)?.take();

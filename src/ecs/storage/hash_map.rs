@@ -20,6 +20,9 @@ impl<T> Default for HashPool<T> {
 
 impl<T: 'static> Pool<T> for HashPool<T> {
     map_pool_methods!();
+    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N] {
+        self.map.get_disjoint_mut(indices.each_ref())
+    }
     fn drain(&mut self, mut f: impl FnMut(u32, T)) {
         for (index, value) in self.map.drain() {
             f(index, value);

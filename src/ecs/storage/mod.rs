@@ -56,6 +56,24 @@ macro_rules! map_pool_methods {
     };
 }
 
+/// Mutable references to the elements of `items` at `positions` (`None` passes through), all at once, without
+/// `unsafe`: in ascending order, each is split off the front of what is left. A position named twice panics.
+pub(crate) fn disjoint_mut<T, const N: usize>(items: &mut [T], positions: [Option<usize>; N]) -> [Option<&mut T>; N] {
+    let mut order: [usize; N] = std::array::from_fn(|k| k);
+    order.sort_unstable_by_key(|&k| positions[k]);
+    let mut out: [Option<&mut T>; N] = std::array::from_fn(|_| None);
+    let (mut rest, mut base) = (items, 0);
+    for k in order {
+        let Some(at) = positions[k] else { continue };
+        assert!(at >= base, "disjoint_mut: position {at} named twice");
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(at + 1 - base);
+        out[k] = head.last_mut();
+        rest = tail;
+        base = at + 1;
+    }
+    out
+}
+
 /// A pool was asked for as a layout it is not in: a world keeps every pool in its one layout, so this is a bug.
 #[cold]
 pub(crate) fn wrong_layout<T>(found: PoolLayout, expected: PoolLayout) -> ! {
@@ -158,6 +176,10 @@ pub trait Pool<T>: Default + 'static {
     fn get_mut(&mut self, index: u32) -> Option<&mut T>;
     /// Removes and returns the value at `index`.
     fn remove(&mut self, index: u32) -> Option<T>;
+    /// The values at `indices`, mutably and all at once (each `None` if absent). The indices must be distinct
+    /// (the world checks; a repeat panics). Sparse set, direct array and hash map find each in O(1); the b-tree
+    /// finds the smallest and largest in O(log n) and walks the keys between for the others.
+    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N];
     /// Removes the values at many indices (dropping them); returns how many were present. A layout may do
     /// better than one [`Pool::remove`] each: a sparse set unlinks a large batch first and then closes the gaps
     /// in one sweep of its packed arrays (see [`SparseSet::remove_many`](crate::ecs::SparseSet::remove_many)).

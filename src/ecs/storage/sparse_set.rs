@@ -609,6 +609,10 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
     fn get_mut(&mut self, index: u32) -> Option<&mut T> {
         SparseSet::get_mut(self, index)
     }
+    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N] {
+        let positions = indices.map(|index| self.position(index));
+        super::disjoint_mut(&mut self.values, positions)
+    }
     #[inline]
     fn remove(&mut self, index: u32) -> Option<T> {
         SparseSet::remove(self, index)
