@@ -10,11 +10,15 @@
 use super::component::ComponentId;
 use super::entity::{ComponentError, Entities, Entity};
 use super::storage::archetype::Archetypes;
+use super::storage::sparse_set::SparseSet;
 use super::storage::{AnyPool, Registry};
 
-/// Where a view's values live.
+/// Where a view's values live. A sparse set has its own variant, so its per-entity operations take one match (this
+/// one) instead of two (this one, then the [`AnyPool`] inside).
 pub(crate) enum Store<'w, T: 'static> {
-    /// A per-component pool (sparse set, hash map, b-tree, direct array).
+    /// A sparse-set pool.
+    Sparse(&'w mut SparseSet<T>),
+    /// A pool in another per-component layout (hash map, b-tree, direct array).
     Pool(&'w mut AnyPool<T>),
     /// A column of every archetype table holding component `id`.
     Tables { archetypes: &'w mut Archetypes, components: &'w Registry, id: ComponentId },
@@ -23,9 +27,19 @@ pub(crate) enum Store<'w, T: 'static> {
 /// The per-entity operations, once for both layouts: the world's own `insert` / `remove` / `get_mut` and the
 /// view's go through here.
 impl<'w, T: 'static> Store<'w, T> {
+    /// The store of a pool: [`Store::Sparse`] for a sparse set.
+    #[inline]
+    pub(crate) fn of_pool(pool: &'w mut AnyPool<T>) -> Self {
+        match pool {
+            AnyPool::SparseSet(set) => Store::Sparse(set),
+            other => Store::Pool(other),
+        }
+    }
+
     #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&T> {
         match self {
+            Store::Sparse(set) => set.get(index),
             Store::Pool(pool) => pool.get(index),
             Store::Tables { archetypes, id, .. } => archetypes.get::<T>(index, *id),
         }
@@ -35,6 +49,7 @@ impl<'w, T: 'static> Store<'w, T> {
     #[inline]
     pub(crate) fn into_mut(self, index: u32) -> Option<&'w mut T> {
         match self {
+            Store::Sparse(set) => set.get_mut(index),
             Store::Pool(pool) => pool.get_mut(index),
             Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, id),
         }
@@ -43,26 +58,81 @@ impl<'w, T: 'static> Store<'w, T> {
     #[inline]
     pub(crate) fn get_mut(&mut self, index: u32) -> Option<&mut T> {
         match self {
+            Store::Sparse(set) => set.get_mut(index),
             Store::Pool(pool) => pool.get_mut(index),
             Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, *id),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         match self {
+            Store::Sparse(set) => set.insert(entity, value),
+            Store::Pool(AnyPool::SparseSet(set)) => cold_insert(set, entity, value),
             Store::Pool(pool) => pool.insert(entity, value),
             Store::Tables { archetypes, components, id } => archetypes.insert(entity, *id, value, components),
         }
     }
 
+    /// Removes and returns `entity`'s value, with the world's errors: a stale handle is
+    /// [`ComponentError::NoSuchEntity`] and changes nothing.
+    ///
+    /// A sparse set that holds the value under exactly this handle vouches for it: the world stores values only
+    /// under live handles and takes every value of an entity out before its handle is freed, so the allocator is
+    /// asked only when the set does not (absent, or held under another handle through
+    /// [`World::sparse_set_mut`](crate::ecs::World::sparse_set_mut)).
+    #[inline(always)]
+    pub(crate) fn remove_entity(&mut self, entities: &Entities, entity: Entity) -> Result<T, ComponentError> {
+        if let Store::Sparse(set) = self {
+            return match set.remove_exact(entity) {
+                Some(value) => Ok(value),
+                None => sparse_remove_checked(set, entities, entity),
+            };
+        }
+        if !entities.is_alive(entity) {
+            return Err(not_alive(entities, entity));
+        }
+        self.remove(entity.index()).ok_or_else(|| missing::<T>(entity))
+    }
+
     #[inline]
     pub(crate) fn remove(&mut self, index: u32) -> Option<T> {
         match self {
+            Store::Sparse(set) => set.remove(index),
+            Store::Pool(AnyPool::SparseSet(set)) => cold_remove(set, index),
             Store::Pool(pool) => pool.remove(index),
             Store::Tables { archetypes, components, id } => archetypes.remove::<T>(index, *id, components),
         }
     }
+}
+
+/// The error for a live `entity` without `T`.
+fn missing<T>(entity: Entity) -> ComponentError {
+    ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() }
+}
+
+/// [`Store::remove_entity`] on a sparse set that does not hold the value under this handle: the allocator says
+/// whether the handle is live, and a live one's value (if any) goes by index. Out of line, so the exact path
+/// stays small enough to inline into a caller's loop.
+#[inline(never)]
+fn sparse_remove_checked<T>(set: &mut SparseSet<T>, entities: &Entities, entity: Entity) -> Result<T, ComponentError> {
+    if !entities.is_alive(entity) {
+        return Err(not_alive(entities, entity));
+    }
+    set.remove(entity.index()).ok_or_else(|| missing::<T>(entity))
+}
+
+/// A sparse set met as [`Store::Pool`]: [`Store::of_pool`] never makes one, but the match must say something, and
+/// a second inlined copy of the sparse paths would only crowd the hot one out of its caller.
+#[inline(never)]
+fn cold_insert<T>(set: &mut SparseSet<T>, entity: Entity, value: T) -> Option<T> {
+    set.insert(entity, value)
+}
+
+/// See [`cold_insert`].
+#[inline(never)]
+fn cold_remove<T>(set: &mut SparseSet<T>, index: u32) -> Option<T> {
+    set.remove(index)
 }
 
 /// Mutable access to component `T` of any live entity, with the type's storage found once. Get one from
@@ -115,30 +185,29 @@ impl<T: 'static> ViewMut<'_, T> {
 
     /// Sets `entity`'s value; returns the previous one. A handle reserved by the command buffer is refused with
     /// [`ComponentError::Reserved`] (a view cannot apply the buffer; [`World::insert`](super::World::insert) does).
-    #[inline]
+    // `always`: on a sparse set this is a few loads and stores, and a call would cost about as much.
+    #[inline(always)]
     pub fn insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, ComponentError> {
         if !self.entities.is_alive(entity) {
-            return Err(self.not_alive(entity));
+            return Err(not_alive(self.entities, entity));
         }
         Ok(self.store.insert(entity, value))
     }
 
     /// Removes `entity`'s value and returns it (a reserved handle is refused, as by [`ViewMut::insert`]).
-    #[inline]
+    // `always`: see `insert`.
+    #[inline(always)]
     pub fn remove(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        if !self.entities.is_alive(entity) {
-            return Err(self.not_alive(entity));
-        }
-        let missing = ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() };
-        self.store.remove(entity.index()).ok_or(missing)
+        self.store.remove_entity(self.entities, entity)
     }
+}
 
-    #[cold]
-    fn not_alive(&self, entity: Entity) -> ComponentError {
-        if self.entities.is_reserved(entity) {
-            ComponentError::Reserved(entity)
-        } else {
-            ComponentError::NoSuchEntity(entity)
-        }
+/// The error for a handle that is not alive: [`ComponentError::Reserved`] if the command buffer holds its spawn.
+#[cold]
+pub(crate) fn not_alive(entities: &Entities, entity: Entity) -> ComponentError {
+    if entities.is_reserved(entity) {
+        ComponentError::Reserved(entity)
+    } else {
+        ComponentError::NoSuchEntity(entity)
     }
 }

@@ -521,14 +521,29 @@ impl World {
 
     /// Removes component `T` from `entity` and returns it.
     pub fn remove<T: 'static>(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        if !self.settle(entity) {
+        if let Some(id) = self.components.id::<T>() {
+            if let (entities, Some(mut store)) = self.entities_and_store::<T>(id) {
+                match store.remove_entity(entities, entity) {
+                    Err(ComponentError::Reserved(_)) => {}
+                    result => return result,
+                }
+            }
+        }
+        self.remove_unheld(entity)
+    }
+
+    /// [`World::remove`] when the type has no pool or the handle is reserved: a reserved handle is settled (see
+    /// [`World::reserve_entity`]) and the removal tried again.
+    #[cold]
+    fn remove_unheld<T: 'static>(&mut self, entity: Entity) -> Result<T, ComponentError> {
+        if self.entities.is_reserved(entity) && self.settle(entity) {
+            return self.remove::<T>(entity);
+        }
+        // A type never registered, or registered (by a refused query or spawn) without a pool: nobody has it.
+        if !self.entities.is_alive(entity) {
             return Err(ComponentError::NoSuchEntity(entity));
         }
-        let missing = ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() };
-        let Some(id) = self.components.id::<T>() else {
-            return Err(missing);
-        };
-        self.store::<T>(id).and_then(|mut store| store.remove(entity.index())).ok_or(missing)
+        Err(ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() })
     }
 
     /// Sets component `T` on many entities: the type lookup, the pool's downcast and the backend dispatch happen
@@ -643,7 +658,7 @@ impl World {
         let store = match &mut self.storage {
             Storage::Tables(archetypes) => Some(Store::Tables { archetypes, components: &self.components, id }),
             Storage::Pools { pools, .. } => {
-                pools.get_mut(id as usize).map(|pool| Store::Pool(AnyPool::downcast_mut(pool.as_mut())))
+                pools.get_mut(id as usize).map(|pool| Store::of_pool(AnyPool::downcast_mut(pool.as_mut())))
             }
         };
         (&self.entities, store)
@@ -809,7 +824,9 @@ impl World {
 
     /// The packed sparse-set pool of `T`, mutably: for its values and for sorting (see
     /// [`SparseSet`](super::storage::sparse_set::SparseSet)). Inserting or removing through it bypasses the world's
-    /// checks (liveness, the other pools) and is the caller's responsibility.
+    /// checks (liveness, the other pools) and is the caller's responsibility. The world keeps values only under live
+    /// handles and relies on it: a value held under exactly the handle given to [`World::remove`] (or a view's
+    /// `remove`) is taken without asking the allocator whether the handle is live.
     pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut super::storage::sparse_set::SparseSet<T>> {
         let id = self.components.id::<T>()?;
         let Storage::Pools { pools, .. } = &mut self.storage else { return None };

@@ -156,11 +156,16 @@ impl<T> SparseSet<T> {
     }
 
     /// Records that the entity at `position` may have changed (nothing to record while the stamp is unknown).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn note_position(&mut self, position: usize) {
-        if self.order.get() == 0 {
-            return;
+        if self.order.get() != 0 {
+            self.journal_position(position);
         }
+    }
+
+    /// [`SparseSet::note_position`] under a known stamp; out of line, to keep the fast paths that call it small.
+    #[inline(never)]
+    fn journal_position(&mut self, position: usize) {
         if self.journal_spent.replace(false) {
             self.journal.clear();
         }
@@ -211,21 +216,29 @@ impl<T> SparseSet<T> {
     fn slot_mut(sparse: &mut Vec<Option<Box<[u32; PAGE_SIZE]>>>, index: u32) -> &mut u32 {
         let (page, offset) = Self::split(index);
         if !matches!(sparse.get(page), Some(Some(_))) {
-            Self::make_page(sparse, page);
+            // Apart, so that the lookup below follows only the test above and the compiler merges the two.
+            return &mut Self::make_page(sparse, page)[offset];
         }
-        match &mut sparse[page] {
-            Some(slots) => &mut slots[offset],
-            None => unreachable!("make_page made page {page}"),
+        Self::made_slot_mut(sparse, index)
+    }
+
+    /// The sparse entry of `index`, whose page exists: an index in the set (a packed entity's) has its page.
+    #[inline(always)]
+    fn made_slot_mut(sparse: &mut [Option<Box<[u32; PAGE_SIZE]>>], index: u32) -> &mut u32 {
+        let (page, offset) = Self::split(index);
+        match sparse.get_mut(page) {
+            Some(Some(slots)) => &mut slots[offset],
+            _ => unreachable!("page {page} holds a present index, so it exists"),
         }
     }
 
     #[cold]
-    fn make_page(sparse: &mut Vec<Option<Box<[u32; PAGE_SIZE]>>>, page: usize) {
+    fn make_page(sparse: &mut Vec<Option<Box<[u32; PAGE_SIZE]>>>, page: usize) -> &mut [u32; PAGE_SIZE] {
         if page >= sparse.len() {
             sparse.resize_with(page + 1, || None);
         }
         sparse[page]
-            .get_or_insert_with(|| vec![EMPTY; PAGE_SIZE].into_boxed_slice().try_into().expect("PAGE_SIZE entries"));
+            .get_or_insert_with(|| vec![EMPTY; PAGE_SIZE].into_boxed_slice().try_into().expect("PAGE_SIZE entries"))
     }
 
     /// Inserts or replaces `entity`'s value; returns the previous value. The entity handle is stored as given.
@@ -333,17 +346,48 @@ impl<T> SparseSet<T> {
     /// Removes `index`'s value by moving the last packed value into its place (swap-and-pop): O(1), but the
     /// order of the packed arrays changes.
     pub fn remove(&mut self, index: u32) -> Option<T> {
-        let position = self.position(index)?;
-        let last = *self.entities.last().expect("position() found a value, so the set is not empty");
-        self.entities.swap_remove(position);
-        let value = self.values.swap_remove(position);
-        self.note_position(position);
-        if last.index() != index {
-            self.set_position(last.index(), position as u32);
+        let (page, offset) = Self::split(index);
+        let Some(Some(slots)) = self.sparse.get_mut(page) else { return None };
+        let slot = &mut slots[offset];
+        if *slot == EMPTY {
+            return None;
         }
-        // Entries are exact: `index` is absent now.
-        self.set_position(index, EMPTY);
-        Some(value)
+        // Entries are exact: `index` is absent from here on. (The entry is cleared through the page already in
+        // hand; the moved entity's, if any, is written after.)
+        let position = std::mem::replace(slot, EMPTY) as usize;
+        debug_assert_eq!(self.entities[position].index(), index, "a sparse entry is stale");
+        Some(self.take_at(position))
+    }
+
+    /// Removes the value packed at `position`, whose sparse entry is already `EMPTY`: the last value moves into
+    /// its place, and the moved entity's entry follows it.
+    #[inline(always)]
+    fn take_at(&mut self, position: usize) -> T {
+        // The last entity is read before the swap, not from `position` after it: a load from a line the swap
+        // just stored to, which at scale is not in cache, could wait for that store to complete.
+        let last = *self.entities.last().expect("a value is present, so the set is not empty");
+        let value = self.values.swap_remove(position);
+        self.entities.swap_remove(position);
+        self.note_position(position);
+        if position < self.entities.len() {
+            *Self::made_slot_mut(&mut self.sparse, last.index()) = position as u32;
+        }
+        value
+    }
+
+    /// Removes the value of `entity` if the set holds it under exactly this handle (same index and generation);
+    /// `None` otherwise, changing nothing (absent, or held under another generation's handle).
+    #[inline(always)]
+    pub fn remove_exact(&mut self, entity: Entity) -> Option<T> {
+        let (page, offset) = Self::split(entity.index());
+        let Some(Some(slots)) = self.sparse.get_mut(page) else { return None };
+        let slot = &mut slots[offset];
+        // An EMPTY entry finds no packed entity (the set never holds `u32::MAX` values).
+        if self.entities.get(*slot as usize) != Some(&entity) {
+            return None;
+        }
+        let position = std::mem::replace(slot, EMPTY) as usize;
+        Some(self.take_at(position))
     }
 
     /// Removes the values of `entities` (by index) one by one, in order, as [`SparseSet::remove`] on each would;
@@ -873,6 +917,27 @@ mod tests {
         assert_eq!(set.slot(1), EMPTY);
         assert!(!set.contains(1));
         assert_eq!(set.get(2), Some(&'b'));
+        set.assert_invariants();
+    }
+
+    #[test]
+    fn remove_exact_takes_only_the_handle_it_holds() {
+        let mut set = SparseSet::new();
+        for i in 0..5 {
+            set.insert(e(i), i);
+        }
+        let other_generation = Entity::from_parts(1, NonZeroU32::new(2).unwrap());
+        assert_eq!(set.remove_exact(other_generation), None, "index 1 is held under generation 1");
+        assert_eq!(set.remove_exact(e(9)), None, "absent");
+        assert_eq!(set.remove_exact(e(5_000_000)), None, "never paged");
+        assert_eq!(set.get(1), Some(&1));
+        assert_eq!(set.remove_exact(e(1)), Some(1));
+        assert_eq!(set.entities()[1], e(4), "the last value moved into the hole");
+        assert_eq!((set.get(4), set.contains(1)), (Some(&4), false));
+        set.assert_invariants();
+        // The last one: nothing moves.
+        assert_eq!(set.remove_exact(e(3)), Some(3));
+        assert_eq!(set.remove_exact(e(3)), None);
         set.assert_invariants();
     }
 
