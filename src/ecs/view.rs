@@ -11,46 +11,33 @@ use super::component::ComponentId;
 use super::entity::{ComponentError, Entities, Entity};
 use super::storage::archetype::Archetypes;
 use super::storage::sparse_set::SparseSet;
-use super::storage::{AnyPool, Registry};
+use super::storage::{with_pool, AnyPool, Pool, Registry};
 
-/// Where a view's values live. A sparse set has its own variant, so its per-entity operations take one match (this
-/// one) instead of two (this one, then the [`AnyPool`] inside).
+/// Where a view's values live.
 pub(crate) enum Store<'w, T: 'static> {
-    /// A sparse-set pool.
-    Sparse(&'w mut SparseSet<T>),
-    /// A pool in another per-component layout (hash map, b-tree, direct array).
+    /// A per-component pool (sparse set, hash map, b-tree, direct array).
     Pool(&'w mut AnyPool<T>),
     /// A column of every archetype table holding component `id`.
     Tables { archetypes: &'w mut Archetypes, components: &'w Registry, id: ComponentId },
 }
 
 /// The per-entity operations, once for both layouts: the world's own `insert` / `remove` / `get_mut` and the
-/// view's go through here.
+/// view's go through here. Each is one match on the store and the pool's variant together, so the sparse set's
+/// arm compiles to its own inlined code.
 impl<'w, T: 'static> Store<'w, T> {
-    /// The store of a pool: [`Store::Sparse`] for a sparse set.
-    #[inline]
-    pub(crate) fn of_pool(pool: &'w mut AnyPool<T>) -> Self {
-        match pool {
-            AnyPool::SparseSet(set) => Store::Sparse(set),
-            other => Store::Pool(other),
-        }
-    }
-
     #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&T> {
         match self {
-            Store::Sparse(set) => set.get(index),
-            Store::Pool(pool) => pool.get(index),
+            Store::Pool(pool) => with_pool!(pool, pool => pool.get(index)),
             Store::Tables { archetypes, id, .. } => archetypes.get::<T>(index, *id),
         }
     }
 
-    /// The value at `index`, for as long as the store's borrow of the world.
+    /// The value at `index`, borrowed for as long as the store.
     #[inline]
     pub(crate) fn into_mut(self, index: u32) -> Option<&'w mut T> {
         match self {
-            Store::Sparse(set) => set.get_mut(index),
-            Store::Pool(pool) => pool.get_mut(index),
+            Store::Pool(pool) => with_pool!(pool, pool => pool.get_mut(index)),
             Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, id),
         }
     }
@@ -58,24 +45,22 @@ impl<'w, T: 'static> Store<'w, T> {
     #[inline]
     pub(crate) fn get_mut(&mut self, index: u32) -> Option<&mut T> {
         match self {
-            Store::Sparse(set) => set.get_mut(index),
-            Store::Pool(pool) => pool.get_mut(index),
+            Store::Pool(pool) => with_pool!(pool, pool => pool.get_mut(index)),
             Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, *id),
         }
     }
 
+    // `always`: on a sparse set this is a few loads and stores, and a call would cost about as much.
     #[inline(always)]
     pub(crate) fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         match self {
-            Store::Sparse(set) => set.insert(entity, value),
-            Store::Pool(AnyPool::SparseSet(set)) => cold_insert(set, entity, value),
-            Store::Pool(pool) => pool.insert(entity, value),
+            Store::Pool(pool) => with_pool!(pool, pool => pool.insert(entity, value)),
             Store::Tables { archetypes, components, id } => archetypes.insert(entity, *id, value, components),
         }
     }
 
     /// Removes and returns `entity`'s value, with the world's errors: a stale handle is
-    /// [`ComponentError::NoSuchEntity`] and changes nothing.
+    /// [`ComponentError::NoSuchEntity`] (or [`ComponentError::Reserved`]) and changes nothing.
     ///
     /// A sparse set that holds the value under exactly this handle vouches for it: the world stores values only
     /// under live handles and takes every value of an entity out before its handle is freed, so the allocator is
@@ -83,7 +68,7 @@ impl<'w, T: 'static> Store<'w, T> {
     /// [`World::sparse_set_mut`](crate::ecs::World::sparse_set_mut)).
     #[inline(always)]
     pub(crate) fn remove_entity(&mut self, entities: &Entities, entity: Entity) -> Result<T, ComponentError> {
-        if let Store::Sparse(set) = self {
+        if let Store::Pool(AnyPool::SparseSet(set)) = self {
             return match set.remove_exact(entity) {
                 Some(value) => Ok(value),
                 None => sparse_remove_checked(set, entities, entity),
@@ -98,9 +83,7 @@ impl<'w, T: 'static> Store<'w, T> {
     #[inline]
     pub(crate) fn remove(&mut self, index: u32) -> Option<T> {
         match self {
-            Store::Sparse(set) => set.remove(index),
-            Store::Pool(AnyPool::SparseSet(set)) => cold_remove(set, index),
-            Store::Pool(pool) => pool.remove(index),
+            Store::Pool(pool) => with_pool!(pool, pool => pool.remove(index)),
             Store::Tables { archetypes, components, id } => archetypes.remove::<T>(index, *id, components),
         }
     }
@@ -120,19 +103,6 @@ fn sparse_remove_checked<T>(set: &mut SparseSet<T>, entities: &Entities, entity:
         return Err(not_alive(entities, entity));
     }
     set.remove(entity.index()).ok_or_else(|| missing::<T>(entity))
-}
-
-/// A sparse set met as [`Store::Pool`]: [`Store::of_pool`] never makes one, but the match must say something, and
-/// a second inlined copy of the sparse paths would only crowd the hot one out of its caller.
-#[inline(never)]
-fn cold_insert<T>(set: &mut SparseSet<T>, entity: Entity, value: T) -> Option<T> {
-    set.insert(entity, value)
-}
-
-/// See [`cold_insert`].
-#[inline(never)]
-fn cold_remove<T>(set: &mut SparseSet<T>, index: u32) -> Option<T> {
-    set.remove(index)
 }
 
 /// Mutable access to component `T` of any live entity, with the type's storage found once. Get one from

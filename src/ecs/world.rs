@@ -195,7 +195,7 @@ impl World {
 
     /// Whether `entity` is alive, after applying the command buffer if the handle is reserved for a spawn in it.
     /// This is the one rule for reserved handles: every `&mut self` operation handed one settles it here first.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn settle(&mut self, entity: Entity) -> bool {
         self.entities.is_alive(entity) || self.settle_reserved(entity)
     }
@@ -521,13 +521,24 @@ impl World {
 
     /// Removes component `T` from `entity` and returns it.
     pub fn remove<T: 'static>(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        if let Some(id) = self.components.id::<T>() {
-            if let (entities, Some(mut store)) = self.entities_and_store::<T>(id) {
-                match store.remove_entity(entities, entity) {
-                    Err(ComponentError::Reserved(_)) => {}
-                    result => return result,
+        let missing = |entity| ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() };
+        let Some(id) = self.components.id::<T>() else { return self.remove_unheld(entity) };
+        match self.entities_and_store::<T>(id) {
+            // A sparse set holding the value under exactly this handle vouches for it (see `Store::remove_entity`).
+            (entities, Some(Store::Pool(AnyPool::SparseSet(set)))) => {
+                if let Some(value) = set.remove_exact(entity) {
+                    return Ok(value);
+                }
+                if entities.is_alive(entity) {
+                    return set.remove(entity.index()).ok_or_else(|| missing(entity));
                 }
             }
+            (entities, Some(mut store)) => {
+                if entities.is_alive(entity) {
+                    return store.remove(entity.index()).ok_or_else(|| missing(entity));
+                }
+            }
+            (_, None) => {}
         }
         self.remove_unheld(entity)
     }
@@ -658,7 +669,7 @@ impl World {
         let store = match &mut self.storage {
             Storage::Tables(archetypes) => Some(Store::Tables { archetypes, components: &self.components, id }),
             Storage::Pools { pools, .. } => {
-                pools.get_mut(id as usize).map(|pool| Store::of_pool(AnyPool::downcast_mut(pool.as_mut())))
+                pools.get_mut(id as usize).map(|pool| Store::Pool(AnyPool::downcast_mut(pool.as_mut())))
             }
         };
         (&self.entities, store)

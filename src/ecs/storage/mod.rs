@@ -298,6 +298,7 @@ macro_rules! with_pool {
         }
     };
 }
+pub(crate) use with_pool;
 
 impl<T: 'static> AnyPool<T> {
     /// An empty pool in `layout`.
