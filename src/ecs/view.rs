@@ -50,8 +50,7 @@ impl<'w, T: 'static> Store<'w, T> {
         }
     }
 
-    // `always`: on a sparse set this is a few loads and stores, and a call would cost about as much.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         match self {
             Store::Pool(pool) => with_pool!(pool, pool => pool.insert(entity, value)),
@@ -68,16 +67,19 @@ impl<'w, T: 'static> Store<'w, T> {
     /// [`World::sparse_set_mut`](crate::ecs::World::sparse_set_mut)).
     #[inline(always)]
     pub(crate) fn remove_entity(&mut self, entities: &Entities, entity: Entity) -> Result<T, ComponentError> {
-        if let Store::Pool(AnyPool::SparseSet(set)) = self {
-            return match set.remove_exact(entity) {
+        match self {
+            Store::Pool(AnyPool::SparseSet(set)) => match set.remove_exact(entity) {
                 Some(value) => Ok(value),
                 None => sparse_remove_checked(set, entities, entity),
-            };
+            },
+            _ => {
+                if !entities.is_alive(entity) {
+                    return Err(not_alive(entities, entity));
+                }
+                let missing = missing::<T>(entity);
+                self.remove(entity.index()).ok_or(missing)
+            }
         }
-        if !entities.is_alive(entity) {
-            return Err(not_alive(entities, entity));
-        }
-        self.remove(entity.index()).ok_or_else(|| missing::<T>(entity))
     }
 
     #[inline]
