@@ -540,6 +540,42 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn single_terms_need_no_tuple() {
+                let mut w = world();
+                let a = w.spawn((Pos(1.0, 0.0), Vel(1.0, 0.0), Red)).unwrap();
+                let b = w.spawn((Pos(2.0, 0.0),)).unwrap();
+                w.query::<&mut Pos>().for_each(|_, p| p.1 += 1.0);
+                w.query::<&mut Pos>().with::<Red>().for_each(|_, p| p.0 *= 10.0);
+                assert_eq!(w.get::<Pos>(a), Some(&Pos(10.0, 1.0)));
+                assert_eq!(w.get::<Pos>(b), Some(&Pos(2.0, 1.0)));
+                let mut sum = 0.0;
+                w.query_ref::<&Pos>().without::<Red>().for_each(|_, p| sum += p.0);
+                assert_eq!(sum, 2.0);
+                assert_eq!(w.query::<Option<&Vel>>().count(), 2);
+                assert_eq!(w.query_ref::<Option<&Vel>>().count(), 2);
+                let mut some = 0;
+                w.query::<Option<&mut Vel>>().for_each(|_, v| some += v.is_some() as u32);
+                assert_eq!(some, 1);
+                let mut rows = 0;
+                w.query::<&Pos>().for_each_run(|entities, positions| {
+                    assert_eq!(entities.len(), positions.len());
+                    rows += positions.len();
+                });
+                assert_eq!(rows, 2);
+                // One and many entities, and the same answers as the 1-tuple.
+                w.query_one_mut::<&mut Vel>(a).unwrap().0 = 5.0;
+                assert_eq!(w.query_one::<&Vel>(a), Ok(&Vel(5.0, 0.0)));
+                assert_eq!(w.query_one::<(&Vel,)>(a), Ok((&Vel(5.0, 0.0),)));
+                assert_eq!(w.query_one::<&Vel>(b).err(), Some(QueryOneError::Unsatisfied(b)));
+                let [pa, pb] = w.query::<&mut Pos>().get_many([a, b]).unwrap();
+                std::mem::swap(pa, pb);
+                assert_eq!(w.get::<Pos>(a), Some(&Pos(2.0, 1.0)));
+                let refused = w.query::<&mut Pos>().filter::<With<Pos>>().try_for_each(|_, _| {});
+                assert!(matches!(refused, Err(QueryError::Conflict { .. })));
+                w.assert_invariants();
+            }
+
+            #[test]
             fn one_entity_lookups() {
                 let mut w = world();
                 let a = w.spawn((Pos(1.0, 0.0), Vel(2.0, 0.0))).unwrap();

@@ -1348,6 +1348,154 @@ impl ReadOnlyQueryData for () {
     }
 }
 
+/// A single term without a tuple, as hecs and bevy spell it: `world.query::<&mut Pos>()` hands the closure
+/// `&mut Pos` itself (the same query as `(&mut Pos,)`, whose item is a 1-tuple).
+///
+/// ```
+/// use swarm::ecs::World;
+/// struct Pos(f32);
+/// let mut world = World::new();
+/// let e = world.spawn((Pos(1.0),)).unwrap();
+/// world.query::<&mut Pos>().for_each(|_, pos| pos.0 += 1.0);
+/// assert_eq!(world.query_one::<&Pos>(e).map(|p| p.0), Ok(2.0));
+/// assert_eq!(world.query_ref::<Option<&Pos>>().count(), 1);
+/// ```
+macro_rules! impl_bare_term {
+    ($($ty:ty),+) => {$(
+        impl<'r, T: 'static> QueryData for $ty {
+            type Item<'a> = <Self as Term>::Item<'a>;
+            type Slices<'a> = <Self as Term>::Slice<'a>;
+            type Pools<'w, L: Layout> = <Self as Term>::PoolRef<'w, L>;
+            type Lanes<'w, L: Layout> = Lane<'w, Self, L>;
+            type Key = <Self as Term>::Static;
+
+            fn access(components: &mut Registry, access: &mut Access) {
+                let (id, _) = components.register::<T>();
+                access.name::<T>(Some(id), <Self as Term>::MUTABLE, <Self as Term>::REQUIRED, false);
+            }
+            #[inline]
+            fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
+                <Self as Term>::pool_ref::<L>(taken.next().expect("a pool per term"))
+            }
+            #[inline]
+            fn orders<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> impl Iterator<Item = Option<PackedOrder<'a>>> {
+                std::iter::once(<Self as Term>::order::<L>(pools))
+            }
+            #[inline]
+            fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize {
+                <Self as Term>::len::<L>(pools)
+            }
+            #[inline]
+            fn packed_driver<L: Layout>(pools: &Self::Pools<'_, L>, len: usize) -> Option<usize> {
+                (<Self as Term>::len::<L>(pools) == len && <Self as Term>::order::<L>(pools).is_some()).then_some(0)
+            }
+            #[inline]
+            fn into_packed<'w, L: Layout>(pools: Self::Pools<'w, L>) -> (&'w [Entity], Self::Slices<'w>) {
+                <Self as Term>::into_packed::<L>(pools)
+            }
+            #[inline]
+            fn into_lanes<'w, L: Layout>(pools: Self::Pools<'w, L>, driver: usize) -> (&'w [Entity], Self::Lanes<'w, L>) {
+                if driver == 0 {
+                    let (order, values) = <Self as Term>::into_packed::<L>(pools);
+                    (order, Lane::Packed(<Self as Term>::truncate(values, order.len())))
+                } else {
+                    (&[], Lane::Probe(pools))
+                }
+            }
+            #[inline(always)]
+            fn lane_get<'a, L: Layout>(lanes: &'a mut Self::Lanes<'_, L>, row: usize, index: u32) -> Option<Self::Item<'a>> {
+                lanes.get(row, index)
+            }
+            #[inline(always)]
+            fn probe<'a, L: Layout>(pools: &'a mut Self::Pools<'_, L>, index: u32) -> Option<Self::Item<'a>> {
+                <Self as Term>::probe::<L>(pools, index)
+            }
+            fn collect<L: Layout>(pools: &Self::Pools<'_, L>, len: usize, done: &mut bool, entities: &Entities, out: &mut Vec<Entity>) {
+                if !*done && <Self as Term>::len::<L>(pools) == len {
+                    <Self as Term>::collect::<L>(pools, entities, out);
+                    *done = true;
+                }
+            }
+            #[inline]
+            fn truncate<'w>(slices: Self::Slices<'w>, len: usize) -> Self::Slices<'w> {
+                <Self as Term>::truncate(slices, len)
+            }
+            #[inline]
+            fn split_front<'w>(slices: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>) {
+                <Self as Term>::split_front(slices, n)
+            }
+            #[inline]
+            fn table_columns<'w>(
+                table: &'w mut Table,
+                slots: &[u16; MAX_QUERY_TYPES],
+                _: &[u8],
+            ) -> (&'w [Entity], Self::Slices<'w>) {
+                let (rows, columns) = table.parts_mut();
+                let column = match slots[0] {
+                    NO_SLOT => None,
+                    slot => columns.get_mut(usize::from(slot)),
+                };
+                (rows, <Self as Term>::column(column))
+            }
+            #[inline]
+            fn each_row<Func>(rows: &[Entity], slices: Self::Slices<'_>, f: &mut Func)
+            where
+                Func: for<'a> FnMut(Entity, Self::Item<'a>),
+            {
+                let mut values = <Self as Term>::truncate(slices, rows.len());
+                for (row, &entity) in rows.iter().enumerate() {
+                    f(entity, <Self as Term>::at(&mut values, row));
+                }
+            }
+            #[inline]
+            fn one_slices<'a>(item: Self::Item<'a>) -> Self::Slices<'a> {
+                <Self as Term>::one(item)
+            }
+            #[inline]
+            fn probe_into<'w, L: Layout>(pools: Self::Pools<'w, L>, index: u32) -> Option<Self::Item<'w>> {
+                <Self as Term>::probe_into::<L>(pools, index)
+            }
+            fn probe_many<'w, L: Layout, const N: usize>(
+                pools: Self::Pools<'w, L>,
+                indices: [u32; N],
+            ) -> [Option<Self::Item<'w>>; N] {
+                <Self as Term>::probe_many::<L, N>(pools, indices)
+            }
+            #[inline]
+            fn row_into<'w>(slices: Self::Slices<'w>, row: usize) -> Self::Item<'w> {
+                <Self as Term>::at_into(slices, row)
+            }
+        }
+    )+};
+}
+
+impl_bare_term!(&'r T, &'r mut T, Option<&'r T>, Option<&'r mut T>);
+
+macro_rules! impl_bare_read_only {
+    ($($ty:ty),+) => {$(
+        impl<'r, T: 'static> ReadOnlyQueryData for $ty {
+            fn access_lookup(components: &Registry, access: &mut Access) {
+                access.name::<T>(components.id::<T>(), false, <Self as Term>::REQUIRED, false);
+            }
+            fn pools_shared<'w, L: Layout>(
+                pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+            ) -> Option<Self::Pools<'w, L>> {
+                <Self as ReadOnlyTerm>::pool_shared::<L>(pools.next().expect("a pool per term"))
+            }
+            fn table_parts_shared<'w>(table: &'w Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>) {
+                let (rows, columns) = table.parts();
+                let column = match access.ids()[0] {
+                    ABSENT => None,
+                    id => table.column_slot(id).map(|slot| columns[slot].as_ref()),
+                };
+                (rows, <Self as ReadOnlyTerm>::column_shared(column))
+            }
+        }
+    )+};
+}
+
+impl_bare_read_only!(&'r T, Option<&'r T>);
+
 impl_query_data!(A sa da ia 0);
 impl_query_data!(A sa da ia 0, B sb db ib 1);
 impl_query_data!(A sa da ia 0, B sb db ib 1, C sc dc ic 2);
