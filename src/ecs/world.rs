@@ -521,24 +521,13 @@ impl World {
 
     /// Removes component `T` from `entity` and returns it.
     pub fn remove<T: 'static>(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        let missing = |entity| ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() };
-        let Some(id) = self.components.id::<T>() else { return self.remove_unheld(entity) };
-        match self.entities_and_store::<T>(id) {
-            // A sparse set holding the value under exactly this handle vouches for it (see `Store::remove_entity`).
-            (entities, Some(Store::Pool(AnyPool::SparseSet(set)))) => {
-                if let Some(value) = set.remove_exact(entity) {
-                    return Ok(value);
-                }
-                if entities.is_alive(entity) {
-                    return set.remove(entity.index()).ok_or_else(|| missing(entity));
+        if let Some(id) = self.components.id::<T>() {
+            if let (entities, Some(mut store)) = self.entities_and_store::<T>(id) {
+                match store.remove_entity(entities, entity) {
+                    Err(ComponentError::Reserved(_)) => {}
+                    result => return result,
                 }
             }
-            (entities, Some(mut store)) => {
-                if entities.is_alive(entity) {
-                    return store.remove(entity.index()).ok_or_else(|| missing(entity));
-                }
-            }
-            (_, None) => {}
         }
         self.remove_unheld(entity)
     }

@@ -33,23 +33,16 @@ impl<T: 'static> Pool<T> for BTreePool<T> {
     fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N] {
         let mut out: [Option<&mut T>; N] = std::array::from_fn(|_| None);
         let (Some(&lo), Some(&hi)) = (indices.iter().min(), indices.iter().max()) else { return out };
-        let mut found = [false; N];
         let mut range = self.map.range_mut(lo..=hi);
-        if let Some((&key, value)) = range.next_back() {
-            if let Some(k) = indices.iter().position(|&index| index == key) {
-                out[k] = Some(value);
-                found[k] = true;
-            }
-        }
-        // Forward, while some index not found yet lies ahead.
-        for (&key, value) in range {
-            let ahead = indices.iter().zip(&found).filter(|(_, &f)| !f).map(|(&index, _)| index).max();
+        let last = range.next_back();
+        // The largest first, then forward while some index not found yet lies ahead.
+        for (&key, value) in last.into_iter().chain(range) {
+            let ahead = indices.iter().zip(&out).filter(|(_, v)| v.is_none()).map(|(&index, _)| index).max();
             if ahead.is_none_or(|ahead| key > ahead) {
                 break;
             }
             if let Some(k) = indices.iter().position(|&index| index == key) {
                 out[k] = Some(value);
-                found[k] = true;
             }
         }
         out
