@@ -35,6 +35,7 @@ use super::storage::{dispatch, AnyPool, ErasedPool, Layout, Pool, Registry};
 use super::world::{ensure_pools, Storage, World};
 use rustc_hash::FxHashMap;
 use std::any::{type_name, Any, TypeId};
+use std::collections::hash_map::{Entry, VacantEntry};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -165,6 +166,7 @@ impl Access {
     }
 
     /// The ids, in the order the query names them.
+    #[inline]
     pub fn ids(&self) -> &[ComponentId] {
         &self.ids[..self.len]
     }
@@ -1566,7 +1568,7 @@ impl<Q: QueryData> Source<Q> for &mut World {
 
 /// The query's shape from the world's cache: on its first run in this world, its types are registered, its access
 /// checked and the result kept (a refusal too); every pool it names exists afterwards.
-#[inline]
+#[inline(always)]
 fn prepare<'c, Q: QueryData, F: Filter>(
     queries: &'c mut QueryCache,
     components: &mut Registry,
@@ -1962,6 +1964,19 @@ fn borrow_pools<'w, Q: QueryData, F: Filter, L: Layout>(
     shape: &Shape,
 ) -> (Q::Pools<'w, L>, F::Pools<'w, L>) {
     let ids = shape.access.ids();
+    // One or two pools (most systems' queries) are borrowed directly; more go through `pick_disjoint`.
+    match *ids {
+        [a] => {
+            let mut picked = std::iter::once(pools[a as usize].as_mut());
+            return (Q::pools::<L>(&mut picked), F::pools::<L>(&mut picked));
+        }
+        [a, b] => {
+            let [a, b] = pools.get_disjoint_mut([a as usize, b as usize]).expect("a query names distinct pools");
+            let mut picked = [a.as_mut(), b.as_mut()].into_iter();
+            return (Q::pools::<L>(&mut picked), F::pools::<L>(&mut picked));
+        }
+        _ => {}
+    }
     let mut picked: [Option<&'w mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
     pick_disjoint(pools, &shape.order[..ids.len()], |k| Some(ids[k] as usize), &mut picked);
     let mut picked = picked.into_iter().take(ids.len()).map(|pool| pool.expect("picked above").as_mut());
@@ -2135,6 +2150,20 @@ impl QueryCache {
     /// The shape of `(Q, F)`, worked out now if new.
     #[inline]
     fn shape<Q: QueryData, F: Filter>(&mut self, components: &mut Registry) -> &mut Shape {
-        self.shapes.entry(TypeId::of::<(Q::Key, F)>()).or_insert_with(|| Box::new(Shape::new::<Q, F>(components)))
+        match self.shapes.entry(TypeId::of::<(Q::Key, F)>()) {
+            Entry::Occupied(shape) => shape.into_mut(),
+            Entry::Vacant(slot) => Self::first_run::<Q, F>(slot, components),
+        }
+    }
+
+    /// The shape of a query's first run in this world, kept: out of line, so the lookup above stays small enough
+    /// to inline into every query.
+    #[cold]
+    #[inline(never)]
+    fn first_run<'c, Q: QueryData, F: Filter>(
+        slot: VacantEntry<'c, TypeId, Box<Shape>>,
+        components: &mut Registry,
+    ) -> &'c mut Shape {
+        slot.insert(Box::new(Shape::new::<Q, F>(components)))
     }
 }
