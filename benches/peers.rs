@@ -2,7 +2,10 @@
 //! run: hecs (archetypes) and shipyard (sparse sets), each through its fastest single-threaded API. Then what a game
 //! with many systems pays per small query, and a frame of heavy churn at 100,000 entities.
 //!
-//! Run: `cargo bench --bench peers` (or `-- frag_iter` for one group).
+//! Run: `cargo bench --bench peers` (or `-- frag_iter` for one group). On a shared machine, whose speed moves
+//! between runs, `cargo bench --bench peers -- --interleaved` runs each group's contestants in alternating blocks
+//! instead and prints each one's median and fastest tenth of the blocks, with the backends' ratios to the faster
+//! peer: the comparison stays fair when the machine slows down halfway through.
 //!
 //! The workloads, as the suite defines them:
 //! - `simple_insert`: a new world, 10,000 entities with `Mat4` and three `Vec3`, dropped (inside the timing);
@@ -11,13 +14,13 @@
 //!   `data *= 2` over all 520;
 //! - `add_remove`: 10,000 entities with `A`; add `B` to each, then remove it from each.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::Criterion;
 use glam::{Mat4, Vec3};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use shipyard::{Component, EntitiesView, Get, IntoIter, Remove, View, ViewMut};
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use swarm::ecs::{Backend, Entity, World};
 
 #[derive(Clone, Copy, Component)]
@@ -35,11 +38,17 @@ fn bundle() -> (Transform, Position, Rotation, Velocity) {
     (Transform(Mat4::from_scale(Vec3::ONE)), Position(Vec3::X), Rotation(Vec3::X), Velocity(Vec3::X))
 }
 
-fn simple_insert(c: &mut Criterion) {
-    let mut group = c.benchmark_group("simple_insert");
-    // The floor: four `Vec`s allocated and filled, as a world must (its allocations are timed too).
-    group.bench_function("raw-vec", |b| {
-        b.iter(|| {
+/// One contestant of a workload: its name and one timed iteration (setup is done before, outside the timing).
+type Case = (String, Box<dyn FnMut()>);
+
+fn case(name: impl Into<String>, f: impl FnMut() + 'static) -> Case {
+    (name.into(), Box::new(f))
+}
+
+fn simple_insert() -> Vec<Case> {
+    let mut cases = vec![
+        // The floor: four `Vec`s allocated and filled, as a world must (its allocations are timed too).
+        case("raw-vec", || {
             let (mut t, mut p, mut r, mut v) =
                 (Vec::with_capacity(N), Vec::with_capacity(N), Vec::with_capacity(N), Vec::with_capacity(N));
             for (a, b, c, d) in (0..N).map(|_| bundle()) {
@@ -48,75 +57,66 @@ fn simple_insert(c: &mut Criterion) {
                 r.push(c);
                 v.push(d);
             }
-            (t, p, r, v)
-        })
-    });
-    group.bench_function("hecs", |b| {
-        b.iter(|| {
+            black_box((t, p, r, v));
+        }),
+        case("hecs", || {
             let mut world = hecs::World::new();
             world.spawn_batch((0..N).map(|_| bundle()));
-            world
-        })
-    });
-    group.bench_function("shipyard", |b| {
-        b.iter(|| {
+            black_box(world);
+        }),
+        case("shipyard", || {
             let mut world = shipyard::World::new();
             world.bulk_add_entity((0..N).map(|_| bundle()));
-            world
-        })
-    });
+            black_box(world);
+        }),
+    ];
     for backend in Backend::ALL {
-        group.bench_function(backend.name(), |b| {
-            b.iter(|| {
-                let mut world = World::new();
-                world.set_backend(backend);
-                world.spawn_batch((0..N).map(|_| bundle())).unwrap();
-                world
-            })
-        });
+        cases.push(case(backend.name(), move || {
+            let mut world = World::new();
+            world.set_backend(backend);
+            world.spawn_batch((0..N).map(|_| bundle())).unwrap();
+            black_box(world);
+        }));
     }
+    cases
 }
 
-fn simple_iter(c: &mut Criterion) {
-    let mut group = c.benchmark_group("simple_iter");
+fn simple_iter() -> Vec<Case> {
     let mut positions: Vec<Position> = (0..N).map(|_| bundle().1).collect();
     let velocities: Vec<Velocity> = (0..N).map(|_| bundle().3).collect();
-    group.bench_function("raw-vec", |b| {
-        b.iter(|| {
+    let mut hecs_world = hecs::World::new();
+    hecs_world.spawn_batch((0..N).map(|_| bundle()));
+    let mut shipyard_world = shipyard::World::new();
+    shipyard_world.bulk_add_entity((0..N).map(|_| bundle()));
+    let mut cases = vec![
+        case("raw-vec", move || {
             for (p, v) in positions.iter_mut().zip(&velocities) {
                 p.0 += v.0;
             }
             black_box(&mut positions);
-        })
-    });
-    let mut hecs_world = hecs::World::new();
-    hecs_world.spawn_batch((0..N).map(|_| bundle()));
-    group.bench_function("hecs", |b| {
-        b.iter(|| {
+        }),
+        case("hecs", move || {
             for (v, p) in hecs_world.query_mut::<(&Velocity, &mut Position)>() {
                 p.0 += v.0;
             }
-        })
-    });
-    let mut shipyard_world = shipyard::World::new();
-    shipyard_world.bulk_add_entity((0..N).map(|_| bundle()));
-    group.bench_function("shipyard", |b| {
-        b.iter(|| {
+        }),
+        case("shipyard", move || {
             shipyard_world.run(|velocities: View<Velocity>, mut positions: ViewMut<Position>| {
                 for (v, p) in (&velocities, &mut positions).iter() {
                     p.0 += v.0;
                 }
             })
-        })
-    });
+        }),
+    ];
     for backend in Backend::ALL {
         let mut world = World::new();
         world.set_backend(backend);
         world.spawn_batch((0..N).map(|_| bundle())).unwrap();
-        group.bench_function(backend.name(), |b| {
-            b.iter(|| world.query::<(&Velocity, &mut Position)>().for_each(|_, (v, p)| p.0 += v.0))
-        });
+        cases.push(case(backend.name(), move || {
+            world.query::<(&Velocity, &mut Position)>().for_each(|_, (v, p)| p.0 += v.0)
+        }));
     }
+    cases
 }
 
 #[derive(Clone, Copy, Component)]
@@ -148,41 +148,35 @@ macro_rules! fragments {
 }
 fragments!(A B C D E F G H I J K L M N O P Q R S T U V W X Y Z);
 
-fn frag_iter(c: &mut Criterion) {
-    let mut group = c.benchmark_group("frag_iter");
+fn frag_iter() -> Vec<Case> {
     let mut data = vec![Data(1.0); 26 * 20];
-    group.bench_function("raw-vec", |b| {
-        b.iter(|| {
+    let mut hecs_world = frag_hecs();
+    let shipyard_world = frag_shipyard();
+    let mut cases = vec![
+        case("raw-vec", move || {
             for d in &mut data {
                 d.0 *= 2.0;
             }
             black_box(&mut data);
-        })
-    });
-    let mut hecs_world = frag_hecs();
-    group.bench_function("hecs", |b| {
-        b.iter(|| {
+        }),
+        case("hecs", move || {
             for d in hecs_world.query_mut::<&mut Data>() {
                 d.0 *= 2.0;
             }
-        })
-    });
-    let shipyard_world = frag_shipyard();
-    group.bench_function("shipyard", |b| {
-        b.iter(|| {
+        }),
+        case("shipyard", move || {
             shipyard_world.run(|mut data: ViewMut<Data>| {
                 for d in (&mut data).iter() {
                     d.0 *= 2.0;
                 }
             })
-        })
-    });
+        }),
+    ];
     for backend in Backend::ALL {
         let mut world = frag_worlds(backend);
-        group.bench_function(backend.name(), |b| {
-            b.iter(|| world.query::<(&mut Data,)>().for_each(|_, (d,)| d.0 *= 2.0))
-        });
+        cases.push(case(backend.name(), move || world.query::<&mut Data>().for_each(|_, d| d.0 *= 2.0)));
     }
+    cases
 }
 
 #[derive(Clone, Copy, Component)]
@@ -190,37 +184,32 @@ struct First(#[allow(dead_code)] f32);
 #[derive(Clone, Copy, Component)]
 struct Second(#[allow(dead_code)] f32);
 
-fn add_remove(c: &mut Criterion) {
-    let mut group = c.benchmark_group("add_remove");
+fn add_remove() -> Vec<Case> {
     // The floor: a direct array of optional values, indexed by entity.
     let mut slots: Vec<Option<Second>> = vec![None; N];
     let indices: Vec<usize> = (0..N).collect();
-    group.bench_function("raw-vec", |b| {
-        b.iter(|| {
+    let mut hecs_world = hecs::World::new();
+    let hecs_handles: Vec<_> = hecs_world.spawn_batch((0..N).map(|_| (First(0.0),))).collect();
+    let mut shipyard_world = shipyard::World::new();
+    let shipyard_handles: Vec<_> = shipyard_world.bulk_add_entity((0..N).map(|_| (First(0.0),))).collect();
+    let mut cases = vec![
+        case("raw-vec", move || {
             for &i in &indices {
                 slots[i] = Some(Second(0.0));
             }
             for &i in &indices {
                 black_box(slots[i].take());
             }
-        })
-    });
-    let mut hecs_world = hecs::World::new();
-    let hecs_handles: Vec<_> = hecs_world.spawn_batch((0..N).map(|_| (First(0.0),))).collect();
-    group.bench_function("hecs", |b| {
-        b.iter(|| {
+        }),
+        case("hecs", move || {
             for &e in &hecs_handles {
                 hecs_world.insert_one(e, Second(0.0)).unwrap();
             }
             for &e in &hecs_handles {
                 black_box(hecs_world.remove_one::<Second>(e).unwrap());
             }
-        })
-    });
-    let mut shipyard_world = shipyard::World::new();
-    let shipyard_handles: Vec<_> = shipyard_world.bulk_add_entity((0..N).map(|_| (First(0.0),))).collect();
-    group.bench_function("shipyard", |b| {
-        b.iter(|| {
+        }),
+        case("shipyard", move || {
             shipyard_world.run(|entities: EntitiesView, mut second: ViewMut<Second>| {
                 for &e in &shipyard_handles {
                     entities.add_component(e, &mut second, Second(0.0));
@@ -231,44 +220,47 @@ fn add_remove(c: &mut Criterion) {
                     black_box(second.remove(e));
                 }
             });
-        })
-    });
+        }),
+    ];
     for backend in Backend::ALL {
         let mut world = World::new();
         world.set_backend(backend);
         let mut handles = Vec::new();
         world.spawn_batch_into((0..N).map(|_| (First(0.0),)), &mut handles).unwrap();
-        group.bench_function(backend.name(), |b| {
-            b.iter(|| {
-                let mut second = world.view_mut::<Second>();
-                for &e in &handles {
-                    second.insert(e, Second(0.0)).unwrap();
-                }
-                for &e in &handles {
-                    black_box(second.remove(e).unwrap());
-                }
-            })
-        });
+        cases.push(case(backend.name(), move || {
+            let mut second = world.view_mut::<Second>();
+            for &e in &handles {
+                second.insert(e, Second(0.0)).unwrap();
+            }
+            for &e in &handles {
+                black_box(second.remove(e).unwrap());
+            }
+        }));
     }
+    cases
 }
 
 /// What one system's query costs when it finds nothing to do, or one entity: the per-system price of a frame of
 /// dozens of systems. The world holds 40 component types, most with thousands of entities.
-fn small_query(c: &mut Criterion) {
-    let mut group = c.benchmark_group("small_query");
+fn small_query() -> Vec<Case> {
+    let mut cases = Vec::new();
     for backend in Backend::ALL {
-        let mut world = frag_worlds(backend);
-        world.spawn_batch((0..N).map(|_| bundle())).unwrap();
-        let one = world.spawn((First(1.0),)).unwrap();
-        world.insert(one, Velocity(Vec3::Y)).unwrap();
-        world.query::<(&Second,)>().for_each(|_, _| {}); // registered, never populated
-        group.bench_function(BenchmarkId::new("empty", backend.name()), |b| {
-            b.iter(|| world.query::<(&mut Second, &Velocity)>().for_each(|_, (s, v)| s.0 += v.0.x))
-        });
-        group.bench_function(BenchmarkId::new("one", backend.name()), |b| {
-            b.iter(|| world.query::<(&mut First, &Velocity)>().for_each(|_, (f, v)| f.0 += v.0.x))
-        });
+        let mut empty = frag_worlds(backend);
+        let mut one = frag_worlds(backend);
+        for world in [&mut empty, &mut one] {
+            world.spawn_batch((0..N).map(|_| bundle())).unwrap();
+            let first = world.spawn((First(1.0),)).unwrap();
+            world.insert(first, Velocity(Vec3::Y)).unwrap();
+            world.query::<&Second>().for_each(|_, _| {}); // registered, never populated
+        }
+        cases.push(case(format!("empty/{}", backend.name()), move || {
+            empty.query::<(&mut Second, &Velocity)>().for_each(|_, (s, v)| s.0 += v.0.x)
+        }));
+        cases.push(case(format!("one/{}", backend.name()), move || {
+            one.query::<(&mut First, &Velocity)>().for_each(|_, (f, v)| f.0 += v.0.x)
+        }));
     }
+    cases
 }
 
 /// One frame of heavy churn in a world of 100,000 entities of two shapes: despawn a random 5 %, spawn as many back
@@ -315,60 +307,54 @@ mod churn {
     }
 }
 
-fn churn(c: &mut Criterion) {
+fn churn() -> Vec<Case> {
     use churn::*;
-    let mut group = c.benchmark_group("churn_100k");
-    group.sample_size(10);
-    let plans = plans(16);
-
+    let plans = std::rc::Rc::new(plans(16));
+    let mut cases = Vec::new();
     {
         let mut world = hecs::World::new();
         let mut handles: Vec<hecs::Entity> =
             (0..SIZE).map(|i| if i % 2 == 0 { world.spawn(fighter(i)) } else { world.spawn(spark(i)) }).collect();
-        let mut next = 0;
-        group.bench_function("hecs", |b| {
-            b.iter(|| {
-                let plan = &plans[next % plans.len()];
-                next += 1;
-                for &k in &plan.deaths {
-                    world.despawn(handles.swap_remove(k)).unwrap();
+        let (plans, mut next) = (plans.clone(), 0);
+        cases.push(case("hecs", move || {
+            let plan = &plans[next % plans.len()];
+            next += 1;
+            for &k in &plan.deaths {
+                world.despawn(handles.swap_remove(k)).unwrap();
+            }
+            for i in 0..TURNOVER {
+                handles.push(if i % 2 == 0 { world.spawn(fighter(i)) } else { world.spawn(spark(i)) });
+            }
+            for &k in &plan.writes {
+                if let Ok(h) = world.query_one_mut::<&mut Health>(handles[k]) {
+                    h.0 -= 1.0;
                 }
-                for i in 0..TURNOVER {
-                    handles.push(if i % 2 == 0 { world.spawn(fighter(i)) } else { world.spawn(spark(i)) });
-                }
-                for &k in &plan.writes {
-                    if let Ok(h) = world.query_one_mut::<&mut Health>(handles[k]) {
-                        h.0 -= 1.0;
-                    }
-                }
-            })
-        });
+            }
+        }));
     }
     {
         let mut world = shipyard::World::new();
         let mut handles: Vec<shipyard::EntityId> = (0..SIZE)
             .map(|i| if i % 2 == 0 { world.add_entity(fighter(i)) } else { world.add_entity(spark(i)) })
             .collect();
-        let mut next = 0;
-        group.bench_function("shipyard", |b| {
-            b.iter(|| {
-                let plan = &plans[next % plans.len()];
-                next += 1;
-                for &k in &plan.deaths {
-                    world.delete_entity(handles.swap_remove(k));
-                }
-                for i in 0..TURNOVER {
-                    handles.push(if i % 2 == 0 { world.add_entity(fighter(i)) } else { world.add_entity(spark(i)) });
-                }
-                world.run(|mut health: ViewMut<Health>| {
-                    for &k in &plan.writes {
-                        if let Ok(mut h) = (&mut health).get(handles[k]) {
-                            h.0 -= 1.0;
-                        }
+        let (plans, mut next) = (plans.clone(), 0);
+        cases.push(case("shipyard", move || {
+            let plan = &plans[next % plans.len()];
+            next += 1;
+            for &k in &plan.deaths {
+                world.delete_entity(handles.swap_remove(k));
+            }
+            for i in 0..TURNOVER {
+                handles.push(if i % 2 == 0 { world.add_entity(fighter(i)) } else { world.add_entity(spark(i)) });
+            }
+            world.run(|mut health: ViewMut<Health>| {
+                for &k in &plan.writes {
+                    if let Ok(mut h) = (&mut health).get(handles[k]) {
+                        h.0 -= 1.0;
                     }
-                });
-            })
-        });
+                }
+            });
+        }));
     }
     for backend in Backend::ALL {
         let mut world = World::new();
@@ -376,38 +362,136 @@ fn churn(c: &mut Criterion) {
         let mut handles: Vec<Entity> = (0..SIZE)
             .map(|i| if i % 2 == 0 { world.spawn(fighter(i)) } else { world.spawn(spark(i)) }.unwrap())
             .collect();
-        let mut next = 0;
-        group.bench_function(backend.name(), |b| {
-            b.iter(|| {
-                let plan = &plans[next % plans.len()];
-                next += 1;
-                for &k in &plan.deaths {
-                    world.despawn(handles.swap_remove(k)).unwrap();
+        let (plans, mut next) = (plans.clone(), 0);
+        cases.push(case(backend.name(), move || {
+            let plan = &plans[next % plans.len()];
+            next += 1;
+            for &k in &plan.deaths {
+                world.despawn(handles.swap_remove(k)).unwrap();
+            }
+            for i in 0..TURNOVER {
+                handles.push(if i % 2 == 0 { world.spawn(fighter(i)) } else { world.spawn(spark(i)) }.unwrap());
+            }
+            let mut health = world.view_mut::<Health>();
+            for &k in &plan.writes {
+                if let Some(h) = health.get_mut(handles[k]) {
+                    h.0 -= 1.0;
                 }
-                for i in 0..TURNOVER {
-                    handles.push(if i % 2 == 0 { world.spawn(fighter(i)) } else { world.spawn(spark(i)) }.unwrap());
-                }
-                let mut health = world.view_mut::<Health>();
-                for &k in &plan.writes {
-                    if let Some(h) = health.get_mut(handles[k]) {
-                        h.0 -= 1.0;
-                    }
-                }
-            })
-        });
+            }
+        }));
     }
+    cases
 }
 
-fn config() -> Criterion {
-    Criterion::default()
+/// A workload: its name, its contestants, and for the interleaved mode the iterations per block (a block of a few
+/// milliseconds for the slowest contestant or less).
+type Group = (&'static str, fn() -> Vec<Case>, usize);
+
+fn groups() -> Vec<Group> {
+    vec![
+        ("simple_insert", simple_insert, 2),
+        ("simple_iter", simple_iter, 20),
+        ("frag_iter", frag_iter, 500),
+        ("add_remove", add_remove, 3),
+        ("small_query", small_query, 5_000),
+        ("churn_100k", churn, 1),
+    ]
+}
+
+/// Each group through criterion, one contestant after another.
+fn run_criterion(filter: &[String]) {
+    let mut c = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_millis(1500))
         .sample_size(30)
+        .configure_from_args();
+    for (name, cases, _) in groups() {
+        let mut group = c.benchmark_group(name);
+        if name == "churn_100k" {
+            group.sample_size(10);
+        }
+        for (case, mut f) in cases() {
+            // Building a group's worlds is cheap next to measuring them, so a filtered run builds them anyway.
+            if filter.is_empty() || filter.iter().any(|f| format!("{name}/{case}").contains(f.as_str())) {
+                group.bench_function(case, |b| b.iter(&mut f));
+            }
+        }
+        group.finish();
+    }
+    c.final_summary();
 }
 
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = simple_insert, simple_iter, frag_iter, add_remove, small_query, churn
+/// Each group's contestants in alternating blocks: `rounds` times, every contestant runs one block of `per`
+/// iterations in turn, so a slow spell of the machine hits them all alike. Prints each contestant's median and
+/// fastest tenth (p10) per iteration, and the backends' ratio to the faster peer.
+fn run_interleaved(filter: &[String]) {
+    const ROUNDS: usize = 40;
+    println!("{:<28} {:>12} {:>12} {:>15}", "workload/contestant", "median", "p10", "vs faster peer");
+    for (name, cases, per) in groups() {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let mut cases = cases();
+        for (_, f) in &mut cases {
+            for _ in 0..per.max(2) {
+                f();
+            }
+        }
+        let mut samples = vec![Vec::with_capacity(ROUNDS); cases.len()];
+        for _ in 0..ROUNDS {
+            for ((_, f), samples) in cases.iter_mut().zip(&mut samples) {
+                let start = Instant::now();
+                for _ in 0..per {
+                    f();
+                }
+                samples.push(start.elapsed().as_secs_f64() * 1e9 / per as f64);
+            }
+        }
+        let stats: Vec<(f64, f64)> = samples
+            .iter_mut()
+            .map(|s| {
+                s.sort_by(f64::total_cmp);
+                (s[s.len() / 2], s[s.len() / 10])
+            })
+            .collect();
+        // The faster peer of the same sub-row (`one/...` rows have no peers: no ratio).
+        let peer = |k: usize| {
+            let prefix = cases[k].0.rsplit_once('/').map(|(p, _)| p);
+            let peers = cases.iter().zip(&stats).filter(|((n, _), _)| {
+                n.rsplit_once('/').map(|(p, _)| p) == prefix
+                    && n.rsplit('/').next().is_some_and(|n| n == "hecs" || n == "shipyard")
+            });
+            peers.map(|(_, &(median, p10))| (median, p10)).reduce(|a, b| (a.0.min(b.0), a.1.min(b.1)))
+        };
+        for (k, ((case, _), &(median, p10))) in cases.iter().zip(&stats).enumerate() {
+            let backend = !["raw-vec", "hecs", "shipyard"].contains(&case.as_str());
+            let ratio = match peer(k) {
+                Some((pm, pp)) if backend => format!("{:.2}x / {:.2}x", median / pm, p10 / pp),
+                _ => String::new(),
+            };
+            println!("{:<28} {:>12} {:>12} {:>15}", format!("{name}/{case}"), ns(median), ns(p10), ratio);
+        }
+    }
+    println!("(ratios: median / p10, each against the faster of hecs and shipyard)");
 }
-criterion_main!(benches);
+
+fn ns(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2} ms", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1} µs", v / 1e3)
+    } else {
+        format!("{v:.1} ns")
+    }
+}
+
+fn main() {
+    // cargo passes `--bench`; the rest are criterion's flags or name filters.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filter: Vec<String> = args.iter().filter(|a| !a.starts_with('-')).cloned().collect();
+    if args.iter().any(|a| a == "--interleaved") {
+        run_interleaved(&filter);
+    } else {
+        run_criterion(&filter);
+    }
+}
