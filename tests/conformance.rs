@@ -323,6 +323,114 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn lookups_reach_the_right_column_across_tables() {
+                let mut w = world();
+                // Tables made in this order: {Pos}, {Pos, Vel}, {Pos, Red}, {Pos, Vel, Red}.
+                let a = w.spawn((Pos(1.0, 0.0),)).unwrap();
+                let b = w.spawn((Pos(2.0, 0.0), Vel(20.0, 0.0))).unwrap();
+                let c = w.spawn((Pos(3.0, 0.0), Red)).unwrap();
+                let d = w.spawn((Pos(4.0, 0.0), Vel(40.0, 0.0), Red)).unwrap();
+                let e = w.spawn((Pos(5.0, 0.0), Vel(50.0, 0.0))).unwrap();
+                // Every table at once, out of order, two in one table, an optional term missing in some.
+                {
+                    let items = w.query::<(&mut Pos, Option<&mut Vel>)>().get_many([d, a, e, b, c]).unwrap();
+                    for (p, v) in items {
+                        p.1 = v.map_or(-1.0, |v| {
+                            v.1 = p.0;
+                            v.0
+                        });
+                    }
+                }
+                let pos = |w: &World, x| w.get::<Pos>(x).map(|p| (p.0, p.1));
+                assert_eq!(pos(&w, a), Some((1.0, -1.0)));
+                assert_eq!(pos(&w, b), Some((2.0, 20.0)));
+                assert_eq!(pos(&w, c), Some((3.0, -1.0)));
+                assert_eq!(pos(&w, d), Some((4.0, 40.0)));
+                assert_eq!(pos(&w, e), Some((5.0, 50.0)));
+                assert_eq!(w.get::<Vel>(d), Some(&Vel(40.0, 4.0)));
+                assert_eq!(w.get::<Vel>(e), Some(&Vel(50.0, 5.0)));
+                // A filter that skips the tables between the ones that match.
+                let red = w.query::<(Option<&Vel>, &mut Pos)>().with::<Red>().get_many([d, c]);
+                assert_eq!(red.map(|[(v1, p1), (v2, p2)]| (v1.map(|v| v.0), p1.0, v2.is_none(), p2.0)), Ok((Some(40.0), 4.0, true, 3.0)));
+                let red = w.query::<(&Pos, &mut Vel)>().with::<Red>().get_many([d, e]);
+                assert_eq!(red.err(), Some(QueryOneError::Unsatisfied(e)));
+                // One entity, through a mutable and a shared world.
+                assert_eq!(w.query_one_mut::<(&Pos, Option<&Vel>)>(e).map(|(p, v)| (p.0, v.map(|v| v.0))), Ok((5.0, Some(50.0))));
+                assert_eq!(w.query_one::<(Option<&Vel>, &Pos)>(c).map(|(v, p)| (v.is_none(), p.0)), Ok((true, 3.0)));
+                assert_eq!(w.query_ref::<(&Vel,)>().without::<Red>().get(b).map(|(v,)| v.0), Ok(20.0));
+                assert_eq!(w.query_ref::<&Pos>().get(d).map(|p| p.0), Ok(4.0));
+                w.assert_invariants();
+            }
+
+            #[test]
+            fn every_value_is_dropped_exactly_once() {
+                use std::sync::atomic::{AtomicUsize, Ordering};
+                use std::sync::Arc;
+                /// Counts its drops in a counter of its own test (tests run in parallel).
+                struct Counted(Arc<AtomicUsize>);
+                impl Drop for Counted {
+                    fn drop(&mut self) {
+                        self.0.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                let drops = Arc::new(AtomicUsize::new(0));
+                let dropped = || drops.load(Ordering::Relaxed);
+                let counted = || Counted(drops.clone());
+                let mut w = world();
+                let mut all = Vec::new();
+                w.spawn_batch_into((0..12).map(|i| (Pos(i as f32, 0.0), counted())), &mut all).unwrap();
+                for i in 0..6 {
+                    all.push(w.spawn((counted(), Vel(i as f32, 0.0))).unwrap());
+                }
+                let made = 18;
+                // Rows move between tables (a tag added, another component added and removed): nothing drops.
+                for &e in &all[..9] {
+                    w.insert(e, Red).unwrap();
+                }
+                for &e in &all[3..15] {
+                    w.insert(e, Name(format!("{e:?}"))).unwrap();
+                }
+                assert_eq!(w.remove_many::<Name>(&all[6..12]), 6);
+                w.query::<(&mut Counted,)>().for_each(|_, _| {});
+                assert_eq!(w.query::<(&Counted,)>().count(), 18);
+                if $backend == Backend::Archetype {
+                    let mut bytes = Vec::new();
+                    w.component_bytes(&mut bytes);
+                    let red = bytes.iter().find(|b| b.name.ends_with("Red")).expect("Red is registered");
+                    assert_eq!(red.bytes, 0, "a tag's columns hold no bytes");
+                }
+                assert_eq!(dropped(), 0, "moving rows drops nothing");
+                // Replacing drops the old value once (the caller holds it).
+                let old = w.insert(all[0], counted()).unwrap();
+                assert_eq!(dropped(), 0);
+                drop(old);
+                assert_eq!(dropped(), 1);
+                // Removing hands the value over; removing erased drops it in place.
+                let taken = w.remove::<Counted>(all[1]).unwrap();
+                assert_eq!(dropped(), 1);
+                drop(taken);
+                assert_eq!(dropped(), 2);
+                assert_eq!(w.remove_many::<Counted>(&[all[2], all[3], all[1]]), 2);
+                assert_eq!(dropped(), 4);
+                // Despawning drops what the entity holds, once.
+                w.despawn(all[4]).unwrap();
+                assert_eq!(dropped(), 5);
+                assert_eq!(w.despawn_batch(&[all[5], all[13], all[4], all[2]]), 3);
+                assert_eq!(dropped(), 7, "the entity without `Counted` drops none");
+                // Migrating moves values, never drops them.
+                for backend in Backend::ALL {
+                    w.set_backend(backend);
+                }
+                w.set_backend($backend);
+                assert_eq!(dropped(), 7);
+                assert_eq!(w.query::<(&Counted,)>().count(), made + 1 - 7);
+                w.assert_invariants();
+                w.clear();
+                assert_eq!(dropped(), made + 1, "every value made is dropped once");
+                w.assert_invariants();
+            }
+
+            #[test]
             fn clear_with_a_panicking_drop_leaves_no_value_behind() {
                 let mut w = world();
                 let mut all = Vec::new();

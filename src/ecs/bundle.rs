@@ -2,7 +2,7 @@
 
 use super::component::{ComponentId, ComponentSet};
 use super::entity::{Entities, Entity};
-use super::storage::archetype::Archetypes;
+use super::storage::archetype::{typed_mut, Archetypes};
 use super::storage::{AnyPool, ErasedPool, Layout, Pool, Registry, SparseSetLayout};
 use super::world::World;
 
@@ -69,8 +69,17 @@ pub trait Bundle: 'static {
     where
         Self: Sized;
     #[doc(hidden)]
-    /// Pushes every component onto its column of `table` (whose row the caller pushes).
-    fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]);
+    /// Puts each bundle of `items` into a new row of `table` (the table of `ids`), finding and downcasting each
+    /// type's column once for the whole batch; `spawned` hears of each entity, in order. Every entity must be
+    /// newly alive, with no row yet.
+    fn put_rows(
+        items: impl Iterator<Item = (Entity, Self)>,
+        archetypes: &mut Archetypes,
+        table: u32,
+        ids: &[ComponentId],
+        spawned: impl FnMut(Entity),
+    ) where
+        Self: Sized;
     #[doc(hidden)]
     /// Puts each bundle of `items` into the per-component pools of layout `L` for its entity, downcasting each pool
     /// once for the whole batch; `out` receives the entities in order. Every entity must be newly alive, holding
@@ -153,9 +162,24 @@ macro_rules! impl_bundle {
                 ($(world.remove::<$T>(entity).expect("checked present"),)+)
             }
             #[inline]
-            fn put_table(self, archetypes: &mut Archetypes, table: u32, ids: &[ComponentId]) {
-                let ($($v,)+) = self;
-                $(archetypes.push_value::<$T>(table, ids[$k], $v);)+
+            fn put_rows(
+                items: impl Iterator<Item = (Entity, Self)>,
+                archetypes: &mut Archetypes,
+                table: u32,
+                ids: &[ComponentId],
+                mut spawned: impl FnMut(Entity),
+            ) {
+                let held = &archetypes.tables()[table as usize];
+                let index = [$(held.column_index(ids[$k]).expect("a table holds a column of its own set") as usize),+];
+                let (mut rows, columns) = archetypes.new_rows(table);
+                let [$($p),+] = columns.get_disjoint_mut([$(ids[$k] as usize),+]).expect("bundle ids are distinct");
+                $(let $p = &mut typed_mut::<$T>($p.as_deref_mut().expect("a table holds the type"))[index[$k]];)+
+                // A row is whole (its entity and every value) before the caller's iterator is asked for the next.
+                for (entity, ($($v,)+)) in items {
+                    rows.push(entity);
+                    $($p.push($v);)+
+                    spawned(entity);
+                }
             }
             fn put_batch<L: Layout>(
                 items: impl Iterator<Item = (Entity, Self)>,
@@ -233,8 +257,19 @@ impl Bundle for () {
         None
     }
     fn remove_each(_: &mut World, _: Entity) {}
-    #[inline]
-    fn put_table(self, _: &mut Archetypes, _: u32, _: &[ComponentId]) {}
+    fn put_rows(
+        items: impl Iterator<Item = (Entity, Self)>,
+        archetypes: &mut Archetypes,
+        table: u32,
+        _: &[ComponentId],
+        mut spawned: impl FnMut(Entity),
+    ) {
+        let (mut rows, _) = archetypes.new_rows(table);
+        for (entity, ()) in items {
+            rows.push(entity);
+            spawned(entity);
+        }
+    }
     fn put_batch<L: Layout>(
         items: impl Iterator<Item = (Entity, Self)>,
         _: &mut [Box<dyn ErasedPool>],

@@ -13,7 +13,8 @@
 //!   walked by row and the other pools are probed by index; any other driver's handles are copied to a reused
 //!   scratch buffer and every pool is probed by index.
 //! - Archetype tables: every table whose set holds the fetched and `With` types and none of the `Without` types is
-//!   walked column by column (the shape's cache lists them with their column slots).
+//!   walked column by column. A type's columns are kept together (one per table holding it), so each term's are
+//!   downcast once per query and the shape's cache lists the matching tables with each term's column index.
 //!
 //! Either way the matches go to a [`Visit`]or: [`Query::for_each`] calls its closure per entity;
 //! [`Query::for_each_run`] hands over runs of rows as parallel slices (the whole packed arrays of a lock-step walk,
@@ -29,12 +30,12 @@
 use super::commands::{CommandQueue, Commands};
 use super::component::{ComponentId, ComponentSet};
 use super::entity::{Entities, Entity};
-use super::storage::archetype::{Archetypes, Column, ErasedColumn, Table};
+use super::storage::archetype::{typed, typed_mut, Archetypes, ErasedColumns, Table, TypeColumns};
 use super::storage::sparse_set::PackedOrder;
 use super::storage::{dispatch, AnyPool, ErasedPool, Layout, Pool, Registry};
 use super::world::{ensure_pools, Storage, World};
 use rustc_hash::FxHashMap;
-use std::any::{type_name, Any, TypeId};
+use std::any::{type_name, TypeId};
 use std::collections::hash_map::{Entry, VacantEntry};
 use std::fmt;
 use std::marker::PhantomData;
@@ -193,6 +194,9 @@ pub trait Term {
     type PoolRef<'w, L: Layout>;
     /// Packed values: a slice of a sparse-set pool or of an archetype column, walked by row.
     type Slice<'w>;
+    #[doc(hidden)]
+    /// Every archetype table's column of the component, borrowed once per query.
+    type Columns<'w>;
 
     #[doc(hidden)]
     /// Borrows the typed pool out of an erased one (one downcast per query).
@@ -213,9 +217,18 @@ pub trait Term {
     /// Turns the pool borrow into its packed values (only called when `order` is `Some`).
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], Self::Slice<'w>);
     #[doc(hidden)]
-    /// One archetype table's column of the component (`None` if the table has none: then the table matches only
-    /// an optional term).
-    fn column<'w>(column: Option<&'w mut Box<dyn ErasedColumn>>) -> Self::Slice<'w>;
+    /// The typed columns of the component out of the erased ones (one downcast per query); `None` (the world has
+    /// no table with the type) for a required term means no table matches.
+    fn columns<'w>(columns: Option<&'w mut Box<dyn ErasedColumns>>) -> Option<Self::Columns<'w>>;
+    #[doc(hidden)]
+    /// One table's column: the one at `index` among the type's columns (`NO_INDEX` where the table has none: then
+    /// the table matches only an optional term).
+    fn table_column<'a>(columns: &'a mut Self::Columns<'_>, index: u32) -> Self::Slice<'a>;
+    #[doc(hidden)]
+    /// The column at `index` (counted from the start of `columns`) and the columns after it, both borrowed for as
+    /// long as `columns`: one-entity and many-entity lookups take their tables' columns this way, in ascending
+    /// order. `NO_INDEX` (an optional term's type the table lacks) takes nothing and leaves `columns` whole.
+    fn split_column<'w>(columns: Self::Columns<'w>, index: u32) -> (Self::Slice<'w>, Self::Columns<'w>);
     #[doc(hidden)]
     /// The first `len` values (so the loop's bounds checks fold away).
     fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w>;
@@ -242,18 +255,19 @@ pub trait Term {
     fn at_into<'w>(slice: Self::Slice<'w>, row: usize) -> Self::Item<'w>;
 }
 
-/// The typed values of a column: one `TypeId` comparison (the upcast to `dyn Any` reads the vtable; only
-/// `type_id` is a dynamic call).
-#[inline]
-fn typed_column<T: 'static>(column: &mut dyn ErasedColumn) -> &mut Vec<T> {
-    let column: &mut dyn Any = column;
-    &mut column.downcast_mut::<Column<T>>().expect("column type does not match its component id").0
-}
+/// Not a column index: the table has no column of an optional term's type.
+const NO_INDEX: u32 = u32::MAX;
 
+/// Column `index` of a type counted from `*base` (the first column of the type not yet split off), moving `*base`
+/// past it; `NO_INDEX` stays as it is.
 #[inline]
-fn typed_column_ref<T: 'static>(column: &dyn ErasedColumn) -> &[T] {
-    let column: &dyn Any = column;
-    &column.downcast_ref::<Column<T>>().expect("column type does not match its component id").0
+fn next_column(index: u32, base: &mut u32) -> u32 {
+    if index == NO_INDEX {
+        return NO_INDEX;
+    }
+    let at = index - *base;
+    *base = index + 1;
+    at
 }
 
 /// A term that only reads (`&T`, `Option<&T>`): it can run through a shared `&World` ([`World::query_ref`]).
@@ -263,16 +277,16 @@ pub trait ReadOnlyTerm: Term {
     /// entity can match.
     fn pool_shared<'w, L: Layout>(pool: Option<&'w dyn ErasedPool>) -> Option<Self::PoolRef<'w, L>>;
     #[doc(hidden)]
-    /// One archetype table's column, shared.
-    fn column_shared<'w>(column: Option<&'w dyn ErasedColumn>) -> Self::Slice<'w>;
+    /// The typed columns, shared, like [`Term::columns`].
+    fn columns_shared<'w>(columns: Option<&'w dyn ErasedColumns>) -> Option<Self::Columns<'w>>;
 }
 
 impl<T: 'static> ReadOnlyTerm for &T {
     fn pool_shared<'w, L: Layout>(pool: Option<&'w dyn ErasedPool>) -> Option<&'w L::Pool<T>> {
         pool.map(|pool| L::pool_ref(AnyPool::<T>::downcast_ref(pool)))
     }
-    fn column_shared<'w>(column: Option<&'w dyn ErasedColumn>) -> &'w [T] {
-        typed_column_ref::<T>(column.expect("table matched the query"))
+    fn columns_shared<'w>(columns: Option<&'w dyn ErasedColumns>) -> Option<&'w [Vec<T>]> {
+        columns.map(typed::<T>)
     }
 }
 
@@ -280,8 +294,8 @@ impl<'r, T: 'static> ReadOnlyTerm for Option<&'r T> {
     fn pool_shared<'w, L: Layout>(pool: Option<&'w dyn ErasedPool>) -> Option<Option<&'w L::Pool<T>>> {
         Some(<&T as ReadOnlyTerm>::pool_shared::<L>(pool))
     }
-    fn column_shared<'w>(column: Option<&'w dyn ErasedColumn>) -> Option<&'w [T]> {
-        column.map(typed_column_ref::<T>)
+    fn columns_shared<'w>(columns: Option<&'w dyn ErasedColumns>) -> Option<Option<&'w [Vec<T>]>> {
+        Some(columns.map(typed::<T>))
     }
 }
 
@@ -292,6 +306,7 @@ impl<T: 'static> Term for &T {
     type Item<'a> = &'a T;
     type PoolRef<'w, L: Layout> = &'w L::Pool<T>;
     type Slice<'w> = &'w [T];
+    type Columns<'w> = &'w [Vec<T>];
 
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w L::Pool<T> {
         L::pool_mut(AnyPool::<T>::downcast_mut(pool))
@@ -312,8 +327,17 @@ impl<T: 'static> Term for &T {
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], &'w [T]) {
         pool.packed().expect("into_packed on a layout without packed arrays")
     }
-    fn column<'w>(column: Option<&'w mut Box<dyn ErasedColumn>>) -> &'w [T] {
-        typed_column::<T>(column.expect("table matched the query").as_mut())
+    fn columns<'w>(columns: Option<&'w mut Box<dyn ErasedColumns>>) -> Option<&'w [Vec<T>]> {
+        columns.map(|columns| typed::<T>(&**columns))
+    }
+    #[inline]
+    fn table_column<'a>(columns: &'a mut &[Vec<T>], index: u32) -> &'a [T] {
+        &columns[index as usize]
+    }
+    #[inline]
+    fn split_column<'w>(columns: Self::Columns<'w>, index: u32) -> (Self::Slice<'w>, Self::Columns<'w>) {
+        let (head, tail) = columns.split_at(index as usize + 1);
+        (&head[index as usize], tail)
     }
     #[inline]
     fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w> {
@@ -354,6 +378,7 @@ impl<T: 'static> Term for &mut T {
     type Item<'a> = &'a mut T;
     type PoolRef<'w, L: Layout> = &'w mut L::Pool<T>;
     type Slice<'w> = &'w mut [T];
+    type Columns<'w> = &'w mut [Vec<T>];
 
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w mut L::Pool<T> {
         L::pool_mut(AnyPool::<T>::downcast_mut(pool))
@@ -374,8 +399,17 @@ impl<T: 'static> Term for &mut T {
     fn into_packed<'w, L: Layout>(pool: Self::PoolRef<'w, L>) -> (&'w [Entity], &'w mut [T]) {
         pool.packed_mut().expect("into_packed on a layout without packed arrays")
     }
-    fn column<'w>(column: Option<&'w mut Box<dyn ErasedColumn>>) -> &'w mut [T] {
-        typed_column::<T>(column.expect("table matched the query").as_mut())
+    fn columns<'w>(columns: Option<&'w mut Box<dyn ErasedColumns>>) -> Option<&'w mut [Vec<T>]> {
+        columns.map(|columns| typed_mut::<T>(&mut **columns))
+    }
+    #[inline]
+    fn table_column<'a>(columns: &'a mut &mut [Vec<T>], index: u32) -> &'a mut [T] {
+        &mut columns[index as usize]
+    }
+    #[inline]
+    fn split_column<'w>(columns: Self::Columns<'w>, index: u32) -> (Self::Slice<'w>, Self::Columns<'w>) {
+        let (head, tail) = columns.split_at_mut(index as usize + 1);
+        (&mut head[index as usize], tail)
     }
     #[inline]
     fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w> {
@@ -413,7 +447,7 @@ impl<T: 'static> Term for &mut T {
 /// entities match and never drives a loop: a query of optional terms only visits every live entity (or those its
 /// filters allow).
 macro_rules! impl_optional_term {
-    ($($mut:ident)?; $mutable:expr, $get:ident, $packed:ident, $as_slice:ident, $split:ident, $one:path) => {
+    ($($mut:ident)?; $mutable:expr, $get:ident, $packed:ident, $split:ident, $one:path) => {
         impl<'r, T: 'static> Term for Option<&'r $($mut)? T> {
             type Component = T;
             type Static = Option<<&'r $($mut)? T as Term>::Static>;
@@ -423,6 +457,8 @@ macro_rules! impl_optional_term {
             /// `None` where the world has no pool of `T` (a shared query of a type it never met).
             type PoolRef<'w, L: Layout> = Option<<&'r $($mut)? T as Term>::PoolRef<'w, L>>;
             type Slice<'w> = Option<<&'r $($mut)? T as Term>::Slice<'w>>;
+            /// `None` where no table holds `T`.
+            type Columns<'w> = Option<<&'r $($mut)? T as Term>::Columns<'w>>;
 
             fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> Self::PoolRef<'w, L> {
                 Some(<&'r $($mut)? T as Term>::pool_ref::<L>(pool))
@@ -443,8 +479,27 @@ macro_rules! impl_optional_term {
                 let (entities, values) = pool.$packed().expect("into_packed on a layout without packed arrays");
                 (entities, Some(values))
             }
-            fn column<'w>(column: Option<&'w mut Box<dyn ErasedColumn>>) -> Self::Slice<'w> {
-                column.map(|column| typed_column::<T>(column.as_mut()).$as_slice())
+            fn columns<'w>(columns: Option<&'w mut Box<dyn ErasedColumns>>) -> Option<Self::Columns<'w>> {
+                Some(<&'r $($mut)? T as Term>::columns(columns))
+            }
+            #[inline]
+            fn table_column<'a>(columns: &'a mut Self::Columns<'_>, index: u32) -> Self::Slice<'a> {
+                match (columns, index) {
+                    (Some(columns), index) if index != NO_INDEX => {
+                        Some(<&'r $($mut)? T as Term>::table_column(columns, index))
+                    }
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn split_column<'w>(columns: Self::Columns<'w>, index: u32) -> (Self::Slice<'w>, Self::Columns<'w>) {
+                match columns {
+                    Some(columns) if index != NO_INDEX => {
+                        let (column, rest) = <&'r $($mut)? T as Term>::split_column(columns, index);
+                        (Some(column), Some(rest))
+                    }
+                    columns => (None, columns),
+                }
             }
             #[inline]
             fn truncate<'w>(slice: Self::Slice<'w>, len: usize) -> Self::Slice<'w> {
@@ -489,8 +544,8 @@ macro_rules! impl_optional_term {
     };
 }
 
-impl_optional_term!(; false, get, packed, as_slice, split_at, std::slice::from_ref);
-impl_optional_term!(mut; true, get_mut, packed_mut, as_mut_slice, split_at_mut, std::slice::from_mut);
+impl_optional_term!(; false, get, packed, split_at, std::slice::from_ref);
+impl_optional_term!(mut; true, get_mut, packed_mut, split_at_mut, std::slice::from_mut);
 
 /// How one term of a probing loop reaches its values: by row in the driver's packed array, or by index lookup.
 #[doc(hidden)]
@@ -776,6 +831,9 @@ pub trait QueryData {
     /// A run of rows: a tuple of parallel slices.
     type Slices<'a>;
     #[doc(hidden)]
+    /// Every archetype table's columns, one borrow per term (see [`Term::Columns`]).
+    type Columns<'w>;
+    #[doc(hidden)]
     /// The typed pool borrows of a per-component layout, one per term.
     type Pools<'w, L: Layout>;
     #[doc(hidden)]
@@ -829,14 +887,24 @@ pub trait QueryData {
     /// The first `n` rows of each slice, and the rest.
     fn split_front<'w>(slices: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>);
     #[doc(hidden)]
-    /// The entities of `table` and the columns at `slots` (by term; `u16::MAX` where an optional term's type is
-    /// missing), in term order. `order` lists the terms by ascending slot (it may name filter terms too, whose
-    /// slots are `u16::MAX`).
-    fn table_columns<'w>(
-        table: &'w mut Table,
-        slots: &[u16; MAX_QUERY_TYPES],
-        order: &[u8],
-    ) -> (&'w [Entity], Self::Slices<'w>);
+    /// Every archetype table's columns of each term, by term: `columns[id]` for the term at `ids[k]`. `order`
+    /// lists the terms by ascending id (it may name filter terms too, which get nothing). `None` if a required
+    /// term's type is in no table.
+    fn columns<'w>(columns: &'w mut [TypeColumns], ids: &[ComponentId], order: &[u8]) -> Option<Self::Columns<'w>>;
+    #[doc(hidden)]
+    /// One table's slices: per term, the column at `indices[k]` among its type's columns (`NO_INDEX` where an
+    /// optional term's type is missing).
+    fn table_slices<'a>(columns: &'a mut Self::Columns<'_>, indices: &[u32; MAX_QUERY_TYPES]) -> Self::Slices<'a>;
+    #[doc(hidden)]
+    /// One table's slices, borrowed for as long as `columns`, and the columns after them (see
+    /// [`Term::split_column`]): per term, the column at `indices[k]` among its type's columns, where `columns`
+    /// starts at column `bases[k]`; `bases[k]` moves past it. Tables taken in ascending order take ascending
+    /// columns of every type, so several tables are borrowed at once.
+    fn split_table<'w>(
+        columns: Self::Columns<'w>,
+        indices: &[u32; MAX_QUERY_TYPES],
+        bases: &mut [u32; MAX_QUERY_TYPES],
+    ) -> (Self::Slices<'w>, Self::Columns<'w>);
     #[doc(hidden)]
     /// Calls `f` with each row of parallel slices.
     fn each_row<Func>(entities: &[Entity], slices: Self::Slices<'_>, f: &mut Func)
@@ -871,8 +939,9 @@ pub trait ReadOnlyQueryData: QueryData {
         pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
     ) -> Option<Self::Pools<'w, L>>;
     #[doc(hidden)]
-    /// The entities of `table` and its columns for the ids `access` names, shared.
-    fn table_parts_shared<'w>(table: &'w Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>);
+    /// Every archetype table's columns of each term, shared, for the ids `access` names (`ABSENT` has none);
+    /// `None` if a required term's type is in no table.
+    fn columns_shared<'w>(columns: &'w [TypeColumns], access: &Access) -> Option<Self::Columns<'w>>;
 }
 
 /// The loop over a per-component layout, given the query's pools and its filter's.
@@ -995,33 +1064,58 @@ fn set_matches<F: Filter>(set: &ComponentSet, access: &Access) -> bool {
         && (F::ALWAYS || F::table_passes(set, &mut access.ids()[access.fetched..].iter().copied()))
 }
 
+/// Per fetched term, the index of `table`'s column among its type's columns (`NO_INDEX` where the table has none,
+/// and past the fetched terms). A type the world never met (`ABSENT`) has no column in any table.
+fn column_indices(table: &Table, access: &Access) -> [u32; MAX_QUERY_TYPES] {
+    let mut indices = [NO_INDEX; MAX_QUERY_TYPES];
+    for (index, &id) in indices.iter_mut().zip(&access.ids()[..access.fetched]) {
+        *index = table.column_index(id).unwrap_or(NO_INDEX);
+    }
+    indices
+}
+
 /// Whether the rows of `table` match: it is not empty and its set matches.
 fn table_matches<F: Filter>(table: &Table, access: &Access) -> bool {
     !table.is_empty() && set_matches::<F>(table.set(), access)
 }
 
-/// The loop over archetype tables: every matching table is one run of column slices. The shape's cache lists the
-/// matching tables with their column slots (brought up to date with the tables made since), so a table costs an
-/// emptiness test, one downcast per column and the visit: no set test or slot lookup per query.
+/// The loop over archetype tables: every matching table is one run of column slices. Each term's columns (all
+/// tables' columns of its type) are downcast once per query; the shape's cache lists the matching tables with the
+/// index of each term's column among its type's columns (brought up to date with the tables made since), so a
+/// table costs an emptiness test, one indexed load per term and the visit: no set test, slot lookup or dynamic
+/// call per table.
 fn run_tables<Q: QueryData, F: Filter, V: Visit<Q>>(archetypes: &mut Archetypes, shape: &mut Shape, visit: &mut V) {
     shape.tables.update::<F>(archetypes, &shape.access);
-    let tables = archetypes.tables_mut();
-    let order = &shape.order[..shape.access.len];
-    for (table, slots) in &shape.tables.found {
-        let table = &mut tables[*table as usize];
-        if table.is_empty() {
+    if shape.tables.found.is_empty() {
+        return;
+    }
+    let (tables, columns) = archetypes.parts_mut();
+    let Some(mut columns) = Q::columns(columns, shape.access.ids(), &shape.order[..shape.access.len]) else {
+        return;
+    };
+    for (table, indices) in &shape.tables.found {
+        let rows = tables[*table as usize].entities();
+        if rows.is_empty() {
             continue;
         }
-        let (rows, slices) = Q::table_columns(table, slots, order);
+        let slices = Q::table_slices(&mut columns, indices);
         visit.run(rows, Q::truncate(slices, rows.len()));
     }
 }
 
 /// The loop over archetype tables through a shared world.
-fn run_tables_shared<Q: ReadOnlyQueryData, F: Filter, V: Visit<Q>>(tables: &[Table], access: &Access, visit: &mut V) {
+fn run_tables_shared<Q: ReadOnlyQueryData, F: Filter, V: Visit<Q>>(
+    archetypes: &Archetypes,
+    access: &Access,
+    visit: &mut V,
+) {
+    let (tables, columns) = archetypes.parts();
+    let Some(mut columns) = Q::columns_shared(columns, access) else {
+        return;
+    };
     for table in tables.iter().filter(|table| table_matches::<F>(table, access)) {
-        let (rows, slices) = Q::table_parts_shared(table, access);
-        visit.run(rows, Q::truncate(slices, rows.len()));
+        let slices = Q::table_slices(&mut columns, &column_indices(table, access));
+        visit.run(table.entities(), Q::truncate(slices, table.len()));
     }
 }
 
@@ -1069,6 +1163,7 @@ macro_rules! impl_query_data {
         impl<$($T: Term),+> QueryData for ($($T,)+) {
             type Item<'a> = ($($T::Item<'a>,)+);
             type Slices<'a> = ($($T::Slice<'a>,)+);
+            type Columns<'w> = ($($T::Columns<'w>,)+);
             type Pools<'w, L: Layout> = ($($T::PoolRef<'w, L>,)+);
             type Lanes<'w, L: Layout> = ($(Lane<'w, $T, L>,)+);
             type Key = ($($T::Static,)+);
@@ -1170,16 +1265,33 @@ macro_rules! impl_query_data {
             }
 
             #[inline]
-            fn table_columns<'w>(
-                table: &'w mut Table,
-                slots: &[u16; MAX_QUERY_TYPES],
+            fn columns<'w>(
+                columns: &'w mut [TypeColumns],
+                ids: &[ComponentId],
                 order: &[u8],
-            ) -> (&'w [Entity], Self::Slices<'w>) {
-                let (rows, columns) = table.parts_mut();
-                let mut picked: [Option<&'w mut Box<dyn ErasedColumn>>; [$($k),+].len()] = Default::default();
-                pick_disjoint(columns, order, |k| Some(slots[k]).filter(|&slot| slot != NO_SLOT).map(usize::from), &mut picked);
+            ) -> Option<Self::Columns<'w>> {
+                let mut picked: [Option<&'w mut TypeColumns>; [$($k),+].len()] = Default::default();
+                let fetched = picked.len();
+                let bound = columns.len();
+                let index = |k: usize| Some(ids[k] as usize).filter(|&id| k < fetched && id < bound);
+                pick_disjoint(columns, order, index, &mut picked);
                 let [$($s),+] = picked;
-                (rows, ($($T::column($s),)+))
+                Some(($($T::columns($s.and_then(|c| c.as_mut()))?,)+))
+            }
+
+            #[inline]
+            fn table_slices<'a>(($($d,)+): &'a mut Self::Columns<'_>, indices: &[u32; MAX_QUERY_TYPES]) -> Self::Slices<'a> {
+                ($($T::table_column($d, indices[$k]),)+)
+            }
+
+            #[inline]
+            fn split_table<'w>(
+                ($($d,)+): Self::Columns<'w>,
+                indices: &[u32; MAX_QUERY_TYPES],
+                bases: &mut [u32; MAX_QUERY_TYPES],
+            ) -> (Self::Slices<'w>, Self::Columns<'w>) {
+                $(let ($s, $d) = $T::split_column($d, next_column(indices[$k], &mut bases[$k]));)+
+                (($($s,)+), ($($d,)+))
             }
 
             #[inline]
@@ -1238,15 +1350,11 @@ macro_rules! impl_query_data {
                 Some(($($s?,)+))
             }
 
-            fn table_parts_shared<'w>(table: &'w Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>) {
+            fn columns_shared<'w>(columns: &'w [TypeColumns], access: &Access) -> Option<Self::Columns<'w>> {
                 let ids = access.ids();
-                let (rows, columns) = table.parts();
-                // A type the world never met (`ABSENT`) has no column anywhere.
-                let column = |id: ComponentId| match id {
-                    ABSENT => None,
-                    id => table.column_slot(id).map(|slot| columns[slot].as_ref()),
-                };
-                (rows, ($($T::column_shared(column(ids[$k])),)+))
+                // A type the world never met (`ABSENT`) has no columns.
+                let of = |id: ComponentId| columns.get(id as usize).and_then(|c| c.as_deref());
+                Some(($($T::columns_shared(of(ids[$k]))?,)+))
             }
         }
     };
@@ -1272,6 +1380,7 @@ macro_rules! impl_query_data {
 impl QueryData for () {
     type Item<'a> = ();
     type Slices<'a> = ();
+    type Columns<'w> = ();
     type Pools<'w, L: Layout> = ();
     type Lanes<'w, L: Layout> = ();
     type Key = ();
@@ -1309,12 +1418,18 @@ impl QueryData for () {
     fn split_front<'w>(_: Self::Slices<'w>, _: usize) -> (Self::Slices<'w>, Self::Slices<'w>) {
         ((), ())
     }
-    fn table_columns<'w>(
-        table: &'w mut Table,
-        _: &[u16; MAX_QUERY_TYPES],
-        _: &[u8],
-    ) -> (&'w [Entity], Self::Slices<'w>) {
-        (table.entities(), ())
+    fn columns<'w>(_: &'w mut [TypeColumns], _: &[ComponentId], _: &[u8]) -> Option<Self::Columns<'w>> {
+        Some(())
+    }
+    #[inline]
+    fn table_slices<'a>(_: &'a mut Self::Columns<'_>, _: &[u32; MAX_QUERY_TYPES]) -> Self::Slices<'a> {}
+    #[inline]
+    fn split_table<'w>(
+        _: Self::Columns<'w>,
+        _: &[u32; MAX_QUERY_TYPES],
+        _: &mut [u32; MAX_QUERY_TYPES],
+    ) -> (Self::Slices<'w>, Self::Columns<'w>) {
+        ((), ())
     }
     #[inline]
     fn each_row<Func>(entities: &[Entity], _: (), f: &mut Func)
@@ -1345,8 +1460,8 @@ impl ReadOnlyQueryData for () {
     ) -> Option<Self::Pools<'w, L>> {
         Some(())
     }
-    fn table_parts_shared<'w>(table: &'w Table, _: &Access) -> (&'w [Entity], Self::Slices<'w>) {
-        (table.entities(), ())
+    fn columns_shared<'w>(_: &'w [TypeColumns], _: &Access) -> Option<Self::Columns<'w>> {
+        Some(())
     }
 }
 
@@ -1367,6 +1482,7 @@ macro_rules! impl_bare_term {
         impl<'r, T: 'static> QueryData for $ty {
             type Item<'a> = <Self as Term>::Item<'a>;
             type Slices<'a> = <Self as Term>::Slice<'a>;
+            type Columns<'w> = <Self as Term>::Columns<'w>;
             type Pools<'w, L: Layout> = <Self as Term>::PoolRef<'w, L>;
             type Lanes<'w, L: Layout> = Lane<'w, Self, L>;
             type Key = <Self as Term>::Static;
@@ -1427,17 +1543,24 @@ macro_rules! impl_bare_term {
                 <Self as Term>::split_front(slices, n)
             }
             #[inline]
-            fn table_columns<'w>(
-                table: &'w mut Table,
-                slots: &[u16; MAX_QUERY_TYPES],
+            fn columns<'w>(
+                columns: &'w mut [TypeColumns],
+                ids: &[ComponentId],
                 _: &[u8],
-            ) -> (&'w [Entity], Self::Slices<'w>) {
-                let (rows, columns) = table.parts_mut();
-                let column = match slots[0] {
-                    NO_SLOT => None,
-                    slot => columns.get_mut(usize::from(slot)),
-                };
-                (rows, <Self as Term>::column(column))
+            ) -> Option<Self::Columns<'w>> {
+                <Self as Term>::columns(columns.get_mut(ids[0] as usize).and_then(|c| c.as_mut()))
+            }
+            #[inline]
+            fn table_slices<'a>(columns: &'a mut Self::Columns<'_>, indices: &[u32; MAX_QUERY_TYPES]) -> Self::Slices<'a> {
+                <Self as Term>::table_column(columns, indices[0])
+            }
+            #[inline]
+            fn split_table<'w>(
+                columns: Self::Columns<'w>,
+                indices: &[u32; MAX_QUERY_TYPES],
+                bases: &mut [u32; MAX_QUERY_TYPES],
+            ) -> (Self::Slices<'w>, Self::Columns<'w>) {
+                <Self as Term>::split_column(columns, next_column(indices[0], &mut bases[0]))
             }
             #[inline]
             fn each_row<Func>(rows: &[Entity], slices: Self::Slices<'_>, f: &mut Func)
@@ -1484,13 +1607,9 @@ macro_rules! impl_bare_read_only {
             ) -> Option<Self::Pools<'w, L>> {
                 <Self as ReadOnlyTerm>::pool_shared::<L>(pools.next().expect("a pool per term"))
             }
-            fn table_parts_shared<'w>(table: &'w Table, access: &Access) -> (&'w [Entity], Self::Slices<'w>) {
-                let (rows, columns) = table.parts();
-                let column = match access.ids()[0] {
-                    ABSENT => None,
-                    id => table.column_slot(id).map(|slot| columns[slot].as_ref()),
-                };
-                (rows, <Self as ReadOnlyTerm>::column_shared(column))
+            fn columns_shared<'w>(columns: &'w [TypeColumns], access: &Access) -> Option<Self::Columns<'w>> {
+                // A type the world never met (`ABSENT`) has no columns.
+                <Self as ReadOnlyTerm>::columns_shared(columns.get(access.ids()[0] as usize).and_then(|c| c.as_deref()))
             }
         }
     )+};
@@ -1631,7 +1750,7 @@ impl<Q: ReadOnlyQueryData> Source<Q> for &World {
                     run_pools::<Q, L, F, _>(pools, filter, entities, &mut scratch, visit)
                 })
             }
-            Storage::Tables(archetypes) => run_tables_shared::<Q, F, _>(archetypes.tables(), &access, visit),
+            Storage::Tables(archetypes) => run_tables_shared::<Q, F, _>(archetypes, &access, visit),
         }
         Ok(())
     }
@@ -1881,11 +2000,16 @@ impl<'w, Q: ReadOnlyQueryData, F: Filter> Query<&'w World, Q, F> {
             }
             Storage::Tables(archetypes) => {
                 let (table, row) = archetypes.location(index).ok_or(unsatisfied.clone())?;
-                let table = &archetypes.tables()[table as usize];
+                let (tables, columns) = archetypes.parts();
+                let table = &tables[table as usize];
                 if !table_matches::<F>(table, &access) {
                     return Err(unsatisfied);
                 }
-                Ok(Q::row_into(Q::table_parts_shared(table, &access).1, row))
+                // A matching table holds every required term's type, so each has columns.
+                let columns = Q::columns_shared(columns, &access).ok_or(unsatisfied)?;
+                let indices = column_indices(table, &access);
+                let (slices, _) = Q::split_table(columns, &indices, &mut [0; MAX_QUERY_TYPES]);
+                Ok(Q::row_into(slices, row))
             }
         }
     }
@@ -2002,9 +2126,10 @@ fn one_mut<'w, Q: QueryData, F: Filter>(
         Storage::Tables(archetypes) => {
             let (table, row) = archetypes.location(index)?;
             shape.tables.update::<F>(archetypes, &shape.access);
-            let slots = shape.tables.slots(table)?;
-            let table = &mut archetypes.tables_mut()[table as usize];
-            let (_, slices) = Q::table_columns(table, &slots, &shape.order[..shape.access.len]);
+            let indices = shape.tables.indices(table)?;
+            let (_, columns) = archetypes.parts_mut();
+            let columns = Q::columns(columns, shape.access.ids(), &shape.order[..shape.access.len])?;
+            let (slices, _) = Q::split_table(columns, &indices, &mut [0; MAX_QUERY_TYPES]);
             Some(Q::row_into(slices, row))
         }
     }
@@ -2037,16 +2162,21 @@ fn many_mut<'w, Q: QueryData, F: Filter, const N: usize>(
                 None => (u32::MAX, 0, k),
             });
             at.sort_unstable();
-            let order = &shape.order[..shape.access.len];
-            let (mut tables, mut base, mut i) = (archetypes.tables_mut(), 0usize, 0);
+            let (_, columns) = archetypes.parts_mut();
+            let Some(mut columns) = Q::columns(columns, shape.access.ids(), &shape.order[..shape.access.len]) else {
+                return out;
+            };
+            // Tables in ascending order take ascending columns of every type: each table's are split off the front
+            // of what is left.
+            let (mut bases, mut i) = ([0; MAX_QUERY_TYPES], 0);
             while i < N && at[i].0 != u32::MAX {
                 let number = at[i].0;
-                let (head, tail) = std::mem::take(&mut tables).split_at_mut(number as usize + 1 - base);
-                tables = tail;
-                base = number as usize + 1;
-                let table = head.last_mut().expect("split after the table");
-                let slots = shape.tables.slots(number);
-                let mut rest = slots.map(|slots| Q::table_columns(table, &slots, order).1);
+                let mut rest = None;
+                if let Some(indices) = shape.tables.indices(number) {
+                    let (slices, tail) = Q::split_table(columns, &indices, &mut bases);
+                    columns = tail;
+                    rest = Some(slices);
+                }
                 let mut consumed = 0;
                 while i < N && at[i].0 == number {
                     let (_, row, k) = at[i];
@@ -2069,7 +2199,7 @@ fn many_mut<'w, Q: QueryData, F: Filter, const N: usize>(
 pub(crate) struct Shape {
     /// The ids, the required and excluded sets, or the refusal.
     access: Access,
-    /// The positions of `access.ids()` by ascending id (and so by ascending column slot in any table).
+    /// The positions of `access.ids()` by ascending id (the order the pools, or the types' columns, are borrowed in).
     order: [u8; MAX_QUERY_TYPES],
     /// The archetype tables that match.
     tables: TableMatches,
@@ -2087,18 +2217,16 @@ impl Shape {
     }
 }
 
-/// No column: a term past the fetched ones, or an optional term whose type the table lacks.
-const NO_SLOT: u16 = u16::MAX;
-
-/// The archetype tables a shape matches, with the column slot of each fetched term in each.
+/// The archetype tables a shape matches, with the index of each fetched term's column among its type's columns.
 #[derive(Default)]
 struct TableMatches {
     /// [`Archetypes::stamp`] of the tables these were found in; another stamp means other tables.
     archetypes: u64,
     /// How many tables (in creation order) have been looked at; tables are only ever appended.
     seen: usize,
-    /// Each matching table, and its column slot per term.
-    found: Vec<(u32, [u16; MAX_QUERY_TYPES])>,
+    /// Each matching table, and per term the index of its column (`NO_INDEX` past the fetched terms, or for an
+    /// optional term whose type the table lacks).
+    found: Vec<(u32, [u32; MAX_QUERY_TYPES])>,
 }
 
 impl TableMatches {
@@ -2119,18 +2247,14 @@ impl TableMatches {
     fn add<F: Filter>(&mut self, new: &[Table], access: &Access) {
         for (k, table) in new.iter().enumerate() {
             if set_matches::<F>(table.set(), access) {
-                let mut slots = [NO_SLOT; MAX_QUERY_TYPES];
-                for (slot, &id) in slots.iter_mut().zip(&access.ids()[..access.fetched]) {
-                    *slot = table.column_slot(id).map_or(NO_SLOT, |s| s as u16);
-                }
-                self.found.push(((self.seen + k) as u32, slots));
+                self.found.push(((self.seen + k) as u32, column_indices(table, access)));
             }
         }
     }
 
-    /// The column slots of matching table `table`; `None` if it does not match.
+    /// The column indices of matching table `table`; `None` if it does not match.
     #[inline]
-    fn slots(&self, table: u32) -> Option<[u16; MAX_QUERY_TYPES]> {
+    fn indices(&self, table: u32) -> Option<[u32; MAX_QUERY_TYPES]> {
         // Found in creation order, so sorted by table number.
         let at = self.found.binary_search_by_key(&table, |(t, _)| *t).ok()?;
         Some(self.found[at].1)

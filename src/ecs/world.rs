@@ -103,17 +103,13 @@ fn spawn_rows<B: Bundle>(
     ids: &BundleIds,
     expected: usize,
     items: impl Iterator<Item = (Entity, B)>,
-    mut spawned: impl FnMut(Entity),
+    spawned: impl FnMut(Entity),
 ) {
     let table = archetypes.table_for(ids.set, components);
     if expected > 1 {
         archetypes.reserve_rows(table, expected);
     }
-    for (entity, bundle) in items {
-        archetypes.push_row(entity, table);
-        bundle.put_table(archetypes, table, ids.ids());
-        spawned(entity);
-    }
+    B::put_rows(items, archetypes, table, ids.ids(), spawned);
 }
 
 /// The default capacity of [`World::new`]: about a million entities.

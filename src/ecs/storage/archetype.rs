@@ -4,15 +4,22 @@
 //! components share a table whose columns are structure-of-arrays, so a query walks whole columns in lock-step
 //! with no per-entity lookups. The price is paid on insert and remove: the entity's row moves to another table.
 //!
+//! The columns are kept by component type, not by table: `columns[id]` is one typed `Columns<T>`, a
+//! `Vec<Vec<T>>` holding the column of every table that has `T`, in table creation order, and a table lists per
+//! column slot its component id and the index of its column there. So a query downcasts each of its types once,
+//! then reaches each matching table's column by an index its cache keeps: no dynamic call per table.
+//!
 //! ```text
-//!  records (by entity index)        tables
-//!  index 0 -> (table 1, row 0)       table 0  {}                 entities []
-//!  index 1 -> (table 2, row 0)       table 1  {Pos, Vel}         entities [0v1, 2v1]   Pos [p0, p2]  Vel [v0, v2]
-//!  index 2 -> (table 1, row 1)       table 2  {Pos, Vel, Red}    entities [1v1]        Pos [p1]      Vel [v1]   Red: no bytes
+//!  records (by entity index)        tables                                          columns (by type)
+//!  index 0 -> (table 1, row 0)       table 0  {}                 entities []         Pos [[p0, p2], [p1]]
+//!  index 1 -> (table 2, row 0)       table 1  {Pos, Vel}         entities [0v1, 2v1] Vel [[v0, v2], [v1]]
+//!  index 2 -> (table 1, row 1)       table 2  {Pos, Vel, Red}    entities [1v1]      Red [[r1]] (no bytes)
+//!                                    table 1 columns: Pos 0, Vel 0; table 2: Pos 1, Vel 1, Red 0
 //! ```
 //!
 //! Invariants: for every table `t` and row `r < t.entities.len()`,
-//! `records[t.entities[r].index] == (t, r)`, and every column of `t` has `t.entities.len()` values.
+//! `records[t.entities[r].index] == (t, r)`, and every column of `t` has `t.entities.len()` values; the `k`-th
+//! table (in creation order) holding a type owns that type's column `k`.
 //! Tags (zero-sized types) are part of the table key and their columns hold no bytes.
 //! Finding a table never scans: by set through `by_set`, and on insert / remove through the table's edge maps.
 //! An edge is made once per (table, component) and keeps where each column of its source goes in its destination,
@@ -27,84 +34,105 @@ use rustc_hash::FxHashMap;
 use std::any::Any;
 use std::mem::size_of;
 
-/// One component type's values in one table: a plain `Vec<T>`, row-aligned with the table's entities.
-pub struct Column<T>(pub Vec<T>);
+/// Every table's column of one component type `T`: `Columns(columns)` where `columns[k]` is the column of the
+/// `k`-th table (in creation order) whose set holds `T`, a plain `Vec<T>` row-aligned with that table's entities.
+/// A query downcasts this once per component, then reaches each table's column by its index.
+pub struct Columns<T>(pub Vec<Vec<T>>);
 
-impl<T> Column<T> {
-    /// An empty column.
+impl<T> Columns<T> {
+    /// No columns yet.
     pub const fn new() -> Self {
         Self(Vec::new())
     }
 }
 
-impl<T> Default for Column<T> {
+impl<T> Default for Columns<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-/// A column with its type erased.
-pub trait ErasedColumn: Any {
-    /// Upcast, to downcast to `Column<T>`.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// Upcast, to downcast to `Column<T>`.
-    fn as_any(&self) -> &dyn Any;
-    /// Drops the value at `row`, moving the last value into its place.
-    fn swap_remove_drop(&mut self, row: usize);
-    /// Moves the value at `row` to the end of `dst` (a column of the same type), swap-removing it here.
-    fn move_row_to(&mut self, row: usize, dst: &mut dyn ErasedColumn);
-    /// A new empty column of the same type.
-    fn empty_like(&self) -> Box<dyn ErasedColumn>;
-    /// Number of values.
-    fn len(&self) -> usize;
-    /// Whether the column is empty.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Bytes held (capacity).
+/// The columns of one component type, with the type erased (upcast to `dyn Any` to downcast to `Columns<T>`). A
+/// column is named by its index (see [`Columns`]).
+pub trait ErasedColumns: Any {
+    /// Adds an empty column (for a new table) and returns its index.
+    fn push_column(&mut self) -> u32;
+    /// Number of columns.
+    fn columns(&self) -> usize;
+    /// Drops the value at `row` of `column`, moving the column's last value into its place.
+    fn swap_remove_drop(&mut self, column: u32, row: usize);
+    /// Moves the value at `row` of column `from` to the end of column `to`, swap-removing it from `from`.
+    fn move_row(&mut self, from: u32, row: usize, to: u32);
+    /// Number of values in `column`.
+    fn len(&self, column: u32) -> usize;
+    /// Bytes held (capacity) by all the columns' values.
     fn bytes(&self) -> usize;
-    /// Makes room for `additional` values.
-    fn reserve(&mut self, additional: usize);
+    /// Bytes held by the list of columns itself.
+    fn overhead_bytes(&self) -> usize;
+    /// Makes room for `additional` values in `column`.
+    fn reserve(&mut self, column: u32, additional: usize);
 }
 
-impl<T: 'static> ErasedColumn for Column<T> {
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
+impl<T: 'static> ErasedColumns for Columns<T> {
+    fn push_column(&mut self) -> u32 {
+        self.0.push(Vec::new());
+        (self.0.len() - 1) as u32
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn swap_remove_drop(&mut self, row: usize) {
-        self.0.swap_remove(row);
-    }
-    fn move_row_to(&mut self, row: usize, dst: &mut dyn ErasedColumn) {
-        let dst =
-            dst.as_any_mut().downcast_mut::<Column<T>>().expect("moving a row between columns of different types");
-        dst.0.push(self.0.swap_remove(row));
-    }
-    fn empty_like(&self) -> Box<dyn ErasedColumn> {
-        Box::new(Column::<T>::new())
-    }
-    fn len(&self) -> usize {
+    fn columns(&self) -> usize {
         self.0.len()
     }
+    fn swap_remove_drop(&mut self, column: u32, row: usize) {
+        self.0[column as usize].swap_remove(row);
+    }
+    fn move_row(&mut self, from: u32, row: usize, to: u32) {
+        let (from, to) = pair_mut(&mut self.0, from as usize, to as usize);
+        to.push(from.swap_remove(row));
+    }
+    fn len(&self, column: u32) -> usize {
+        self.0[column as usize].len()
+    }
     fn bytes(&self) -> usize {
-        self.0.capacity() * size_of::<T>()
+        self.0.iter().map(|column| column.capacity() * size_of::<T>()).sum()
     }
-    fn reserve(&mut self, additional: usize) {
-        self.0.reserve(additional);
+    fn overhead_bytes(&self) -> usize {
+        self.0.capacity() * size_of::<Vec<T>>()
     }
+    fn reserve(&mut self, column: u32, additional: usize) {
+        self.0[column as usize].reserve(additional);
+    }
+}
+
+/// One component type's columns (see [`Columns`]), `None` until a table holds the type.
+pub type TypeColumns = Option<Box<dyn ErasedColumns>>;
+
+/// The columns of `T` in `columns` (which must be `Columns<T>`), shared: one `TypeId` comparison (the upcast to
+/// `dyn Any` reads the vtable; only `type_id` is a dynamic call).
+#[inline]
+pub(crate) fn typed<T: 'static>(columns: &dyn ErasedColumns) -> &[Vec<T>] {
+    let columns: &dyn Any = columns;
+    &columns.downcast_ref::<Columns<T>>().expect("column type does not match its component id").0
+}
+
+/// The columns of `T` in `columns` (which must be `Columns<T>`), mutably.
+#[inline]
+pub(crate) fn typed_mut<T: 'static>(columns: &mut dyn ErasedColumns) -> &mut [Vec<T>] {
+    let columns: &mut dyn Any = columns;
+    &mut columns.downcast_mut::<Columns<T>>().expect("column type does not match its component id").0
 }
 
 const NO_COLUMN: u16 = u16::MAX;
 
-/// The entities that have exactly one set of component types, and their values column by column.
+/// Not a column index: the component a remove edge takes away has no column in the destination.
+const NO_INDEX: u32 = u32::MAX;
+
+/// The entities that have exactly one set of component types; their values are in the types' [`Columns`].
 pub struct Table {
     set: ComponentSet,
     entities: Vec<Entity>,
-    /// Columns in ascending component id order.
-    pub(crate) columns: Vec<Box<dyn ErasedColumn>>,
-    /// `column_of[id]` is the column of component `id`, or `NO_COLUMN`.
+    /// Per column slot, in ascending component id order: the component id, and the index of this table's column
+    /// among that type's [`Columns`].
+    columns: Box<[(ComponentId, u32)]>,
+    /// `column_of[id]` is the column slot of component `id`, or `NO_COLUMN`.
     column_of: Box<[u16; MAX_COMPONENTS]>,
     /// The edge (an index into `Archetypes::edges`) an entity of this table takes when `id` is added / removed.
     add_edges: FxHashMap<ComponentId, u32>,
@@ -135,30 +163,16 @@ impl Table {
     /// The column slot of component `id`.
     #[inline]
     pub fn column_slot(&self, id: ComponentId) -> Option<usize> {
-        match self.column_of[id as usize] {
-            NO_COLUMN => None,
-            slot => Some(slot as usize),
+        match self.column_of.get(id as usize).copied() {
+            None | Some(NO_COLUMN) => None,
+            Some(slot) => Some(slot as usize),
         }
     }
 
-    /// The typed values of component `id`, if this table has them.
-    pub fn column<T: 'static>(&self, id: ComponentId) -> Option<&[T]> {
-        let slot = self.column_slot(id)?;
-        Some(&self.columns[slot].as_any().downcast_ref::<Column<T>>().expect("column type mismatch").0)
-    }
-
-    /// Entities and columns at once, for queries that borrow several columns.
-    pub(crate) fn parts(&self) -> (&[Entity], &[Box<dyn ErasedColumn>]) {
-        (&self.entities, &self.columns)
-    }
-
-    pub(crate) fn parts_mut(&mut self) -> (&[Entity], &mut [Box<dyn ErasedColumn>]) {
-        (&self.entities, &mut self.columns)
-    }
-
-    fn column_mut<T: 'static>(&mut self, id: ComponentId) -> Option<&mut Vec<T>> {
-        let slot = self.column_slot(id)?;
-        Some(&mut self.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch").0)
+    /// The index of this table's column of component `id` among that type's [`Columns`], if it has one.
+    #[inline]
+    pub fn column_index(&self, id: ComponentId) -> Option<u32> {
+        self.column_slot(id).map(|slot| self.columns[slot].1)
     }
 }
 
@@ -166,9 +180,9 @@ impl Table {
 struct Edge {
     /// The destination table.
     to: u32,
-    /// For each column slot of the source table, the slot of the same component in `to`; `NO_COLUMN` for the
-    /// component a remove edge takes away.
-    dst_slots: Box<[u16]>,
+    /// For each column slot of the source table, the index of the destination's column of the same component
+    /// (among that type's [`Columns`]); `NO_INDEX` for the component a remove edge takes away.
+    dst_columns: Box<[u32]>,
     /// The slot of the component the edge adds (in `to`) or removes (in the source table).
     slot: u16,
 }
@@ -181,9 +195,11 @@ struct Record {
 
 const NO_TABLE: u32 = u32::MAX;
 
-/// All tables of a world, and each entity's `(table, row)`.
+/// All tables of a world, their columns by component type, and each entity's `(table, row)`.
 pub struct Archetypes {
     tables: Vec<Table>,
+    /// `columns[id]`: every table's column of component `id` (`None` until a table holds `id`).
+    columns: Vec<TypeColumns>,
     /// Every edge of every table, by the index the tables' edge maps hold.
     edges: Vec<Edge>,
     by_set: FxHashMap<ComponentSet, u32>,
@@ -200,6 +216,7 @@ impl Archetypes {
     pub fn new() -> Self {
         let mut archetypes = Self {
             tables: Vec::new(),
+            columns: Vec::new(),
             edges: Vec::new(),
             by_set: FxHashMap::default(),
             records: Vec::new(),
@@ -214,11 +231,16 @@ impl Archetypes {
         &self.tables
     }
 
-    pub(crate) fn tables_mut(&mut self) -> &mut [Table] {
-        &mut self.tables
+    /// The tables, and every component type's columns by id (see [`Columns`]), for a query to borrow apart.
+    pub(crate) fn parts(&self) -> (&[Table], &[TypeColumns]) {
+        (&self.tables, &self.columns)
     }
 
-    /// A number no other `Archetypes` has had. Tables are only ever appended, and a table's set and column slots
+    pub(crate) fn parts_mut(&mut self) -> (&[Table], &mut [TypeColumns]) {
+        (&self.tables, &mut self.columns)
+    }
+
+    /// A number no other `Archetypes` has had. Tables are only ever appended, and a table's set and column indices
     /// never change, so a list of matching tables made from one stamp's first `n` tables stays true for them.
     pub(crate) fn stamp(&self) -> u64 {
         self.stamp
@@ -227,6 +249,12 @@ impl Archetypes {
     /// One past the highest entity index with a record.
     pub fn index_bound(&self) -> usize {
         self.records.len()
+    }
+
+    /// The columns of component `id`, which some table holds.
+    #[inline]
+    fn columns_of(&mut self, id: ComponentId) -> &mut dyn ErasedColumns {
+        self.columns[id as usize].as_deref_mut().expect("no table holds the component")
     }
 
     /// The table holding `set`, made if new.
@@ -240,7 +268,11 @@ impl Archetypes {
             .enumerate()
             .map(|(slot, id)| {
                 column_of[id as usize] = slot as u16;
-                (components.data(id).new_column)()
+                if self.columns.len() <= id as usize {
+                    self.columns.resize_with(id as usize + 1, || None);
+                }
+                let of_type = self.columns[id as usize].get_or_insert_with(|| (components.data(id).new_columns)());
+                (id, of_type.push_column())
             })
             .collect();
         let table = self.tables.len() as u32;
@@ -262,11 +294,7 @@ impl Archetypes {
     }
 
     fn set_record(&mut self, index: u32, record: Record) {
-        let index = index as usize;
-        if index >= self.records.len() {
-            self.records.resize(index + 1, Record { table: NO_TABLE, row: 0 });
-        }
-        self.records[index] = record;
+        set_record(&mut self.records, index, record);
     }
 
     /// Appends `entity` as a new row of `table` (its column values are pushed by the caller) and returns the row.
@@ -283,10 +311,13 @@ impl Archetypes {
         self.push_row(entity, EMPTY_TABLE);
     }
 
-    /// Pushes `value` onto component `id`'s column of `table` (building a row together with [`Archetypes::push_row`]).
+    /// A batch of new rows of `table`, borrowed apart: its entities and the records (to push each row's entity)
+    /// and every type's columns (to push its values onto the table's column of each type, found once per batch
+    /// by [`Table::column_index`]). Each row gets its entity and a value in every column before the next one.
     #[inline]
-    pub(crate) fn push_value<T: 'static>(&mut self, table: u32, id: ComponentId, value: T) {
-        self.tables[table as usize].column_mut::<T>(id).expect("table lacks a column of its own set").push(value);
+    pub(crate) fn new_rows(&mut self, table: u32) -> (NewRows<'_>, &mut [TypeColumns]) {
+        let rows = NewRows { table, entities: &mut self.tables[table as usize].entities, records: &mut self.records };
+        (rows, &mut self.columns)
     }
 
     /// Reserves `additional` rows in `table`.
@@ -295,8 +326,8 @@ impl Archetypes {
         self.records.reserve(additional);
         let table = &mut self.tables[table as usize];
         table.entities.reserve(additional);
-        for column in &mut table.columns {
-            column.reserve(additional);
+        for &(id, column) in &table.columns[..] {
+            columns_at(&mut self.columns, id).reserve(column, additional);
         }
     }
 
@@ -324,14 +355,17 @@ impl Archetypes {
     #[inline]
     pub fn get<T: 'static>(&self, index: u32, id: ComponentId) -> Option<&T> {
         let r = self.record(index)?;
-        self.tables[r.table as usize].column::<T>(id).map(|c| &c[r.row as usize])
+        let column = self.tables[r.table as usize].column_index(id)?;
+        let columns = self.columns[id as usize].as_deref().expect("no table holds the component");
+        Some(&typed::<T>(columns)[column as usize][r.row as usize])
     }
 
     /// The value of component `id` at `index`, mutably.
     #[inline]
     pub fn get_mut<T: 'static>(&mut self, index: u32, id: ComponentId) -> Option<&mut T> {
         let r = self.record(index)?;
-        self.tables[r.table as usize].column_mut::<T>(id).map(|c| &mut c[r.row as usize])
+        let column = self.tables[r.table as usize].column_index(id)?;
+        Some(&mut typed_mut::<T>(self.columns_of(id))[column as usize][r.row as usize])
     }
 
     /// The edge from table `from` that adds (`add`) or removes component `id`, made with its reverse if new.
@@ -360,10 +394,11 @@ impl Archetypes {
         let (with, without) = if add { (to, from) } else { (from, to) };
         let (with_table, without_table) = (&self.tables[with as usize], &self.tables[without as usize]);
         let slot = with_table.column_slot(id).expect("a table lacks a column of its own set") as u16;
-        // Where each column of `src` goes in `dst`: the slot of the same id there, `NO_COLUMN` where it has none.
-        let dst_slots = |src: &Table, dst: &Table| src.set.iter().map(|c| dst.column_of[c as usize]).collect();
-        let add_edge = Edge { to: with, dst_slots: dst_slots(without_table, with_table), slot };
-        let remove_edge = Edge { to: without, dst_slots: dst_slots(with_table, without_table), slot };
+        // Where each column of `src` goes in `dst`: the index of the same id's column there, `NO_INDEX` if none.
+        let dst_columns =
+            |src: &Table, dst: &Table| src.set.iter().map(|c| dst.column_index(c).unwrap_or(NO_INDEX)).collect();
+        let add_edge = Edge { to: with, dst_columns: dst_columns(without_table, with_table), slot };
+        let remove_edge = Edge { to: without, dst_columns: dst_columns(with_table, without_table), slot };
         let add_index = self.edges.len() as u32;
         self.edges.push(add_edge);
         self.edges.push(remove_edge);
@@ -386,20 +421,15 @@ impl Archetypes {
     ) -> Option<T> {
         let index = entity.index();
         let r = self.record(index).expect("inserting into an entity with no record");
-        let table = &mut self.tables[r.table as usize];
-        if let Some(slot) = table.column_slot(id) {
-            let column = table.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch");
-            return Some(std::mem::replace(&mut column.0[r.row as usize], value));
+        if let Some(column) = self.tables[r.table as usize].column_index(id) {
+            let old = &mut typed_mut::<T>(self.columns_of(id))[column as usize][r.row as usize];
+            return Some(std::mem::replace(old, value));
         }
         let edge = self.edge(r.table, id, true, components);
         self.move_along(index, r, edge, usize::MAX);
         let Edge { to, slot, .. } = self.edges[edge as usize];
-        self.tables[to as usize].columns[slot as usize]
-            .as_any_mut()
-            .downcast_mut::<Column<T>>()
-            .expect("column type mismatch")
-            .0
-            .push(value);
+        let column = self.tables[to as usize].columns[slot as usize].1;
+        typed_mut::<T>(self.columns_of(id))[column as usize].push(value);
         None
     }
 
@@ -409,12 +439,8 @@ impl Archetypes {
         let slot = self.tables[r.table as usize].column_slot(id)?;
         let edge = self.edge(r.table, id, false, components);
         // Swap-remove the value here, as the move below swap-removes every other column at the same row.
-        let value = self.tables[r.table as usize].columns[slot]
-            .as_any_mut()
-            .downcast_mut::<Column<T>>()
-            .expect("column type mismatch")
-            .0
-            .swap_remove(r.row as usize);
+        let column = self.tables[r.table as usize].columns[slot].1;
+        let value = typed_mut::<T>(self.columns_of(id))[column as usize].swap_remove(r.row as usize);
         self.move_along(index, r, edge, slot);
         Some(value)
     }
@@ -426,14 +452,15 @@ impl Archetypes {
         let edge = &self.edges[edge as usize];
         let (row, to) = (r.row as usize, edge.to);
         let (src, dst) = pair_mut(&mut self.tables, r.table as usize, to as usize);
-        debug_assert_eq!(src.columns.len(), edge.dst_slots.len(), "an edge made for another table");
+        debug_assert_eq!(src.columns.len(), edge.dst_columns.len(), "an edge made for another table");
         // A panicking `drop` of a component left behind must not stop the move half-way: it goes on afterwards.
         let mut panic = None;
-        for (slot, (column, &dst_slot)) in src.columns.iter_mut().zip(&edge.dst_slots[..]).enumerate() {
-            if dst_slot != NO_COLUMN {
-                column.move_row_to(row, dst.columns[dst_slot as usize].as_mut());
+        for (slot, (&(id, column), &dst_column)) in src.columns.iter().zip(&edge.dst_columns[..]).enumerate() {
+            let columns = columns_at(&mut self.columns, id);
+            if dst_column != NO_INDEX {
+                columns.move_row(column, row, dst_column);
             } else if slot != skip {
-                keep_panic(&mut panic, || column.swap_remove_drop(row));
+                keep_panic(&mut panic, || columns.swap_remove_drop(column, row));
             }
         }
         let entity = src.entities.swap_remove(row);
@@ -466,11 +493,12 @@ impl Archetypes {
         let Some(r) = self.record(index) else {
             return false;
         };
-        let table = &mut self.tables[r.table as usize];
+        let table = &self.tables[r.table as usize];
         // Every column loses the row even if a component's `drop` panics; the panic goes on afterwards.
         let mut panic = None;
-        for column in &mut table.columns {
-            keep_panic(&mut panic, || column.swap_remove_drop(r.row as usize));
+        for &(id, column) in &table.columns[..] {
+            let columns = columns_at(&mut self.columns, id);
+            keep_panic(&mut panic, || columns.swap_remove_drop(column, r.row as usize));
         }
         self.remove_row_entity(r.table, r.row as usize);
         self.records[index as usize].table = NO_TABLE;
@@ -481,12 +509,15 @@ impl Archetypes {
     /// Fills component `id`'s column in every table that has it, row by row, taking each value from `value_of`
     /// (called with the row's entity index). Used when migrating into this backend.
     pub(crate) fn fill_column<T: 'static>(&mut self, id: ComponentId, mut value_of: impl FnMut(u32) -> T) {
-        for table in &mut self.tables {
-            let Some(slot) = table.column_slot(id) else {
+        let Some(columns) = self.columns.get_mut(id as usize).and_then(|c| c.as_deref_mut()) else {
+            return;
+        };
+        let columns = typed_mut::<T>(columns);
+        for table in &self.tables {
+            let Some(column) = table.column_index(id) else {
                 continue;
             };
-            let column =
-                &mut table.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch").0;
+            let column = &mut columns[column as usize];
             column.reserve_exact(table.entities.len());
             column.extend(table.entities.iter().map(|e| value_of(e.index())));
         }
@@ -495,13 +526,15 @@ impl Archetypes {
     /// Takes every value of component `id` out of every table, with its entity. Leaves the columns empty: the
     /// caller must drop the tables afterwards (used when migrating out of this backend).
     pub(crate) fn drain_column<T: 'static>(&mut self, id: ComponentId, mut f: impl FnMut(Entity, T)) {
-        for table in &mut self.tables {
-            let Some(slot) = table.column_slot(id) else {
+        let Some(columns) = self.columns.get_mut(id as usize).and_then(|c| c.as_deref_mut()) else {
+            return;
+        };
+        let columns = typed_mut::<T>(columns);
+        for table in &self.tables {
+            let Some(column) = table.column_index(id) else {
                 continue;
             };
-            let column =
-                &mut table.columns[slot].as_any_mut().downcast_mut::<Column<T>>().expect("column type mismatch").0;
-            for (entity, value) in table.entities.iter().zip(column.drain(..)) {
+            for (entity, value) in table.entities.iter().zip(columns[column as usize].drain(..)) {
                 f(*entity, value);
             }
         }
@@ -509,10 +542,10 @@ impl Archetypes {
 
     /// Bytes held by component `id`'s columns across all tables.
     pub fn component_bytes(&self, id: ComponentId) -> usize {
-        self.tables.iter().filter_map(|t| t.column_slot(id).map(|slot| t.columns[slot].bytes())).sum()
+        self.columns.get(id as usize).and_then(|c| c.as_deref()).map_or(0, |columns| columns.bytes())
     }
 
-    /// Bytes held by the bookkeeping: entity rows, records, table headers and lookup maps.
+    /// Bytes held by the bookkeeping: entity rows, records, table headers, lists of columns and lookup maps.
     pub fn overhead_bytes(&self) -> usize {
         let per_table: usize = self
             .tables
@@ -521,14 +554,17 @@ impl Archetypes {
                 size_of::<Table>()
                     + MAX_COMPONENTS * 2
                     + t.entities.capacity() * size_of::<Entity>()
-                    + t.columns.capacity() * size_of::<Box<dyn ErasedColumn>>()
+                    + t.columns.len() * size_of::<(ComponentId, u32)>()
                     + (t.add_edges.capacity() + t.remove_edges.capacity()) * (size_of::<(u32, u32)>() + 1)
             })
             .sum();
-        let edges: usize = self.edges.iter().map(|e| e.dst_slots.len() * size_of::<u16>()).sum();
+        let edges: usize = self.edges.iter().map(|e| e.dst_columns.len() * size_of::<u32>()).sum();
+        let columns: usize = self.columns.iter().flatten().map(|c| c.overhead_bytes()).sum();
         per_table
             + self.edges.capacity() * size_of::<Edge>()
             + edges
+            + self.columns.capacity() * size_of::<TypeColumns>()
+            + columns
             + self.records.capacity() * size_of::<Record>()
             + self.by_set.capacity() * (size_of::<(ComponentSet, u32)>() + 1)
     }
@@ -540,9 +576,21 @@ impl Archetypes {
 
     /// Panics with a message naming the broken invariant.
     pub fn assert_invariants(&self) {
+        // The tables holding each type own its columns in creation order: the k-th such table has column k.
+        let mut next = vec![0u32; self.columns.len()];
         for (t, table) in self.tables.iter().enumerate() {
-            for column in &table.columns {
-                assert_eq!(column.len(), table.entities.len(), "table {t} has a column out of step with its rows");
+            assert_eq!(table.columns.len(), table.set.iter().count(), "table {t} has a column per type of its set");
+            for (slot, (&(id, column), set_id)) in table.columns.iter().zip(table.set.iter()).enumerate() {
+                assert_eq!(id, set_id, "table {t}: slot {slot} holds the wrong component");
+                assert_eq!(table.column_slot(id), Some(slot), "table {t}: component {id} maps to the wrong slot");
+                assert_eq!(column, next[id as usize], "table {t}: component {id} has the wrong column");
+                next[id as usize] += 1;
+                let columns = self.columns[id as usize].as_deref().expect("a table holds a type with no columns");
+                assert_eq!(
+                    columns.len(column),
+                    table.entities.len(),
+                    "table {t} has a column out of step with its rows"
+                );
             }
             for (row, entity) in table.entities.iter().enumerate() {
                 assert_eq!(
@@ -566,23 +614,60 @@ impl Archetypes {
                     let back = if add { &to.remove_edges } else { &to.add_edges };
                     let back = back.get(&id).map(|&b| self.edges[b as usize].to);
                     assert_eq!(back, Some(t as u32), "edge {e} of table {t} has no way back");
-                    let slots: Vec<u16> = table.set.iter().map(|c| to.column_of[c as usize]).collect();
-                    assert_eq!(slots[..], edge.dst_slots[..], "edge {e} of table {t} maps the columns wrongly");
+                    let columns: Vec<u32> = table.set.iter().map(|c| to.column_index(c).unwrap_or(NO_INDEX)).collect();
+                    assert_eq!(columns[..], edge.dst_columns[..], "edge {e} of table {t} maps the columns wrongly");
                     let with = if add { to } else { table };
                     assert_eq!(with.column_slot(id), Some(edge.slot as usize), "edge {e} of table {t}: wrong slot");
                 }
             }
         }
+        for (id, columns) in self.columns.iter().enumerate() {
+            let count = columns.as_deref().map_or(0, |c| c.columns());
+            assert_eq!(count, next[id] as usize, "component {id} has columns no table owns");
+        }
     }
 }
 
-/// Two distinct tables, both mutably.
-fn pair_mut(tables: &mut [Table], a: usize, b: usize) -> (&mut Table, &mut Table) {
+/// The entities and records of a batch of new rows (see [`Archetypes::new_rows`]).
+pub(crate) struct NewRows<'a> {
+    table: u32,
+    entities: &'a mut Vec<Entity>,
+    records: &'a mut Vec<Record>,
+}
+
+impl NewRows<'_> {
+    /// Appends `entity` as a new row (its values are pushed by the caller).
+    #[inline]
+    pub(crate) fn push(&mut self, entity: Entity) {
+        let row = self.entities.len() as u32;
+        self.entities.push(entity);
+        set_record(self.records, entity.index(), Record { table: self.table, row });
+    }
+}
+
+/// Sets the record of entity index `index`, growing the records as needed.
+#[inline]
+fn set_record(records: &mut Vec<Record>, index: u32, record: Record) {
+    let index = index as usize;
+    if index >= records.len() {
+        records.resize(index + 1, Record { table: NO_TABLE, row: 0 });
+    }
+    records[index] = record;
+}
+
+/// The columns of component `id` in `columns` (an `Archetypes::columns`), which some table holds.
+#[inline]
+fn columns_at(columns: &mut [TypeColumns], id: ComponentId) -> &mut dyn ErasedColumns {
+    columns[id as usize].as_deref_mut().expect("no table holds the component")
+}
+
+/// Two distinct elements, both mutably.
+fn pair_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     if a < b {
-        let (low, high) = tables.split_at_mut(b);
+        let (low, high) = items.split_at_mut(b);
         (&mut low[a], &mut high[0])
     } else {
-        let (low, high) = tables.split_at_mut(a);
+        let (low, high) = items.split_at_mut(a);
         (&mut high[0], &mut low[b])
     }
 }

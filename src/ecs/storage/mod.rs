@@ -142,7 +142,7 @@ pub use hash_map::HashPool;
 #[derive(Clone, Copy)]
 pub struct StorageFns {
     pub(crate) new_pool: fn(PoolLayout) -> Box<dyn ErasedPool>,
-    pub(crate) new_column: fn() -> Box<dyn archetype::ErasedColumn>,
+    pub(crate) new_columns: fn() -> Box<dyn archetype::ErasedColumns>,
     /// Moves every value of this type out of a per-component pool into the archetype tables (rows already made).
     pub(crate) pool_into_tables: fn(Box<dyn ErasedPool>, &mut Archetypes, ComponentId),
     /// Moves every value of this type out of the archetype tables into a new pool of the given backend.
@@ -153,7 +153,7 @@ impl TypeData for StorageFns {
     fn of<T: 'static>() -> Self {
         Self {
             new_pool: |layout| Box::new(AnyPool::<T>::new(layout)),
-            new_column: || Box::new(archetype::Column::<T>::new()),
+            new_columns: || Box::new(archetype::Columns::<T>::new()),
             pool_into_tables: AnyPool::<T>::into_tables,
             tables_into_pool: AnyPool::<T>::from_tables,
         }
