@@ -195,6 +195,10 @@ pub trait Term {
     /// Packed values: a slice of a sparse-set pool or of an archetype column, walked by row.
     type Slice<'w>;
     #[doc(hidden)]
+    /// A slice's values row by row (a slice iterator: its pointer walk is what the compiler turns into the tightest
+    /// loop, as for a plain `Vec`).
+    type Rows<'w>: Iterator<Item = Self::Item<'w>>;
+    #[doc(hidden)]
     /// Every archetype table's column of the component, borrowed once per query.
     type Columns<'w>;
 
@@ -235,6 +239,9 @@ pub trait Term {
     #[doc(hidden)]
     /// The value at `row`.
     fn at<'a>(slice: &'a mut Self::Slice<'_>, row: usize) -> Self::Item<'a>;
+    #[doc(hidden)]
+    /// The values of `slice`, row by row.
+    fn rows<'w>(slice: Self::Slice<'w>) -> Self::Rows<'w>;
     #[doc(hidden)]
     /// The first `n` values, and the rest.
     fn split_front<'w>(slice: Self::Slice<'w>, n: usize) -> (Self::Slice<'w>, Self::Slice<'w>);
@@ -306,6 +313,7 @@ impl<T: 'static> Term for &T {
     type Item<'a> = &'a T;
     type PoolRef<'w, L: Layout> = &'w L::Pool<T>;
     type Slice<'w> = &'w [T];
+    type Rows<'w> = std::slice::Iter<'w, T>;
     type Columns<'w> = &'w [Vec<T>];
 
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w L::Pool<T> {
@@ -348,6 +356,10 @@ impl<T: 'static> Term for &T {
         &slice[row]
     }
     #[inline]
+    fn rows<'w>(slice: Self::Slice<'w>) -> Self::Rows<'w> {
+        slice.iter()
+    }
+    #[inline]
     fn split_front<'w>(slice: Self::Slice<'w>, n: usize) -> (Self::Slice<'w>, Self::Slice<'w>) {
         slice.split_at(n)
     }
@@ -378,6 +390,7 @@ impl<T: 'static> Term for &mut T {
     type Item<'a> = &'a mut T;
     type PoolRef<'w, L: Layout> = &'w mut L::Pool<T>;
     type Slice<'w> = &'w mut [T];
+    type Rows<'w> = std::slice::IterMut<'w, T>;
     type Columns<'w> = &'w mut [Vec<T>];
 
     fn pool_ref<'w, L: Layout>(pool: &'w mut dyn ErasedPool) -> &'w mut L::Pool<T> {
@@ -420,6 +433,10 @@ impl<T: 'static> Term for &mut T {
         &mut slice[row]
     }
     #[inline]
+    fn rows<'w>(slice: Self::Slice<'w>) -> Self::Rows<'w> {
+        slice.iter_mut()
+    }
+    #[inline]
     fn split_front<'w>(slice: Self::Slice<'w>, n: usize) -> (Self::Slice<'w>, Self::Slice<'w>) {
         slice.split_at_mut(n)
     }
@@ -443,6 +460,22 @@ impl<T: 'static> Term for &mut T {
     }
 }
 
+/// An optional term's values row by row: the column's if the table or pool has one, else `None` for every row (the
+/// walk is bounded by the entities it is zipped with).
+#[doc(hidden)]
+pub struct OptionRows<I>(Option<I>);
+
+impl<I: Iterator> Iterator for OptionRows<I> {
+    type Item = Option<I::Item>;
+    #[inline]
+    fn next(&mut self) -> Option<Option<I::Item>> {
+        match &mut self.0 {
+            Some(rows) => rows.next().map(Some),
+            None => Some(None),
+        }
+    }
+}
+
 /// `Option<&T>` and `Option<&mut T>`: the component if the entity has it. An optional term never restricts which
 /// entities match and never drives a loop: a query of optional terms only visits every live entity (or those its
 /// filters allow).
@@ -457,6 +490,7 @@ macro_rules! impl_optional_term {
             /// `None` where the world has no pool of `T` (a shared query of a type it never met).
             type PoolRef<'w, L: Layout> = Option<<&'r $($mut)? T as Term>::PoolRef<'w, L>>;
             type Slice<'w> = Option<<&'r $($mut)? T as Term>::Slice<'w>>;
+            type Rows<'w> = OptionRows<<&'r $($mut)? T as Term>::Rows<'w>>;
             /// `None` where no table holds `T`.
             type Columns<'w> = Option<<&'r $($mut)? T as Term>::Columns<'w>>;
 
@@ -508,6 +542,10 @@ macro_rules! impl_optional_term {
             #[inline]
             fn at<'a>(slice: &'a mut Self::Slice<'_>, row: usize) -> Self::Item<'a> {
                 slice.as_mut().map(|s| <&'r $($mut)? T as Term>::at(s, row))
+            }
+            #[inline]
+            fn rows<'w>(slice: Self::Slice<'w>) -> Self::Rows<'w> {
+                OptionRows(slice.map(<&'r $($mut)? T as Term>::rows))
             }
             #[inline]
             fn split_front<'w>(slice: Self::Slice<'w>, n: usize) -> (Self::Slice<'w>, Self::Slice<'w>) {
@@ -1158,6 +1196,12 @@ impl<Q: QueryData, Func: for<'a> FnMut(&[Entity], Q::Slices<'a>)> Visit<Q> for R
     }
 }
 
+/// The pattern of `entities.iter().zip(a).zip(b)...`'s items, `((entity, a), b)...`, binding each value to its name.
+macro_rules! zip_pattern {
+    ([$($acc:tt)*]) => { $($acc)* };
+    ([$($acc:tt)*] $head:ident $($rest:ident)*) => { zip_pattern!([($($acc)*, $head)] $($rest)*) };
+}
+
 macro_rules! impl_query_data {
     ($($T:ident $s:ident $d:ident $i:ident $k:tt),+) => {
         impl<$($T: Term),+> QueryData for ($($T,)+) {
@@ -1299,9 +1343,9 @@ macro_rules! impl_query_data {
             where
                 Func: for<'a> FnMut(Entity, Self::Item<'a>),
             {
-                let ($(mut $d,)+) = Self::truncate(slices, rows.len());
-                for (row, &entity) in rows.iter().enumerate() {
-                    f(entity, ($($T::at(&mut $d, row),)+));
+                let ($($d,)+) = Self::truncate(slices, rows.len());
+                for zip_pattern!([&entity] $($i)+) in rows.iter()$(.zip($T::rows($d)))+ {
+                    f(entity, ($($i,)+));
                 }
             }
 
@@ -1567,9 +1611,9 @@ macro_rules! impl_bare_term {
             where
                 Func: for<'a> FnMut(Entity, Self::Item<'a>),
             {
-                let mut values = <Self as Term>::truncate(slices, rows.len());
-                for (row, &entity) in rows.iter().enumerate() {
-                    f(entity, <Self as Term>::at(&mut values, row));
+                let values = <Self as Term>::truncate(slices, rows.len());
+                for (&entity, value) in rows.iter().zip(<Self as Term>::rows(values)) {
+                    f(entity, value);
                 }
             }
             #[inline]
