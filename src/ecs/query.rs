@@ -2132,24 +2132,25 @@ fn borrow_pools<'w, Q: QueryData, F: Filter, L: Layout>(
     shape: &Shape,
 ) -> (Q::Pools<'w, L>, F::Pools<'w, L>) {
     let ids = shape.access.ids();
+    // The query's pools, then the filter's, from the pools taken in access order.
+    fn split<'w, Q: QueryData, F: Filter, L: Layout>(
+        mut taken: impl Iterator<Item = &'w mut dyn ErasedPool>,
+    ) -> (Q::Pools<'w, L>, F::Pools<'w, L>) {
+        (Q::pools::<L>(&mut taken), F::pools::<L>(&mut taken))
+    }
     // One or two pools (most systems' queries) are borrowed directly; more go through `pick_disjoint`.
     match *ids {
-        [a] => {
-            let mut picked = std::iter::once(pools[a as usize].as_mut());
-            return (Q::pools::<L>(&mut picked), F::pools::<L>(&mut picked));
-        }
+        [a] => split::<Q, F, L>(std::iter::once(pools[a as usize].as_mut())),
         [a, b] => {
             let [a, b] = pools.get_disjoint_mut([a as usize, b as usize]).expect("a query names distinct pools");
-            let mut picked = [a.as_mut(), b.as_mut()].into_iter();
-            return (Q::pools::<L>(&mut picked), F::pools::<L>(&mut picked));
+            split::<Q, F, L>([a.as_mut(), b.as_mut()].into_iter())
         }
-        _ => {}
+        _ => {
+            let mut picked: [Option<&'w mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
+            pick_disjoint(pools, &shape.order[..ids.len()], |k| Some(ids[k] as usize), &mut picked);
+            split::<Q, F, L>(picked.into_iter().take(ids.len()).map(|pool| pool.expect("picked above").as_mut()))
+        }
     }
-    let mut picked: [Option<&'w mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
-    pick_disjoint(pools, &shape.order[..ids.len()], |k| Some(ids[k] as usize), &mut picked);
-    let mut picked = picked.into_iter().take(ids.len()).map(|pool| pool.expect("picked above").as_mut());
-    let pools = Q::pools::<L>(&mut picked);
-    (pools, F::pools::<L>(&mut picked))
 }
 
 /// One entity's match through a mutable world (`None` if it has not every fetched component, or fails the
