@@ -13,6 +13,10 @@
 //! - `frag_iter`: 26 component types `A..Z(f32)`, 20 entities each, each entity also with `Data(f32)`; one pass
 //!   `data *= 2` over all 520;
 //! - `add_remove`: 10,000 entities with `A`; add `B` to each, then remove it from each.
+//!
+//! Rows named `raw-...` are floors, hand-written with none of a world's machinery: `raw-vec` one packed array,
+//! `raw-tables` (frag_iter) one array per table as an archetype layout must have, `raw-sparse` and `raw-dense`
+//! (churn) the textbook sparse set and direct array. A backend can come near its layout's floor, not below it.
 
 use criterion::Criterion;
 use glam::{Mat4, Vec3};
@@ -152,12 +156,22 @@ fn frag_iter() -> Vec<Case> {
     let mut data = vec![Data(1.0); 26 * 20];
     let mut hecs_world = frag_hecs();
     let shipyard_world = frag_shipyard();
+    // The floor of a layout of tables: 26 runs of 20, each its own loop.
+    let mut tables = vec![vec![Data(1.0); 20]; 26];
     let mut cases = vec![
         case("raw-vec", move || {
             for d in &mut data {
                 d.0 *= 2.0;
             }
             black_box(&mut data);
+        }),
+        case("raw-tables", move || {
+            for table in &mut tables {
+                for d in table.iter_mut() {
+                    d.0 *= 2.0;
+                }
+            }
+            black_box(&mut tables);
         }),
         case("hecs", move || {
             for d in hecs_world.query_mut::<&mut Data>() {
@@ -296,6 +310,176 @@ mod churn {
         pub writes: Vec<usize>,
     }
 
+    /// A handle of the floors: an index and the generation it was given under.
+    #[derive(Clone, Copy)]
+    pub struct Handle(pub u32, u32);
+
+    /// The floors' entity allocator: a generation per index and a stack of free indices (reused last-freed
+    /// first, as the world's allocator does).
+    #[derive(Default)]
+    pub struct Handles {
+        generations: Vec<u32>,
+        free: Vec<u32>,
+    }
+
+    impl Handles {
+        pub fn alloc(&mut self) -> Handle {
+            let index = self.free.pop().unwrap_or_else(|| {
+                self.generations.push(0);
+                self.generations.len() as u32 - 1
+            });
+            Handle(index, self.generations[index as usize])
+        }
+        pub fn alive(&self, Handle(index, generation): Handle) -> bool {
+            self.generations.get(index as usize) == Some(&generation)
+        }
+        pub fn free(&mut self, handle: Handle) -> bool {
+            let alive = self.alive(handle);
+            if alive {
+                self.generations[handle.0 as usize] += 1;
+                self.free.push(handle.0);
+            }
+            alive
+        }
+    }
+
+    /// The floor of the sparse-set layout: the textbook set (a flat index -> position array, packed indices and
+    /// packed values, swap-and-pop removal), with none of a world's machinery.
+    pub struct RawSparse<T> {
+        sparse: Vec<u32>,
+        dense: Vec<u32>,
+        values: Vec<T>,
+    }
+
+    impl<T> Default for RawSparse<T> {
+        fn default() -> Self {
+            Self { sparse: Vec::new(), dense: Vec::new(), values: Vec::new() }
+        }
+    }
+
+    impl<T> RawSparse<T> {
+        pub fn insert(&mut self, index: u32, value: T) {
+            if self.sparse.len() <= index as usize {
+                self.sparse.resize(index as usize + 1, u32::MAX);
+            }
+            self.sparse[index as usize] = self.dense.len() as u32;
+            self.dense.push(index);
+            self.values.push(value);
+        }
+        pub fn remove(&mut self, index: u32) {
+            let Some(slot) = self.sparse.get_mut(index as usize) else { return };
+            let position = std::mem::replace(slot, u32::MAX) as usize;
+            if position == u32::MAX as usize {
+                return;
+            }
+            let last = *self.dense.last().expect("present, so not empty");
+            self.dense.swap_remove(position);
+            self.values.swap_remove(position);
+            if position < self.dense.len() {
+                self.sparse[last as usize] = position as u32;
+            }
+        }
+        pub fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+            match self.sparse.get(index as usize) {
+                Some(&position) if position != u32::MAX => Some(&mut self.values[position as usize]),
+                _ => None,
+            }
+        }
+    }
+
+    /// The floor of the direct-array layout: a `Vec<Option<T>>` indexed by entity index.
+    pub struct RawDense<T>(Vec<Option<T>>);
+
+    impl<T> Default for RawDense<T> {
+        fn default() -> Self {
+            Self(Vec::new())
+        }
+    }
+
+    impl<T> RawDense<T> {
+        pub fn insert(&mut self, index: u32, value: T) {
+            if self.0.len() <= index as usize {
+                self.0.resize_with(index as usize + 1, || None);
+            }
+            self.0[index as usize] = Some(value);
+        }
+        pub fn remove(&mut self, index: u32) {
+            if let Some(slot) = self.0.get_mut(index as usize) {
+                *slot = None;
+            }
+        }
+        pub fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+            self.0.get_mut(index as usize).and_then(Option::as_mut)
+        }
+    }
+
+    /// The same frame on hand-written pools of one layout (`RawSparse` or `RawDense`), one per component type,
+    /// with a despawn asking every pool as the world does.
+    macro_rules! floor {
+        ($name:literal, $pool:ident, $plans:expr) => {{
+            #[derive(Default)]
+            struct Floor {
+                handles: Handles,
+                position: $pool<Position>,
+                velocity: $pool<Velocity>,
+                health: $pool<Health>,
+                team: $pool<Team>,
+                lifetime: $pool<Lifetime>,
+            }
+            impl Floor {
+                fn spawn(&mut self, i: usize) -> Handle {
+                    let handle = self.handles.alloc();
+                    if i % 2 == 0 {
+                        let (p, v, h, t) = fighter(i);
+                        self.position.insert(handle.0, p);
+                        self.velocity.insert(handle.0, v);
+                        self.health.insert(handle.0, h);
+                        self.team.insert(handle.0, t);
+                    } else {
+                        let (p, v, h, l) = spark(i);
+                        self.position.insert(handle.0, p);
+                        self.velocity.insert(handle.0, v);
+                        self.health.insert(handle.0, h);
+                        self.lifetime.insert(handle.0, l);
+                    }
+                    handle
+                }
+                fn despawn(&mut self, handle: Handle) {
+                    if self.handles.alive(handle) {
+                        self.position.remove(handle.0);
+                        self.velocity.remove(handle.0);
+                        self.health.remove(handle.0);
+                        self.team.remove(handle.0);
+                        self.lifetime.remove(handle.0);
+                        self.handles.free(handle);
+                    }
+                }
+            }
+            let mut world = Floor::default();
+            let mut handles: Vec<Handle> = (0..SIZE).map(|i| world.spawn(i)).collect();
+            let (plans, mut next) = ($plans, 0);
+            case($name, move || {
+                let plan: &Plan = &plans[next % plans.len()];
+                next += 1;
+                for &k in &plan.deaths {
+                    world.despawn(handles.swap_remove(k));
+                }
+                for i in 0..TURNOVER {
+                    handles.push(world.spawn(i));
+                }
+                for &k in &plan.writes {
+                    let handle = handles[k];
+                    if world.handles.alive(handle) {
+                        if let Some(h) = world.health.get_mut(handle.0) {
+                            h.0 -= 1.0;
+                        }
+                    }
+                }
+            })
+        }};
+    }
+    pub(crate) use floor;
+
     pub fn plans(count: usize) -> Vec<Plan> {
         let mut rng = Pcg64Mcg::seed_from_u64(20);
         (0..count)
@@ -310,7 +494,7 @@ mod churn {
 fn churn() -> Vec<Case> {
     use churn::*;
     let plans = std::rc::Rc::new(plans(16));
-    let mut cases = Vec::new();
+    let mut cases = vec![floor!("raw-sparse", RawSparse, plans.clone()), floor!("raw-dense", RawDense, plans.clone())];
     {
         let mut world = hecs::World::new();
         let mut handles: Vec<hecs::Entity> =
@@ -464,7 +648,7 @@ fn run_interleaved(filter: &[String]) {
             peers.map(|(_, &(median, p10))| (median, p10)).reduce(|a, b| (a.0.min(b.0), a.1.min(b.1)))
         };
         for (k, ((case, _), &(median, p10))) in cases.iter().zip(&stats).enumerate() {
-            let backend = !["raw-vec", "hecs", "shipyard"].contains(&case.as_str());
+            let backend = !(case.starts_with("raw-") || ["hecs", "shipyard"].contains(&case.as_str()));
             let ratio = match peer(k) {
                 Some((pm, pp)) if backend => format!("{:.2}x / {:.2}x", median / pm, p10 / pp),
                 _ => String::new(),
