@@ -30,6 +30,7 @@ impl BundleIds {
     }
 
     /// The ids in tuple order.
+    #[inline]
     pub fn ids(&self) -> &[ComponentId] {
         &self.ids[..self.len]
     }
@@ -54,9 +55,10 @@ pub trait Bundle: 'static {
     /// If the tuple names a type twice (then nothing is cached).
     fn register_ids(components: &mut Registry) -> BundleIds;
     #[doc(hidden)]
-    /// Inserts every component into its per-component pool (`ids` from [`Bundle::ids`]); `entity` must hold no
-    /// value in any pool yet (fresh from the allocator).
-    fn put_pools(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity);
+    /// Inserts every component into its per-component pool of layout `L` (`ids` from [`Bundle::ids`]); `entity`
+    /// must hold no value in any pool yet (fresh from the allocator). The layout is matched once by the caller, so
+    /// each component costs a downcast and the pool's own insert, inlined.
+    fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity);
     #[doc(hidden)]
     /// Inserts each component into `entity` (alive) in turn, as [`World::insert`] does.
     fn insert_each(self, world: &mut World, entity: Entity);
@@ -142,9 +144,9 @@ macro_rules! impl_bundle {
                 ids
             }
             #[inline]
-            fn put_pools(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity) {
+            fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity) {
                 let ($($v,)+) = self;
-                $(pool::<$T>(pools, ids[$k]).insert_fresh(entity, $v);)+
+                $(L::pool_mut(pool::<$T>(pools, ids[$k])).insert_fresh(entity, $v);)+
             }
             fn insert_each(self, world: &mut World, entity: Entity) {
                 let ($($v,)+) = self;
@@ -251,7 +253,7 @@ impl Bundle for () {
         Self::ids(components)
     }
     #[inline]
-    fn put_pools(self, _: &mut [Box<dyn ErasedPool>], _: &[ComponentId], _: Entity) {}
+    fn put_pools<L: Layout>(self, _: &mut [Box<dyn ErasedPool>], _: &[ComponentId], _: Entity) {}
     fn insert_each(self, _: &mut World, _: Entity) {}
     fn first_missing(_: &World, _: Entity) -> Option<&'static str> {
         None

@@ -416,7 +416,7 @@ impl World {
                 for &id in ids.ids() {
                     ensure_pools(pools, *layout, &self.components, id);
                 }
-                bundle.put_pools(pools, ids.ids(), entity);
+                dispatch!(*layout, L => bundle.put_pools::<L>(pools, ids.ids(), entity));
             }
         }
     }
