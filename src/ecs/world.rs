@@ -440,16 +440,18 @@ impl World {
                 self.entities.free(entity);
                 archetypes.despawn(entity.index());
             }
-            Storage::Pools { pools, .. } => {
+            Storage::Pools { pools, layout } => {
                 // Values first: if a `drop` panics, the entity stays alive (partly stripped), and is never freed
                 // with values left behind for the index's next owner.
-                // Each removal starts with a lookup of the index (a sparse entry, a slot), a cache miss in a large
-                // pool, and stalls on it before its writes. Asking every pool first (`contains`, one load each
-                // on a sparse set) issues those loads back to back, so their misses overlap and the removals find
-                // the lines loaded.
+                // A sparse-set removal starts with a lookup of the sparse entry, a cache miss in a large pool, and
+                // stalls on it before its writes. Asking every pool first (`contains`, one load each) issues those
+                // loads back to back, so their misses overlap and the removals find the lines loaded. On the other
+                // layouts asking is the removal's own work done twice (a hash probe, a tree search, the one slot).
                 let index = entity.index();
-                let held = pools.iter().fold(0usize, |held, pool| held + pool.contains(index) as usize);
-                std::hint::black_box(held);
+                if *layout == PoolLayout::SparseSet {
+                    let held = pools.iter().fold(0usize, |held, pool| held + pool.contains(index) as usize);
+                    std::hint::black_box(held);
+                }
                 for pool in pools.iter_mut() {
                     pool.remove_index(index);
                 }
