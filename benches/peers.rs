@@ -16,7 +16,8 @@
 //!
 //! Rows named `raw-...` are floors, hand-written with none of a world's machinery: `raw-vec` one packed array,
 //! `raw-tables` (frag_iter) one array per table as an archetype layout must have, `raw-sparse` and `raw-dense`
-//! (churn) the textbook sparse set and direct array. A backend can come near its layout's floor, not below it.
+//! (churn) the textbook sparse set and direct array. A backend does at least its layout's floor's work; a row below
+//! its floor is code placement (see docs/PERFORMANCE.md), not less work.
 
 use criterion::Criterion;
 use glam::{Mat4, Vec3};
@@ -368,10 +369,10 @@ mod churn {
         }
         pub fn remove(&mut self, index: u32) {
             let Some(slot) = self.sparse.get_mut(index as usize) else { return };
-            let position = std::mem::replace(slot, u32::MAX) as usize;
-            if position == u32::MAX as usize {
+            if *slot == u32::MAX {
                 return;
             }
+            let position = std::mem::replace(slot, u32::MAX) as usize;
             let last = *self.dense.last().expect("present, so not empty");
             self.dense.swap_remove(position);
             self.values.swap_remove(position);
