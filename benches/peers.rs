@@ -334,13 +334,10 @@ mod churn {
         pub fn alive(&self, Handle(index, generation): Handle) -> bool {
             self.generations.get(index as usize) == Some(&generation)
         }
-        pub fn free(&mut self, handle: Handle) -> bool {
-            let alive = self.alive(handle);
-            if alive {
-                self.generations[handle.0 as usize] += 1;
-                self.free.push(handle.0);
-            }
-            alive
+        /// Frees `handle`, which must be alive.
+        pub fn free(&mut self, Handle(index, _): Handle) {
+            self.generations[index as usize] += 1;
+            self.free.push(index);
         }
     }
 

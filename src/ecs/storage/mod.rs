@@ -336,12 +336,6 @@ impl<T: 'static> AnyPool<T> {
         with_pool!(self, p => p.insert(entity, value))
     }
 
-    /// See [`Pool::insert_fresh`].
-    #[inline]
-    pub fn insert_fresh(&mut self, entity: Entity, value: T) {
-        with_pool!(self, p => p.insert_fresh(entity, value))
-    }
-
     /// See [`Pool::get`].
     #[inline]
     pub fn get(&self, index: u32) -> Option<&T> {
