@@ -2,14 +2,12 @@
 //! clear message and the usage line.
 
 use crate::ecs::Backend;
+use crate::sim::limits;
 use crate::sim::report::RunSettings;
 use crate::sim::{Scenario, SimConfig};
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use std::path::PathBuf;
-
-/// Largest `--entities` accepted: beyond this the arena is solid fighters and memory runs out before insight.
-pub const MAX_ENTITIES: u32 = 2_000_000;
 
 /// A backend name, or `all`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +25,11 @@ fn parse_backend(s: &str) -> Result<BackendChoice, String> {
     s.parse::<Backend>().map(BackendChoice::One).map_err(|e| format!("{e}, or all"))
 }
 
+/// The value parser of a numeric flag: a number within `range` (a limit of [`limits`], which files obey too).
+fn within(range: std::ops::RangeInclusive<u32>) -> impl Fn(&str) -> Result<u32, String> + Clone {
+    move |text| limits::parse_within(text, &range)
+}
+
 /// The scenario of a run without `--scenario` (and without `--load` or `--replay`, whose files carry theirs).
 pub const DEFAULT_SCENARIO: Scenario = Scenario::Armies;
 
@@ -38,10 +41,10 @@ pub struct Cli {
     #[arg(long)]
     pub headless: bool,
     /// Frames to run (headless default 600; the window runs until closed unless given).
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_parser = within(limits::FRAMES))]
     pub frames: Option<u32>,
     /// Target population of fighters.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 10_000)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 10_000, value_parser = within(limits::POPULATION))]
     pub entities: u32,
     /// Seed of the run (a run depends only on seed and settings).
     #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
@@ -52,7 +55,7 @@ pub struct Cli {
                          Backend::names(), Backend::default().name()))]
     pub backend: Option<BackendChoice>,
     /// Switch to the next backend live every K frames (headless: the digest must not change; window: a demo).
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_parser = within(limits::SWITCH_EVERY))]
     pub switch_every: Option<u32>,
     /// Print the headless report as JSON.
     #[arg(long)]
@@ -64,15 +67,16 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub screenshot: Option<PathBuf>,
     /// World capacity (maximum live entities); default fits the population and its particles.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_parser = within(limits::CAPACITY))]
     pub capacity: Option<u32>,
     /// Where fighters start and refill: see [`Cli::scenario`] for the default.
     #[arg(long, value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<Scenario>()),
-          help = format!("Scenario: {} (each team on its own side, meeting in the middle) or {} (both teams \
-                          everywhere) [default: {}]", Scenario::Armies, Scenario::Mixed, DEFAULT_SCENARIO))]
+          help = format!("Scenario: {} ({}) or {} ({}; `mixed` is its old name) [default: {}]",
+                         Scenario::Armies, Scenario::Armies.describe(), Scenario::Churn, Scenario::Churn.describe(),
+                         DEFAULT_SCENARIO))]
     pub scenario: Option<Scenario>,
     /// Sort the velocity and health pools into the position pool's order every N frames (sparse set; 0 = never).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0, value_parser = within(limits::ALIGN_EVERY))]
     pub align_every: u32,
     /// Save the world to FILE: headless after the last frame, the window when it closes (.json for JSON, else
     /// compact binary).
@@ -100,7 +104,7 @@ pub struct Cli {
     pub compare: bool,
     /// Frames each backend runs in the window's compare view.
     #[arg(long, value_name = "N", default_value_t = 120,
-          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+          value_parser = within(limits::COMPARE_FRAMES))]
     pub compare_frames: u32,
 }
 
@@ -145,12 +149,6 @@ impl Cli {
     /// once, not after the frames).
     pub fn validate(&self) -> Result<(), (ErrorKind, String)> {
         let conflict = |m: &str| Err((ErrorKind::ArgumentConflict, m.to_string()));
-        if self.entities > MAX_ENTITIES {
-            return Err((
-                ErrorKind::ValueValidation,
-                format!("--entities {} is above the limit of {MAX_ENTITIES}", self.entities),
-            ));
-        }
         let output = |flag: &str, path: &Option<PathBuf>, extensions: &[&str]| match path {
             Some(path) => crate::files::check_writable(path, extensions)
                 .map_err(|why| (ErrorKind::ValueValidation, format!("{flag}: {why}"))),
@@ -208,6 +206,25 @@ impl Cli {
             }
         }
         Ok(())
+    }
+
+    /// Flags that are accepted but do nothing in this run, in words (the binary prints each on stderr before it
+    /// runs). Not refusals: the window can switch to a backend on which they act.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let BackendChoice::One(backend) = self.backend() {
+            if self.align_every > 0 && backend != Backend::SparseSet && self.switch_every.is_none() {
+                let how = if self.headless {
+                    "this run stays on it, so nothing is aligned"
+                } else {
+                    "it takes effect after a switch to sparse-set (key 1)"
+                };
+                warnings.push(format!(
+                    "--align-every sorts the sparse set's pools and the {backend} backend has no order to align: {how}"
+                ));
+            }
+        }
+        warnings
     }
 
     /// The backend asked for: `--backend`, else the default (a `--load` run uses the file's backend instead, when

@@ -16,6 +16,9 @@ use swarm::sim::{chart, compare, report, snapshot};
 
 fn main() -> ExitCode {
     let cli = Cli::parse_or_exit();
+    for warning in cli.warnings() {
+        eprintln!("swarm: warning: {warning}");
+    }
     if cli.headless {
         return headless(&cli);
     }
@@ -213,13 +216,6 @@ fn replay(cli: &Cli, path: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if !replayed.complete {
-        let last = recording.inputs.last().map_or(0, |r| r.frame);
-        say(&format!(
-            "the recording has no end line (the window did not close normally): replayed up to its last input, \
-             frame {last}"
-        ));
-    }
     if !finish_trace(trace, cli.json) {
         return ExitCode::FAILURE;
     }
@@ -245,6 +241,22 @@ fn replay(cli: &Cli, path: &Path) -> ExitCode {
         eprintln!(
             "swarm: the replay DIFFERS from the recording: {} of {} digests differ",
             replayed.differs, replayed.checks
+        );
+        return ExitCode::FAILURE;
+    }
+    if !replayed.complete {
+        // A replay vouches only for what it saw: the run went on past the file's last line.
+        let reached = match recording.inputs.last() {
+            Some(last) => format!(
+                "replayed up to its last input, frame {}, where all {} digests match",
+                last.frame, replayed.checks
+            ),
+            None => "it has no inputs either, so nothing was compared".to_string(),
+        };
+        eprintln!(
+            "swarm: the recording {} is cut short: it has no end line (the window did not close normally); \
+             {reached}; what came after is not vouched for",
+            path.display()
         );
         return ExitCode::FAILURE;
     }

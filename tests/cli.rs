@@ -24,7 +24,11 @@ fn bad_input_is_refused_clearly() {
     refused(&["--headless", "--frames", "0"], "--frames");
     refused(&["--headless", "--frames", "ten"], "invalid value 'ten'");
     refused(&["--headless", "--entities=-5"], "--entities");
-    refused(&["--headless", "--entities", "99999999"], "above the limit");
+    refused(&["--headless", "--entities", "99999999"], "outside the limit of 0 to 2000000");
+    refused(&["--headless", "--frames", "10000001"], "outside the limit of 1 to 10000000");
+    refused(&["--headless", "--capacity", "0"], "outside the limit of 1 to");
+    refused(&["--headless", "--align-every", "99999999"], "--align-every");
+    refused(&["--compare-frames", "0"], "--compare-frames");
     refused(&["--headless", "--switch-every", "0"], "--switch-every");
     refused(&["--headless", "--seed", "18446744073709551616"], "--seed");
     refused(&["--nonsense"], "--nonsense");
@@ -32,7 +36,7 @@ fn bad_input_is_refused_clearly() {
     refused(&["--json"], "add --headless");
     refused(&["--headless", "--screenshot", "x.png"], "drop --headless");
     refused(&["--screenshot", "x.png"], "--frames");
-    refused(&["--headless", "--scenario", "battle"], "unknown scenario `battle` (known: mixed, armies)");
+    refused(&["--headless", "--scenario", "battle"], "unknown scenario `battle` (known: churn, armies)");
     refused(&["--headless", "--scenario", "armies", "--load", "x.snap"], "--scenario");
     refused(&["--headless", "--scenario", "mixed", "--replay", "x.jsonl"], "--scenario");
 }
@@ -44,12 +48,13 @@ fn scenarios_run_and_differ() {
         assert_eq!(code, 0, "--scenario {scenario}: {err}");
         digest_line(&out).to_string()
     };
-    let (mixed, armies) = (run("mixed"), run("armies"));
-    assert_ne!(mixed, armies, "the scenario changes where fighters start");
+    let (churn, armies) = (run("churn"), run("armies"));
+    assert_ne!(churn, armies, "the scenario changes where fighters start");
+    assert_eq!(run("mixed"), churn, "`mixed` is the churn scenario's old name");
     let (code, out, err) = swarm(&["--headless", "--frames", "40", "--entities", "300"]);
     assert_eq!(code, 0, "{err}");
     let default = swarm::cli::DEFAULT_SCENARIO.name();
-    assert_eq!(digest_line(&out), if default == "mixed" { mixed } else { armies }, "the default is {default}");
+    assert_eq!(digest_line(&out), if default == "churn" { churn } else { armies }, "the default is {default}");
 }
 
 #[test]
@@ -280,13 +285,27 @@ fn a_recording_replays_with_trace_save_and_json_and_a_wrong_digest_fails() {
     assert_eq!(out.matches(": DIFFERS)").count(), 1, "{out}");
     assert!(err.contains("DIFFERS") && err.contains("1 of 4"), "{err}");
 
-    // Without its end line: replayed to the last input, said so, exit 0.
+    // Without its end line: replayed to the last input, the digests there compared, and exit 1 with the reason: a
+    // replay vouches only for what it saw.
     let cut: Vec<&str> = text.lines().take(4).collect();
     std::fs::write(path("cut.jsonl"), cut.join("\n")).unwrap();
     let (code, out, err) = swarm(&["--headless", "--replay", &path("cut.jsonl")]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("no end line") && out.contains("frame 45"), "{out}");
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert_eq!(out.matches(": same)").count(), 3, "the three inputs are still compared:\n{out}");
+    assert!(err.contains("cut short") && err.contains("no end line") && err.contains("frame 45"), "{err}");
+    assert!(!out.contains("replay matches"), "{out}");
+    // A header alone: nothing to compare, cut short all the same.
+    std::fs::write(path("header.jsonl"), text.lines().next().unwrap()).unwrap();
+    let (code, out, err) = swarm(&["--headless", "--replay", &path("header.jsonl")]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("cut short") && err.contains("no inputs"), "{err}");
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// The capacity in a recording's header.
+fn capacity(text: &str) -> u32 {
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    header["capacity"].as_u64().unwrap() as u32
 }
 
 #[test]
@@ -324,10 +343,78 @@ fn bad_replays_and_recordings_are_refused() {
         (text.replace("swarm recording", "swarm replay"), "line 1: not a swarm recording"),
         (text.replace("\"version\":1", "\"version\":2"), "line 1: recording version 2 is newer"),
         (text.replace("\"population\"", "\"populace\""), "line 4: bad input: unknown variant `populace`"),
+        // Settings past the flags' limits, refused before anything runs (tests/replay.rs covers every field).
+        (text.replace("\"capacity\":", "\"capacity\":0,\"x\":"), "line 1: bad header: unknown field `x`"),
+        (text.replacen(&format!("\"capacity\":{}", capacity(&text)), "\"capacity\":0", 1), "line 1: capacity is 0"),
+        (text.replacen("\"frame\":20,", "\"frame\":4000000000,", 1), "line 2: frame 4000000000 is past the limit"),
     ];
     for (content, needle) in cases {
         std::fs::write(&bad, content).unwrap();
         refused(&["--headless", "--replay", &bad], needle);
     }
     std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn make_assets_takes_help_and_a_folder_and_refuses_bad_flags() {
+    let dir = std::env::temp_dir().join(format!("swarm-make-assets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_make_assets")).args(args).current_dir(&dir).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).to_string(), out.stderr)
+    };
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage:") && out.contains("[DIR]"), "{out}");
+    assert!(!dir.join("--help").exists() && !dir.join("assets").exists(), "--help wrote files");
+    let (code, _, err) = run(&["--nonsense"]);
+    assert_eq!(code, 2, "{}", String::from_utf8_lossy(&err));
+    assert!(!dir.join("--nonsense").exists());
+    let (code, out, _) = run(&["sprites"]);
+    assert_eq!(code, 0);
+    for name in ["fighter.png", "hunter.png", "particle.png"] {
+        let png = std::fs::read(dir.join("sprites").join(name)).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "{name} is not a PNG");
+        assert!(out.contains(name), "{out}");
+    }
+    std::fs::write(dir.join("file"), b"x").unwrap();
+    let (code, _, err) = run(&["file"]);
+    assert_eq!(code, 2);
+    assert!(String::from_utf8_lossy(&err).contains("not a folder"));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_flag_that_does_nothing_on_the_chosen_backend_is_warned_about() {
+    let (code, out, err) =
+        swarm(&["--headless", "--frames", "5", "--entities", "100", "--backend", "btree", "--align-every", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("warning: --align-every") && err.contains("btree"), "{err}");
+    assert!(out.contains("digest:"), "the run still runs");
+    let (code, _, err) = swarm(&["--headless", "--frames", "5", "--entities", "100", "--align-every", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "the sparse set aligns: {err}");
+}
+
+#[test]
+fn the_report_names_the_backend_it_ended_on_and_a_peak_no_lower_than_the_end() {
+    let (code, out, err) = swarm(&["--headless", "--frames", "30", "--entities", "300", "--switch-every", "7"]);
+    assert_eq!(code, 0, "{err}");
+    // 30 frames, a switch before frames 7, 14, 21 and 28: four switches from sparse-set.
+    assert!(out.contains("== backend: sparse-set at the start, archetype at the end"), "{out}");
+    assert!(out.contains("storage bytes (archetype)"), "{out}");
+    let line = out.lines().find(|l| l.starts_with("entities: peak")).unwrap();
+    let numbers: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    assert!(numbers[0] >= numbers[1], "{line}");
+
+    // A world too small: the refusals count fighters. The spawner asks for up to `spawn_per_frame` a frame; the
+    // first frame gets 100 of them, the next two none (no one dies this early).
+    let (code, out, err) = swarm(&["--headless", "--frames", "3", "--entities", "10000", "--capacity", "100"]);
+    assert_eq!(code, 0, "{err}");
+    let line = out.lines().find(|l| l.contains("refused (world full)")).unwrap();
+    let fighters: u64 =
+        line.split("refused (world full): ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let asked = swarm::sim::SimConfig::with_population(10_000).spawn_per_frame as u64;
+    assert!(line.starts_with("spawned 100 "), "{line}");
+    assert_eq!(fighters, 3 * asked - 100, "{line}");
 }

@@ -284,8 +284,9 @@ fn a_group_turned_off_is_recorded_replays_the_same_and_marks_the_run_modified() 
     let error = play.apply(&Input::Group { name: "weather".into(), enabled: false }).unwrap_err();
     assert!(error.to_string().contains("no system group is named `weather`"), "{error}");
     let bad = text.replace(r#""name":"spawning""#, r#""name":"weather""#);
-    let recording = Recording::parse(&bad).unwrap();
-    let error = replay(&recording, Profiler::new(), |_| {}, |_| {}).err().unwrap();
-    assert!(error.starts_with("line 4: no system group is named `weather`"), "{error}");
+    // In a file it is refused when the file is read, before anything runs.
+    let error = Recording::parse(&bad).unwrap_err();
+    assert_eq!(error.line, 4, "{error}");
+    assert!(error.why.starts_with("no system group is named `weather`"), "{error}");
     std::fs::remove_dir_all(dir).ok();
 }

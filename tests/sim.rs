@@ -51,7 +51,7 @@ fn a_full_world_stops_spawning_and_counts() {
     for backend in Backend::ALL {
         s.backend = backend;
         let report = run(&s, |_| {});
-        assert!(report.spawn_refused > 0, "{backend}: no refusal counted");
+        assert!(report.fighters_refused > 0, "{backend}: no refusal counted");
         assert!(report.peak_live <= 500, "{backend}: peak {} above capacity", report.peak_live);
         assert!(report.live > 0);
     }
@@ -215,7 +215,7 @@ fn armies_are_deterministic_across_backends() {
         assert_eq!(run(&s, |_| {}).digest, reference.digest, "armies on {backend} diverged");
     }
     s.backend = Backend::SparseSet;
-    s.config.scenario = Scenario::Mixed;
+    s.config.scenario = Scenario::Churn;
     assert_ne!(run(&s, |_| {}).digest, reference.digest, "the scenario changes the run");
 }
 

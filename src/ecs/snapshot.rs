@@ -115,6 +115,14 @@ pub enum SnapshotError {
     BadEntity(String),
     /// The world has commands recorded and not applied: reserved handles belong to no saved entity.
     PendingCommands,
+    /// A value that decodes but is outside what the schema accepts (a setting past its limit, say): see
+    /// [`SnapshotSchema::resource_checked`] and [`SnapshotSchema::check`].
+    OutOfRange {
+        /// The resource, or the name given to the world's check.
+        name: &'static str,
+        /// What is out of range, and the limit.
+        why: String,
+    },
 }
 
 impl fmt::Display for SnapshotError {
@@ -139,6 +147,7 @@ impl fmt::Display for SnapshotError {
             SnapshotError::PendingCommands => {
                 write!(f, "the world has commands recorded and not applied; apply or discard them before saving")
             }
+            SnapshotError::OutOfRange { name, why } => write!(f, "the snapshot's {name}: {why}"),
         }
     }
 }
@@ -360,13 +369,21 @@ pub struct LoadInfo {
 pub struct SnapshotSchema {
     components: Vec<ComponentEntry>,
     resources: Vec<ResourceEntry>,
+    checks: Vec<(&'static str, WorldCheck)>,
 }
+
+/// A check of a loaded resource (see [`SnapshotSchema::resource_checked`]).
+type ResourceCheck<R> = fn(&R) -> Result<(), String>;
+
+/// A check of the whole loaded world (see [`SnapshotSchema::check`]).
+type WorldCheck = fn(&World) -> Result<(), String>;
 
 impl fmt::Debug for SnapshotSchema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SnapshotSchema")
             .field("components", &self.components.iter().map(|c| c.name).collect::<Vec<_>>())
             .field("resources", &self.resources.iter().map(|r| r.name).collect::<Vec<_>>())
+            .field("checks", &self.checks.iter().map(|(name, _)| name).collect::<Vec<_>>())
             .finish()
     }
 }
@@ -437,6 +454,7 @@ fn resource_fns<R: 'static, C: Codec>(
     name: &'static str,
     encode: impl Fn(&R, &World) -> Result<C::Value, String> + 'static,
     decode: impl Fn(C::Value, &World) -> Result<R, String> + 'static,
+    check: Option<ResourceCheck<R>>,
 ) -> ResourceFns<C> {
     ResourceFns {
         save: Box::new(move |world| {
@@ -447,6 +465,9 @@ fn resource_fns<R: 'static, C: Codec>(
         load: Box::new(move |world, value| {
             let resource = decode(value, world)
                 .map_err(|why| SnapshotError::Corrupt(format!("resource `{name}` does not load: {why}")))?;
+            if let Some(check) = check {
+                check(&resource).map_err(|why| SnapshotError::OutOfRange { name, why })?;
+            }
             world.insert_resource(resource);
             Ok(())
         }),
@@ -519,10 +540,61 @@ impl SnapshotSchema {
 
     /// Saves resource `R` under `name`. Loading replaces the resource in the world it loads into.
     pub fn resource<R: Serialize + DeserializeOwned + 'static>(self, name: &'static str) -> Self {
-        fn fns<R: Serialize + DeserializeOwned + 'static, C: Codec>(name: &'static str) -> ResourceFns<C> {
-            resource_fns::<R, C>(name, |resource, _| C::encode(resource), |value, _| C::decode(value))
+        self.push_checked_resource::<R>(name, None)
+    }
+
+    /// Saves resource `R` under `name`, as [`SnapshotSchema::resource`] does, and checks each loaded value with
+    /// `check` before anything else is loaded from it: a refusal fails the load with
+    /// [`SnapshotError::OutOfRange`], naming the resource and `check`'s reason. For values from outside that
+    /// must keep within limits (settings that size buffers or loops, say).
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use swarm::ecs::{Format, SnapshotError, SnapshotSchema, World};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Speed(f32);
+    /// let schema = SnapshotSchema::new().resource_checked::<Speed>("speed", |s| {
+    ///     if s.0.is_finite() { Ok(()) } else { Err(format!("{} is not a finite speed", s.0)) }
+    /// });
+    /// let mut world = World::new();
+    /// world.insert_resource(Speed(f32::INFINITY));
+    /// let bytes = schema.save(&world, Format::Binary).unwrap();
+    /// let error = schema.load(&bytes, None).err().unwrap();
+    /// assert!(matches!(error, SnapshotError::OutOfRange { name: "speed", .. }), "{error}");
+    /// ```
+    pub fn resource_checked<R: Serialize + DeserializeOwned + 'static>(
+        self,
+        name: &'static str,
+        check: fn(&R) -> Result<(), String>,
+    ) -> Self {
+        self.push_checked_resource::<R>(name, Some(check))
+    }
+
+    fn push_checked_resource<R: Serialize + DeserializeOwned + 'static>(
+        self,
+        name: &'static str,
+        check: Option<ResourceCheck<R>>,
+    ) -> Self {
+        fn fns<R: Serialize + DeserializeOwned + 'static, C: Codec>(
+            name: &'static str,
+            check: Option<ResourceCheck<R>>,
+        ) -> ResourceFns<C> {
+            resource_fns::<R, C>(name, |resource, _| C::encode(resource), |value, _| C::decode(value), check)
         }
-        self.push_resource(ResourceEntry { name, binary: fns::<R, Postcard>(name), json: fns::<R, Json>(name) })
+        self.push_resource(ResourceEntry {
+            name,
+            binary: fns::<R, Postcard>(name, check),
+            json: fns::<R, Json>(name, check),
+        })
+    }
+
+    /// Checks the whole loaded world with `check` (after its entities, components and resources are in, before the
+    /// load succeeds); a refusal fails the load with [`SnapshotError::OutOfRange`] under `name`. For limits no
+    /// single resource holds, such as the allocator's capacity.
+    pub fn check(mut self, name: &'static str, check: fn(&World) -> Result<(), String>) -> Self {
+        self.checks.push((name, check));
+        self
     }
 
     /// Saves resource `R` as the value `save` makes of it (seeing the world), and rebuilds it with `load`, which
@@ -544,6 +616,7 @@ impl SnapshotSchema {
                 name,
                 move |resource, world| C::encode(&save(resource, world)),
                 move |value, world| load(C::decode::<S>(value)?, world),
+                None,
             )
         }
         self.push_resource(ResourceEntry {
@@ -724,6 +797,9 @@ impl SnapshotSchema {
         for (entry, value) in self.resources.iter().zip(values) {
             let value = value.ok_or(SnapshotError::MissingResource(entry.name))?;
             (C::resource(entry).load)(&mut world, value)?;
+        }
+        for &(name, check) in &self.checks {
+            check(&world).map_err(|why| SnapshotError::OutOfRange { name, why })?;
         }
         Ok((world, saved_on))
     }

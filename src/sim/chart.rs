@@ -143,6 +143,7 @@ mod tests {
     fn report(backend: &str, systems: &[f64], p99: f64, bytes: usize) -> Report {
         Report {
             backend: backend.into(),
+            ended_on: backend.into(),
             switches: 0,
             switch_mean_ms: 0.0,
             frames: 10,
@@ -162,7 +163,8 @@ mod tests {
             spawned: 0,
             deaths: 0,
             particles: 0,
-            spawn_refused: 0,
+            fighters_refused: 0,
+            particles_refused: 0,
             commands_applied: 0,
             commands_skipped: 0,
             stale_caught: 0,

@@ -14,6 +14,7 @@ pub mod digest;
 pub mod grid;
 pub mod hunt;
 pub mod lifecycle;
+pub mod limits;
 pub mod movement;
 pub mod painter;
 pub mod replay;

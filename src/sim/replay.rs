@@ -24,6 +24,7 @@
 //! world's frame on a quick load. `digest` is [`digest()`] right after the input, as 16 hex digits.
 
 use super::config::{SimConfig, SimStats, SpawnRequests};
+use super::limits;
 use super::painter::{sort_by_y, DrawOrder};
 use super::report::{Meter, Report};
 use super::{build_app_with, digest, snapshot};
@@ -50,7 +51,8 @@ pub const ALIGN_EVERY: u32 = 30;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Input {
-    /// Change the target population by this many fighters (clamped to 0..=capacity).
+    /// Change the target population by this many fighters (clamped to 0..=capacity, and to the population's
+    /// limit).
     Population(i64),
     /// Spawn a burst of fighters around this arena point.
     Burst(Vec2),
@@ -261,9 +263,10 @@ impl Play {
         let world = &mut self.app.world;
         match input {
             Input::Population(delta) => {
-                let capacity = world.capacity() as i64;
+                let most = world.capacity().min(*limits::POPULATION.end()) as i64;
                 let config = world.resource_mut::<SimConfig>();
-                config.target_population = (config.target_population as i64 + delta).clamp(0, capacity) as u32;
+                config.target_population =
+                    (config.target_population as i64).saturating_add(*delta).clamp(0, most) as u32;
             }
             Input::Burst(at) => world.resource_mut::<SpawnRequests>().0.push(*at),
             Input::Pause(paused) => self.paused = *paused,
@@ -475,6 +478,13 @@ fn parse_digest(text: &str) -> Result<u64, String> {
     }
 }
 
+/// The names of the simulation's groups of systems, which [`Input::Group`] may name.
+fn group_names() -> Vec<String> {
+    let app = build_app_with(SimConfig::with_population(0), 0, Backend::SparseSet, 1, Profiler::new());
+    let names = app.groups().map(|g| g.name.to_string()).collect();
+    names
+}
+
 /// The frame a snapshot's world is at, checking that it loads.
 fn snapshot_frame(bytes: &[u8]) -> Result<u64, SnapshotError> {
     Ok(snapshot::schema().load(bytes, None)?.resource::<SimStats>().frames)
@@ -525,6 +535,9 @@ impl Recording {
                 (Start::Snapshot { bytes, backend }, frame)
             }
             (None, Some(seed), Some(capacity), Some(config), Some(backend)) => {
+                // The settings meet the flags' limits, as a snapshot's do.
+                config.check().map_err(|e| fail(line, format!("settings: {e}")))?;
+                limits::check("capacity", capacity, &limits::CAPACITY).map_err(|e| fail(line, e.to_string()))?;
                 (Start::New { config, seed, capacity, backend }, 0)
             }
             _ => {
@@ -537,6 +550,8 @@ impl Recording {
             }
         };
 
+        let groups = group_names();
+        let last_frame = *limits::FRAMES.end() as u64;
         let mut inputs = Vec::new();
         let mut end = None;
         for (line, text) in lines {
@@ -555,6 +570,20 @@ impl Recording {
                     serde_json::from_value(value).map_err(|e| fail(line, format!("bad input: {e}")))?;
                 let digest = parse_digest(&parsed.digest).map_err(|why| fail(line, why))?;
                 let at = parsed.frame;
+                match &parsed.input {
+                    Input::AlignEvery(every) => limits::check("align_every", *every, &limits::ALIGN_EVERY)
+                        .map_err(|e| fail(line, e.to_string()))?,
+                    Input::Burst(at) if !at.is_finite() => {
+                        return Err(fail(line, format!("burst at ({}, {}), not a point", at.x, at.y)))
+                    }
+                    Input::Group { name, .. } if !groups.iter().any(|g| g == name) => {
+                        return Err(fail(
+                            line,
+                            format!("no system group is named `{name}` (known: {})", groups.join(", ")),
+                        ))
+                    }
+                    _ => {}
+                }
                 let after = match &parsed.input {
                     Input::Step => at + 1,
                     Input::Reset => 0,
@@ -566,6 +595,9 @@ impl Recording {
                 inputs.push(Recorded { line, frame: at, input: parsed.input, digest });
                 (at, after)
             };
+            if at > last_frame {
+                return Err(fail(line, format!("frame {at} is past the limit of {last_frame} frames a run may reach")));
+            }
             if at < frame {
                 return Err(fail(
                     line,

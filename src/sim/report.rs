@@ -52,6 +52,8 @@ pub struct GroupTime {
 pub struct Report {
     /// The backend the run started on.
     pub backend: String,
+    /// The backend the run ended on (the storage bytes are this backend's).
+    pub ended_on: String,
     /// Backends switched through (empty without `--switch-every`).
     pub switches: u32,
     /// Mean milliseconds per live switch.
@@ -72,7 +74,8 @@ pub struct Report {
     pub groups: Vec<GroupTime>,
     /// A group of systems was turned off during the run: the world is not the plain run of its seed.
     pub modified: bool,
-    /// Most entities alive at once.
+    /// Most entities alive (or reserved) at once: at a frame's last stage or at a frame's end, the end of the run
+    /// included.
     pub peak_live: u32,
     /// Entities alive at the end.
     pub live: u32,
@@ -82,8 +85,10 @@ pub struct Report {
     pub deaths: u64,
     /// Particles spawned.
     pub particles: u64,
-    /// Spawns refused because the world was full (fighters when recorded, particles when applied).
-    pub spawn_refused: u64,
+    /// Fighter spawns refused because the world was full, counted in fighters (see [`SimStats::spawn_refused`]).
+    pub fighters_refused: u64,
+    /// Particle spawns refused because the world was full when the frame's commands applied.
+    pub particles_refused: u64,
     /// Commands applied.
     pub commands_applied: u64,
     /// Commands skipped (dead or stale target).
@@ -199,6 +204,7 @@ pub struct Meter {
     started_on: Backend,
     frame_ms: Vec<f64>,
     peak_storage: usize,
+    peak_live: u32,
     switches: u32,
     switch_ms: f64,
 }
@@ -210,6 +216,7 @@ impl Meter {
             started_on: app.world.backend(),
             frame_ms: Vec::with_capacity(frames.min(1 << 16)),
             peak_storage: 0,
+            peak_live: app.world.len(),
             switches: 0,
             switch_ms: 0.0,
         }
@@ -219,6 +226,7 @@ impl Meter {
     pub fn frame(&mut self, ms: f64, app: &crate::app::App) {
         self.frame_ms.push(ms);
         self.peak_storage = self.peak_storage.max(app.world.storage_bytes());
+        self.peak_live = self.peak_live.max(app.world.len());
     }
 
     /// Counts one live backend switch of `ms` milliseconds.
@@ -261,6 +269,7 @@ impl Meter {
         let switches = self.switches;
         Report {
             backend: self.started_on.name().to_string(),
+            ended_on: app.world.backend().name().to_string(),
             switches,
             switch_mean_ms: if switches == 0 { 0.0 } else { self.switch_ms / switches as f64 },
             frames,
@@ -271,12 +280,14 @@ impl Meter {
             systems,
             groups,
             modified: app.is_modified(),
-            peak_live: stats.peak_live,
+            // The simulation's own peak is taken before the frame's commands apply; the meter's after.
+            peak_live: stats.peak_live.max(self.peak_live).max(app.world.len()),
             live: app.world.len(),
             spawned: stats.spawned,
             deaths: stats.deaths,
             particles: stats.particles,
-            spawn_refused: stats.spawn_refused + totals.refused,
+            fighters_refused: stats.spawn_refused,
+            particles_refused: totals.refused,
             commands_applied: totals.applied,
             commands_skipped: totals.skipped,
             stale_caught: stats.stale_caught,
@@ -328,6 +339,9 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "== backend: {}", self.backend)?;
+        if self.ended_on != self.backend {
+            write!(f, " at the start, {} at the end", self.ended_on)?;
+        }
         if self.switches > 0 {
             write!(f, " (switched live {} times, {:.2} ms per switch)", self.switches, self.switch_mean_ms)?;
         }
@@ -347,8 +361,8 @@ impl fmt::Display for Report {
         writeln!(f, "entities: peak {}  at end {}", self.peak_live, self.live)?;
         writeln!(
             f,
-            "spawned {}  deaths {}  particles {}  refused (world full) {}",
-            self.spawned, self.deaths, self.particles, self.spawn_refused
+            "spawned {}  deaths {}  particles {}  refused (world full): {} fighters, {} particles",
+            self.spawned, self.deaths, self.particles, self.fighters_refused, self.particles_refused
         )?;
         writeln!(
             f,
@@ -357,8 +371,8 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "storage bytes: {} at end, {} peak (+ {} allocator)",
-            self.storage_bytes, self.peak_storage_bytes, self.allocator_bytes
+            "storage bytes ({}): {} at end, {} peak (+ {} allocator)",
+            self.ended_on, self.storage_bytes, self.peak_storage_bytes, self.allocator_bytes
         )?;
         if self.modified {
             writeln!(f, "digest: {} (modified: a group of systems was turned off)", self.digest)

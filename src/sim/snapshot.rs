@@ -8,6 +8,7 @@
 use super::collision::Broadphase;
 use super::components::{Blue, Health, Hunter, Lifetime, Particle, Position, Red, Target, Velocity};
 use super::config::{SimConfig, SimRng, SimStats, SpawnRequests};
+use super::limits;
 use crate::app::profile::Profiler;
 use crate::app::App;
 use crate::ecs::{Backend, Format, LoadInfo, SnapshotError, SnapshotSchema, World};
@@ -25,11 +26,22 @@ pub fn schema() -> SnapshotSchema {
         .component_with_entities::<Target>("target")
         .component::<Particle>("particle")
         .component::<Lifetime>("lifetime")
-        .resource::<SimConfig>("settings")
+        // The settings and the frame counter come from outside like flags do, so they meet the flags' limits; the
+        // settings are checked as soon as they decode, before the broadphase is rebuilt from them.
+        .resource_checked::<SimConfig>("settings", |config| config.check().map_err(|e| e.to_string()))
         .resource::<SimRng>("random")
-        .resource::<SimStats>("statistics")
+        .resource_checked::<SimStats>("statistics", |stats| {
+            let last = *limits::FRAMES.end() as u64;
+            if stats.frames > last {
+                return Err(format!("frames is {}, past the limit of {last}", stats.frames));
+            }
+            Ok(())
+        })
         .resource::<SpawnRequests>("spawn requests")
         .resource_with::<Broadphase, _>("broadphase", |b, _| b.vouched(), Broadphase::rebuild)
+        .check("world", |world| {
+            limits::check("capacity", world.capacity(), &limits::CAPACITY).map_err(|e| e.to_string())
+        })
 }
 
 /// Writes the simulation's world as a snapshot.

@@ -1,5 +1,5 @@
 //! Spawning: the spawner keeps the fighter population at its target, and bursts at requested points. The
-//! scenario decides where refills go: anywhere (`mixed`), or each team on its own side heading for the middle
+//! scenario decides where refills go: anywhere (`churn`), or each team on its own side heading for the middle
 //! (`armies`).
 
 use super::components::{Blue, Health, Hunter, Position, Red, Team, Velocity};
@@ -15,7 +15,8 @@ pub fn plugin(app: &mut App) {
 }
 
 /// Tops the population up toward the target (at most `spawn_per_frame` a frame) and serves burst requests.
-/// When the world is full it stops for this frame and counts the refusal; it never panics. The draws come from
+/// When the world is full it stops for this frame and counts the fighters it asked for and did not get; it never
+/// panics. The draws come from
 /// the frame's spawn stream, in the order the spawns are recorded (no query decides it).
 pub fn spawn_fighters(world: &mut World) {
     let fighters = world.query::<(&Health,)>().count() as u32;
@@ -32,19 +33,22 @@ pub fn spawn_fighters(world: &mut World) {
             match spawn_one(&mut commands, &mut rng, &config, at, Placement::Refill) {
                 Ok(()) => spawned += 1,
                 Err(_) => {
-                    refused += 1;
+                    // This one and the rest of the frame's refill.
+                    refused += u64::from(deficit) - spawned;
                     break;
                 }
             }
         }
-        'bursts: for &center in &requests.0 {
-            for _ in 0..config.burst {
+        'bursts: for (served, &center) in requests.0.iter().enumerate() {
+            for placed in 0..config.burst {
                 let offset = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(0.0..40.0);
                 let at = (center + offset).clamp(Vec2::ZERO, config.arena);
                 match spawn_one(&mut commands, &mut rng, &config, at, Placement::Burst) {
                     Ok(()) => spawned += 1,
                     Err(_) => {
-                        refused += 1;
+                        // This one, the rest of its burst and every burst after it.
+                        let asked = u64::from(config.burst) * (requests.0.len() - served) as u64;
+                        refused += asked - u64::from(placed);
                         break 'bursts;
                     }
                 }
@@ -72,7 +76,7 @@ const ARMY_SIDE: f32 = 0.45;
 const ARMY_SPREAD: f32 = 0.6;
 
 /// Spawns one fighter at `at` (uniform over the arena for a refill), drawing its team, role and heading. The
-/// `mixed` draws are exactly those of the runs before scenarios existed, so their digests are unchanged.
+/// `churn` draws are exactly those of the runs before scenarios existed, so their digests are unchanged.
 fn spawn_one(
     commands: &mut Commands<'_>,
     rng: &mut impl Rng,
