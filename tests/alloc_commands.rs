@@ -99,7 +99,8 @@ fn steady_state_commands_recorded_in_a_loop_allocate_nothing() {
 #[test]
 fn reserve_then_spawn_one_by_one_allocates_nothing_but_index_pages() {
     const N: u32 = 5_000;
-    for backend in [Backend::SparseSet, Backend::HashMap, Backend::DenseArray, Backend::Archetype] {
+    // Every backend but the b-tree, whose nodes are allocated as it grows (no way to reserve them).
+    for backend in Backend::ALL.into_iter().filter(|&b| b != Backend::BTree) {
         let spawn_all = |reserve: bool| {
             let mut world = World::with_capacity(2 * N);
             world.set_backend(backend);

@@ -1,6 +1,7 @@
 //! The command line: bad flags and values exit non-zero with a clear message and the usage line; good ones work.
 
 use std::process::Command;
+use swarm::ecs::Backend;
 
 fn swarm(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_swarm")).args(args).output().expect("the binary runs");
@@ -66,9 +67,10 @@ fn headless_compares_every_backend_in_one_table_and_a_chart() {
     let (code, out, err) = swarm(&[&args[..], &[chart.to_str().unwrap()]].concat());
     assert_eq!(code, 0, "{err}");
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
-    assert_eq!(header, ["backend", "sparse-set", "hash-map", "btree", "dense-array", "archetype"], "{out}");
+    let names: Vec<&str> = Backend::ALL.iter().map(|b| b.name()).collect();
+    assert_eq!(header, [&["backend"][..], &names].concat(), "{out}");
     let digests: Vec<&str> = out.lines().find_map(|l| l.strip_prefix("digest ")).unwrap().split_whitespace().collect();
-    assert_eq!(digests.len(), 5);
+    assert_eq!(digests.len(), Backend::ALL.len());
     assert!(digests.iter().all(|d| *d == digests[0] && d.len() == 16), "{digests:?}");
     assert!(out.contains("digests equal across backends"));
     for row in ["frame ms, p99", "  combat", "    resolve_collisions", "bytes per entity"] {
@@ -77,8 +79,9 @@ fn headless_compares_every_backend_in_one_table_and_a_chart() {
     // Piped: no progress bar (no carriage returns or escape codes) on stderr.
     assert!(!err.contains('\r') && !err.contains('\u{1b}'), "progress drawn to a pipe: {err:?}");
     let svg = std::fs::read_to_string(&chart).unwrap();
-    assert!(svg.starts_with("<svg") && svg.matches(r#"class="bytes""#).count() == 5, "{svg}");
-    assert!(svg.contains(&format!("all 5 backends ended on digest {}", digests[0])));
+    assert!(svg.starts_with("<svg") && svg.matches(r#"class="bytes""#).count() == Backend::ALL.len(), "{svg}");
+    let all = format!("all {} backends ended on digest {}", Backend::ALL.len(), digests[0]);
+    assert!(svg.contains(&all), "{svg}");
     refused(&["--chart", "c.svg"], "add --headless");
     refused(&["--headless", "--chart", dir.join("c.png").to_str().unwrap()], "must end in .svg");
     std::fs::remove_dir_all(dir).ok();

@@ -2,6 +2,8 @@
 //! step, with stale handles kept around and reused as targets. Run on every backend, and once switching backends
 //! mid-run. Commands are recorded both between queries and inside query loops (applied in handle order).
 
+mod backends;
+
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::HashMap;
@@ -59,7 +61,7 @@ fn run_model(seed: u64, start: Backend, switch_every: Option<usize>) {
     for step in 0..STEPS {
         if let Some(k) = switch_every {
             if step % k == k - 1 {
-                let to = Backend::ALL[rng.gen_range(0..5)];
+                let to = Backend::ALL[rng.gen_range(0..Backend::ALL.len())];
                 world.set_backend(to);
                 switches += 1;
             }
@@ -310,29 +312,13 @@ fn run_model(seed: u64, start: Backend, switch_every: Option<usize>) {
     }
 }
 
+/// Each backend with a seed of its own (its place in `Backend::ALL`, from 1).
 #[test]
-fn model_sparse_set() {
-    run_model(1, Backend::SparseSet, None);
-}
-
-#[test]
-fn model_hash_map() {
-    run_model(2, Backend::HashMap, None);
-}
-
-#[test]
-fn model_btree() {
-    run_model(3, Backend::BTree, None);
-}
-
-#[test]
-fn model_dense_array() {
-    run_model(4, Backend::DenseArray, None);
-}
-
-#[test]
-fn model_archetype() {
-    run_model(5, Backend::Archetype, None);
+fn model_on_every_backend() {
+    backends::each(|backend| {
+        let place = Backend::ALL.iter().position(|&b| b == backend).unwrap();
+        run_model(place as u64 + 1, backend, None);
+    });
 }
 
 #[test]
@@ -340,7 +326,7 @@ fn model_switching_backends_mid_run() {
     run_model(6, Backend::SparseSet, Some(997));
 }
 
-/// Every order of all five backends, with a model following along.
+/// Every order of all the backends, with a model following along.
 #[test]
 fn switch_through_all_orders() {
     let mut world = World::with_capacity(64);
@@ -373,10 +359,10 @@ fn switch_through_all_orders() {
         }
         count += 1;
     });
-    assert_eq!(count, 120);
+    assert_eq!(count, (1..=Backend::ALL.len()).product::<usize>(), "every order once");
 }
 
-fn permute(items: &mut [Backend; 5], k: usize, f: &mut impl FnMut(&[Backend; 5])) {
+fn permute(items: &mut [Backend], k: usize, f: &mut impl FnMut(&[Backend])) {
     if k == items.len() {
         f(items);
         return;
