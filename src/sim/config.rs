@@ -73,6 +73,16 @@ impl Scenario {
             Scenario::Armies => "armies",
         }
     }
+
+    /// What the scenario shows, in one line (the window's legend prints it).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Scenario::Mixed => {
+                "a stress test of spawning and dying: both teams everywhere, so fights, deaths and refills never stop"
+            }
+            Scenario::Armies => "two armies: red starts left, blue right, and they meet in a front",
+        }
+    }
 }
 
 impl std::fmt::Display for Scenario {
