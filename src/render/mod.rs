@@ -333,9 +333,6 @@ pub async fn run(cli: Cli, start: Start) {
             tree.refresh(&game.play.app);
             let config = game.play.app.world.resource::<SimConfig>();
             let key_top = screen_height() - panel::key_height();
-            if compare.is_none() && readout.census.red + readout.census.blue == 0 {
-                empty_hint(&view, arena, config.burst, config.target_population, &mut text);
-            }
             if let Some(view) = &compare {
                 view.draw(screen_width() - panel::WIDTH - 8.0, &mut text);
             } else if overlay_on {
@@ -368,6 +365,10 @@ pub async fn run(cli: Cli, start: Start) {
                 ui_ms,
             };
             panel::draw(&state, &mut actions, &mut panel_text);
+            if compare.is_none() && readout.census.red + readout.census.blue == 0 {
+                let left = if overlay_on { overlay_area.right() } else { 0.0 };
+                empty_hint(&view, arena, left, config.burst, config.target_population, &mut text);
+            }
             panel::draw_keys();
             if !sprites.source.ends_with("assets") {
                 let colour = Color::new(1.0, 0.6, 0.4, 0.9);
@@ -525,21 +526,27 @@ fn gather(
     readout.modified = game.play.app.is_modified();
 }
 
-/// What an empty arena shows: how to add fighters, in a box at the arena's centre.
-fn empty_hint(view: &camera::View, arena: Vec2, burst: u32, target: u32, text: &mut String) {
+/// What an empty arena shows: how to add fighters, in a box at the arena's centre height, centred between `left`
+/// (the overlay's edge) and the panel.
+fn empty_hint(view: &camera::View, arena: Vec2, left: f32, burst: u32, target: u32, text: &mut String) {
     use std::fmt::Write;
     let screen = vec2(screen_width(), screen_height());
-    let centre = (arena / 2.0 - view.world_at(Vec2::ZERO, screen)) * view.scale();
-    let first = "No fighters in the arena.";
-    text.clear();
-    let _ = write!(text, "Click to drop a burst of {burst}, or press + to raise the population (target now {target}).");
+    let centre_y = (arena.y / 2.0 - view.world_at(Vec2::ZERO, screen).y) * view.scale();
+    let (left, right) = (left + 20.0, panel::origin().x - 20.0);
     let size = 24;
-    let width = measure_text(text.as_str(), None, size, 1.0).width.max(measure_text(first, None, size, 1.0).width);
-    let width = width.min(screen.x - 40.0);
-    let (x, y) = (centre.x - width / 2.0, centre.y - 20.0);
-    draw_rectangle(x - 14.0, y - 30.0, width + 28.0, 78.0, Color::new(0.02, 0.03, 0.06, 0.85));
-    overlay::fitted(first, x, y, width, size, Color::new(1.0, 0.85, 0.45, 1.0));
-    overlay::fitted(text, x, y + 32.0, width, size, Color::new(0.92, 0.94, 0.98, 1.0));
+    text.clear();
+    let _ =
+        write!(text, "Click to drop a burst of {burst} fighters,\nor press + to raise the population (now {target})");
+    let (second, third) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+    let lines = ["No fighters in the arena.", second, third];
+    let width = lines.iter().map(|l| measure_text(l, None, size, 1.0).width).fold(0.0, f32::max);
+    let width = width.min(right - left).max(100.0);
+    let (x, y) = (((left + right) / 2.0 - width / 2.0).max(left), centre_y - 30.0);
+    draw_rectangle(x - 14.0, y - 30.0, width + 28.0, 106.0, Color::new(0.02, 0.03, 0.06, 0.9));
+    for (i, line) in lines.into_iter().enumerate() {
+        let colour = if i == 0 { Color::new(1.0, 0.85, 0.45, 1.0) } else { Color::new(0.92, 0.94, 0.98, 1.0) };
+        overlay::fitted(line, x, y + 30.0 * i as f32, width, size, colour);
+    }
 }
 
 /// Reads the frame buffer and writes it as a PNG (rows flipped: GL's origin is bottom left).

@@ -295,7 +295,8 @@ impl FieldLayer {
     /// when zoomed in).
     pub fn draw(&mut self, world: &World, px: f32) {
         let config = world.resource::<SimConfig>();
-        let far = far(fighter_size(config) / px);
+        // Only once a fighter is under 4 px: above that the sprites themselves show the teams.
+        let far = ((4.0 - fighter_size(config) / px) / 2.0).clamp(0.0, 1.0);
         if far <= 0.0 {
             return;
         }
