@@ -1,7 +1,7 @@
 //! The legend (L shows or hides it; shown at the start): the scenario and what it shows, then each mark of the
 //! battle beside a sample drawn with the same textures and colours: the teams, a hunter with its ring and target
 //! line, a stale-handle marker, a death's sparks, and the army fields of the far zoom. Static text only, wrapped
-//! to the box by slicing: nothing allocates.
+//! to the box once (slices of the text, kept until the width or scenario changes): a frame allocates nothing.
 
 use super::layout;
 use super::sprites::{self, Sprites, BLUE_TINT, MARKER_TINT, RED_TINT};
@@ -40,18 +40,49 @@ fn color((r, g, b): (f32, f32, f32), a: f32) -> Color {
     Color::new(r, g, b, a)
 }
 
-/// Draws (or, with `draw` false, only measures) the lines of `text` wrapped to `width` from baseline `y`; returns
-/// the baseline after them.
-fn lines(text: &str, x: f32, mut y: f32, width: f32, colour: Color, draw: bool) -> f32 {
-    let measure = |s: &str| measure_text(s, None, SIZE, 1.0).width;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let (line, next) = layout::wrap(rest, width, measure);
+/// The legend's text wrapped to a width: made again only when the width or the scenario changes, so a frame
+/// draws without measuring text (wrapping measures it many times).
+#[derive(Default)]
+pub struct Legend {
+    made_for: Option<(u32, Scenario)>,
+    /// The description's lines, then each entry's, tagged with their paragraph (0 the description, 1.. the
+    /// entries).
+    lines: Vec<(usize, &'static str)>,
+}
+
+impl Legend {
+    fn make(&mut self, width: f32, scenario: Scenario) {
+        if self.made_for == Some((width.to_bits(), scenario)) {
+            return;
+        }
+        self.made_for = Some((width.to_bits(), scenario));
+        self.lines.clear();
+        let measure = |s: &str| measure_text(s, None, SIZE, 1.0).width;
+        let inner = width - 20.0;
+        let paragraphs =
+            std::iter::once((scenario.describe(), inner)).chain(ENTRIES.iter().map(|&(_, what)| (what, inner - ICON)));
+        for (i, (text, room)) in paragraphs.enumerate() {
+            let mut rest = text;
+            while !rest.is_empty() {
+                let (line, next) = layout::wrap(rest, room, measure);
+                self.lines.push((i, line));
+                rest = next;
+            }
+        }
+    }
+
+    fn paragraph(&self, i: usize) -> impl Iterator<Item = &'static str> + '_ {
+        self.lines.iter().filter(move |(p, _)| *p == i).map(|&(_, line)| line)
+    }
+}
+
+/// Draws (or, with `draw` false, only measures) the `lines` from baseline `y`; returns the baseline after them.
+fn lines<'a>(lines: impl Iterator<Item = &'a str>, x: f32, mut y: f32, colour: Color, draw: bool) -> f32 {
+    for line in lines {
         if draw {
-            super::overlay::fitted(line, x, y, width, SIZE, colour);
+            draw_text(line, x, y, SIZE as f32, colour);
         }
         y += LINE;
-        rest = next;
     }
     y
 }
@@ -98,8 +129,7 @@ fn sample(kind: Sample, at: Vec2, sprites: &Sprites) {
 
 /// Draws the legend `width` wide with its top left at (`x`, `y`), for `scenario`; returns its height. With
 /// `draw` false it only measures.
-fn pass(x: f32, y: f32, width: f32, scenario: Scenario, sprites: &Sprites, draw: bool) -> f32 {
-    let inner = width - 20.0;
+fn pass(legend: &Legend, x: f32, y: f32, scenario: Scenario, sprites: &Sprites, draw: bool) -> f32 {
     let (x, mut base) = (x + 10.0, y + 20.0);
     if draw {
         draw_text("legend", x, base, 20.0, TEXT);
@@ -110,10 +140,10 @@ fn pass(x: f32, y: f32, width: f32, scenario: Scenario, sprites: &Sprites, draw:
         draw_text("scenario:", x, base, SIZE as f32, DIM);
         draw_text(scenario.name(), x + 80.0, base, SIZE as f32, AMBER);
     }
-    base = lines(scenario.describe(), x, base + LINE, inner, DIM, draw) + 6.0;
-    for (kind, what) in ENTRIES {
+    base = lines(legend.paragraph(0), x, base + LINE, DIM, draw) + 6.0;
+    for (i, (kind, _)) in ENTRIES.into_iter().enumerate() {
         let top = base - LINE + 4.0;
-        let end = lines(what, x + ICON, base, inner - ICON, TEXT, draw);
+        let end = lines(legend.paragraph(i + 1), x + ICON, base, TEXT, draw);
         let height = (end - base).max(26.0);
         if draw {
             sample(kind, vec2(x + 13.0, top + height / 2.0 - 3.0), sprites);
@@ -123,11 +153,14 @@ fn pass(x: f32, y: f32, width: f32, scenario: Scenario, sprites: &Sprites, draw:
     base - LINE + 4.0 - y
 }
 
-/// Draws the legend in a box `width` wide with its top left at (`x`, `y`); returns the box.
-pub fn draw(x: f32, y: f32, width: f32, scenario: Scenario, sprites: &Sprites) -> Rect {
-    let height = pass(x, y, width, scenario, sprites, false);
-    let area = Rect::new(x, y, width, height);
-    draw_rectangle(area.x, area.y, area.w, area.h, BOX);
-    pass(x, y, width, scenario, sprites, true);
-    area
+impl Legend {
+    /// Draws the legend in a box `width` wide with its top left at (`x`, `y`); returns the box.
+    pub fn draw(&mut self, x: f32, y: f32, width: f32, scenario: Scenario, sprites: &Sprites) -> Rect {
+        self.make(width, scenario);
+        let height = pass(self, x, y, scenario, sprites, false);
+        let area = Rect::new(x, y, width, height);
+        draw_rectangle(area.x, area.y, area.w, area.h, BOX);
+        pass(self, x, y, scenario, sprites, true);
+        area
+    }
 }

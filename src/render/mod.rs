@@ -196,6 +196,7 @@ pub async fn run(cli: Cli, start: Start) {
     let mut left_out: Option<f32> = Some(0.0);
     let mut field = FieldLayer::default();
     let mut legend_on = true;
+    let mut legend = legend::Legend::default();
     let mut legend_area = Rect::default();
     let mut previous: Option<Previous> = None;
     let mut readout = Readout::default();
@@ -351,7 +352,7 @@ pub async fn run(cli: Cli, start: Start) {
             }
             if legend_on && compare.is_none() {
                 let at = panel::origin() + vec2(0.0, panel::HEIGHT + 8.0);
-                legend_area = legend::draw(at.x, at.y, panel::WIDTH, config.scenario, &sprites);
+                legend_area = legend.draw(at.x, at.y, panel::WIDTH, config.scenario, &sprites);
             }
             let state = PanelState {
                 backend: game.play.app.world.backend(),
