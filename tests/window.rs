@@ -1,5 +1,6 @@
 //! The window: it runs N frames, saves a screenshot and exits 0, and the picture shows sprites of both teams (the
-//! armies apart, red left and blue right), the overlay and the panel. A missing or broken asset falls back to the built-in art, naming the file.
+//! armies apart, red left and blue right), the overlay, the panel, the legend under it and the dark strip behind the
+//! key line. A missing or broken asset falls back to the built-in art, naming the file.
 //!
 //! The window needs a display: `xvfb-run` (preferred, a virtual screen of a known size) or a `DISPLAY`. Where
 //! neither exists the tests print one line saying so and pass, unless `CI=true` (as `.ci/run` runs), where the
@@ -106,7 +107,7 @@ fn look(shot: &Path) -> Census {
             census.blue_x += x as f64;
         }
         // Overlay: light text in the top-left box.
-        if x < 400 && y < 300 && r > 200 && g > 200 && b > 200 {
+        if x < 400 && y < 500 && r > 200 && g > 200 && b > 200 {
             census.overlay_text += 1;
         }
         // Panel: the selected backend button is amber, top right.
@@ -143,7 +144,44 @@ fn window_runs_and_the_screenshot_shows_the_game() {
     );
     assert!(seen.overlay_text > 500, "no overlay text: {}", seen.overlay_text);
     assert!(seen.panel_selected > 500, "no selected backend button in the panel: {}", seen.panel_selected);
+    legend_and_key_strip(&shot);
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// The legend box under the panel (its dark blue fill, with red and blue team samples and the yellow marker ring in
+/// it), and the dark strip behind the key line, which the armies would otherwise show through.
+fn legend_and_key_strip(shot: &Path) {
+    let image = image::open(shot).expect("the screenshot is a PNG").to_rgba8();
+    let (w, h) = image.dimensions();
+    let (mut fill, mut red, mut blue, mut yellow, mut legend_px) = (0, 0, 0, 0, 0);
+    // The panel is 250 px wide at 8 px from the right edge; the legend starts under it (the panel is 540 px tall).
+    for y in 560..h - 60 {
+        for x in w - 250..w - 12 {
+            let [r, g, b, _] = image.get_pixel(x, y).0.map(i32::from);
+            legend_px += 1;
+            // The box: near (0.03, 0.05, 0.10) at 90 % over the game, (8, 13, 25); the arena is (17, 20, 30).
+            if r <= 12 && g <= 16 && (20..=30).contains(&b) {
+                fill += 1;
+            }
+            red += (r > 150 && g < 110 && b < 110) as u32;
+            blue += (b > 150 && r < 120 && b - r > 60) as u32;
+            yellow += (r > 180 && g > 170 && b < 150 && r - b > 50) as u32;
+        }
+    }
+    eprintln!("legend: fill {fill} of {legend_px}, red {red}, blue {blue}, yellow {yellow}");
+    assert!(fill * 2 > legend_px, "no legend box under the panel: {fill} of {legend_px} pixels");
+    assert!(red > 20 && blue > 20, "no team samples in the legend: red {red}, blue {blue}");
+    assert!(yellow > 20, "no stale-marker sample in the legend: {yellow}");
+    // The key strip: the bottom 12 rows are dark but for the key text, over the whole width.
+    let (mut dark, mut all) = (0, 0);
+    for y in h - 12..h {
+        for x in 0..w {
+            let [r, g, b, _] = image.get_pixel(x, y).0.map(i32::from);
+            all += 1;
+            dark += (r + g + b < 45) as u32;
+        }
+    }
+    assert!(dark * 10 > all * 6, "the key line has no dark strip: {dark} of {all} pixels dark");
 }
 
 #[test]

@@ -3,13 +3,15 @@
 //! as SVG.
 //!
 //! The comparison runs on copies loaded from the snapshot, a little per rendered frame (a time budget), so the
-//! window stays responsive and shows its progress; the game itself is frozen meanwhile and is not touched.
+//! window stays responsive and shows its progress; the game itself is frozen meanwhile and is not touched. The
+//! chart's axes use round steps and only grow while the backends report, so the bars already drawn never jump,
+//! and they stay as they are once the run is done.
 
+use super::layout::axis;
 use macroquad::prelude::*;
 use std::fmt::Write;
 use std::time::Duration;
 use swarm::ecs::World;
-use swarm::sim::chart::nice;
 use swarm::sim::compare::{bytes_per_entity, Comparison};
 use swarm::sim::report::Report;
 use swarm::sim::SimStats;
@@ -44,6 +46,8 @@ pub struct CompareView {
     /// Live entities and the simulation frame when the snapshot was taken.
     entities: u32,
     sim_frame: u64,
+    /// The frame-time axis (top, step in ms) and the bytes axis (top, step), grown to fit the reports so far.
+    axes: [(f64, f64); 2],
 }
 
 impl CompareView {
@@ -51,7 +55,12 @@ impl CompareView {
     /// (commands pending, say) gives a view that shows why.
     pub fn open(world: &World, frames: u32) -> Self {
         let comparison = Comparison::from_world(world, frames).map_err(|e| format!("cannot compare now: {e}"));
-        Self { comparison, entities: world.len(), sim_frame: world.resource::<SimStats>().frames }
+        Self {
+            comparison,
+            entities: world.len(),
+            sim_frame: world.resource::<SimStats>().frames,
+            axes: [(0.0, 1.0); 2],
+        }
     }
 
     /// Runs the comparison for about `budget`; nothing once it is done or failed.
@@ -59,6 +68,15 @@ impl CompareView {
         if let Ok(comparison) = &mut self.comparison {
             if !comparison.is_done() {
                 comparison.step(budget);
+                let reports = comparison.reports();
+                let time = reports.iter().map(|r| r.p99_ms.max(r.mean_ms)).fold(0.0, f64::max);
+                let bytes = reports.iter().map(bytes_per_entity).fold(0.0, f64::max);
+                for (held, max) in self.axes.iter_mut().zip([time, bytes]) {
+                    let grown = axis(max, 5);
+                    if grown.0 > held.0 {
+                        *held = grown;
+                    }
+                }
             }
         }
     }
@@ -116,7 +134,7 @@ impl CompareView {
         }
         y += 40.0;
         if !reports.is_empty() {
-            chart(reports, x, y, w - 40.0, y0 + h - 60.0 - y, text);
+            chart(reports, self.axes, x, y, w - 40.0, y0 + h - 60.0 - y, text);
         }
         draw_text("Esc or C: back to the game (the game is paused while this is open)", x, y0 + h - 16.0, 20.0, DIM);
     }
@@ -141,17 +159,20 @@ fn progress(comparison: &Comparison, x: f32, y: f32, w: f32, text: &mut String) 
 }
 
 /// The chart in `w` x `h`: per backend, frame ms split by system with the p99 marked, and bytes per entity; then
-/// the legend.
-fn chart(reports: &[Report], x: f32, y: f32, w: f32, h: f32, text: &mut String) {
+/// the legend. `axes` are the time and bytes axes, (top, step) each. Each bar's figures are drawn in room kept
+/// for them right of its axis, so no label reaches the next column.
+fn chart(reports: &[Report], axes: [(f64, f64); 2], x: f32, y: f32, w: f32, h: f32, text: &mut String) {
     const LABEL: f32 = 130.0;
     const GAP: f32 = 40.0;
     // Rows share what the titles, the axis labels and the legend leave, up to a comfortable height.
     let row_h = ((h - 150.0) / swarm::ecs::Backend::ALL.len() as f32).clamp(40.0, 80.0);
-    let time_w = (w - LABEL - GAP) * 0.66;
-    let bytes_x = x + LABEL + time_w + GAP;
-    let bytes_w = w - LABEL - time_w - GAP - 70.0;
-    let time_max = nice(reports.iter().map(|r| r.p99_ms.max(r.mean_ms)).fold(0.0, f64::max)) as f32;
-    let bytes_max = nice(reports.iter().map(bytes_per_entity).fold(0.0, f64::max)) as f32;
+    let column = (w - LABEL - GAP) * 0.66;
+    let figures = measure_text("000.00 mean  000.00 p99", None, 20, 1.0).width + 12.0;
+    let time_w = (column - figures).max(100.0);
+    let bytes_x = x + LABEL + column + GAP;
+    let bytes_w = (w - LABEL - column - GAP - measure_text("0000", None, 20, 1.0).width - 12.0).max(40.0);
+    let [(time_max, time_step), (bytes_max, _)] = axes;
+    let (time_max, bytes_max) = (time_max.max(1e-9) as f32, bytes_max.max(1e-9) as f32);
 
     text.clear();
     let _ = write!(text, "frame ms, mean split by system;  | = p99;  axis 0 to {time_max} ms");
@@ -161,12 +182,15 @@ fn chart(reports: &[Report], x: f32, y: f32, w: f32, h: f32, text: &mut String) 
     draw_text(text.as_str(), bytes_x, y, 20.0, DIM);
     let top = y + 14.0;
     let bottom = top + row_h * swarm::ecs::Backend::ALL.len() as f32;
-    // Quarter gridlines with their ms, so bar lengths can be read off.
-    for k in 0..=4 {
-        let gx = x + LABEL + time_w * k as f32 / 4.0;
+    // Gridlines at the axis's round steps with their ms, so bar lengths can be read off.
+    let ticks = (time_max as f64 / time_step).round() as u32;
+    for k in 0..=ticks {
+        let value = time_step * k as f64;
+        let gx = x + LABEL + time_w * (value as f32 / time_max);
         draw_line(gx, top, gx, bottom, 1.0, Color::new(0.3, 0.34, 0.45, 0.6));
         text.clear();
-        let _ = write!(text, "{}", time_max * k as f32 / 4.0);
+        // Steps are 1, 2, 2.5 or 5 times a power of ten: three decimals at most, trailing zeros dropped.
+        let _ = write!(text, "{}", (value * 1000.0).round() / 1000.0);
         let width = measure_text(text.as_str(), None, 18, 1.0).width;
         draw_text(text.as_str(), gx - width / 2.0, bottom + 18.0, 18.0, DIM);
     }

@@ -4,6 +4,8 @@
 
 pub mod camera;
 pub mod compare;
+pub mod layout;
+pub mod legend;
 pub mod overlay;
 pub mod panel;
 pub mod quick;
@@ -14,7 +16,7 @@ use macroquad::prelude::*;
 use overlay::{FrameTimes, Previous, Readout, Tree};
 use panel::{Action, PanelState};
 use quick::QuickSlot;
-use sprites::{DrawScratch, Sprites, StaleMarkers};
+use sprites::{DrawScratch, FieldLayer, Sprites, StaleMarkers};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use swarm::app::profile::{Profiler, SpanStat, TraceFile};
@@ -184,7 +186,18 @@ pub async fn run(cli: Cli, start: Start) {
     let sprites = Sprites::load(&assets_dir());
     prevent_quit();
 
-    let mut times = FrameTimes::default();
+    // The whole frame, one frame's start to the next (presenting included), and the simulation's CPU time in it.
+    let mut whole = FrameTimes::default();
+    let mut sim = FrameTimes::default();
+    let mut graph_top = layout::GraphTop::default();
+    // The previous frame's start, and what of that frame is left out of the whole frame's time (the digest taken
+    // apart; a frame of the compare view, which is not a frame of the game).
+    let mut last_start: Option<Instant> = None;
+    let mut left_out: Option<f32> = Some(0.0);
+    let mut field = FieldLayer::default();
+    let mut legend_on = true;
+    let mut legend = legend::Legend::default();
+    let mut legend_area = Rect::default();
     let mut previous: Option<Previous> = None;
     let mut readout = Readout::default();
     let mut scratch = DrawScratch::default();
@@ -209,6 +222,10 @@ pub async fn run(cli: Cli, start: Start) {
 
     loop {
         let frame_start = Instant::now();
+        if let (Some(last), Some(apart)) = (last_start, left_out) {
+            whole.push((frame_start - last).as_secs_f32() * 1e3 - apart);
+        }
+        last_start = Some(frame_start);
         let dt = get_frame_time(); // read once, handed to the simulation as whole fixed steps
         let config = game.play.app.world.resource::<SimConfig>();
         let (arena, fighter) = (config.arena, sprites::fighter_size(config));
@@ -227,7 +244,9 @@ pub async fn run(cli: Cli, start: Start) {
         // Input: the camera (view state only: never recorded), keys, panel and overlay clicks from the last frame's
         // drawing, bursts at the arena point under the cursor as this frame's camera shows it.
         let pointer = mouse_position().into();
-        let over_ui = panel::contains(pointer) || (overlay_on && compare.is_none() && overlay_area.contains(pointer));
+        let over_ui = panel::contains(pointer)
+            || (compare.is_none()
+                && ((overlay_on && overlay_area.contains(pointer)) || (legend_on && legend_area.contains(pointer))));
         view.follow(arena, screen, fighter);
         if compare.is_none() {
             view.read_input(over_ui, fighter);
@@ -247,7 +266,11 @@ pub async fn run(cli: Cli, start: Start) {
                 // The game is frozen while the compare view is open: it shows that moment.
                 _ if compare.is_some() => {}
                 Action::Digest => digest_wanted = true,
-                _ => apply(action, &mut game, &mut overlay_on, &mut times, &mut previous, &mut spans, &readout),
+                Action::ToggleLegend => legend_on = !legend_on,
+                _ => {
+                    let times = (&mut whole, &mut sim);
+                    apply(action, &mut game, &mut overlay_on, times, &mut previous, &mut spans, &mut readout)
+                }
             }
         }
         markers.take(&game.play.app.world); // a step ran a frame
@@ -255,6 +278,7 @@ pub async fn run(cli: Cli, start: Start) {
         // Simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible. The
         // compare view freezes it (without a pause input: nothing changes the simulation). Each frame's stale
         // catches are taken as it ends: the next frame clears them.
+        let sim_start = Instant::now();
         if let Some(compared) = &mut compare {
             compared.step(compare::BUDGET);
         } else if screenshot.is_some() {
@@ -268,6 +292,9 @@ pub async fn run(cli: Cli, start: Start) {
                 accumulator -= DT;
             }
         }
+        if compare.is_none() {
+            sim.push(sim_start.elapsed().as_secs_f32() * 1e3);
+        }
         markers.age(dt);
 
         // World.
@@ -277,9 +304,12 @@ pub async fn run(cli: Cli, start: Start) {
         {
             let world = &mut game.play.app.world;
             game.profiler.time("render", game.render_id, || {
+                let px = 1.0 / view.scale();
                 draw_rectangle(0.0, 0.0, arena.x, arena.y, Color::new(0.07, 0.08, 0.12, 1.0));
-                sprites::draw_world(world, &sprites, &mut scratch, 1.0 / view.scale());
-                markers.draw(&sprites, 1.0 / view.scale());
+                draw_rectangle_lines(0.0, 0.0, arena.x, arena.y, 2.0 * px, Color::new(0.3, 0.35, 0.48, 1.0));
+                field.draw(world, px);
+                sprites::draw_world(world, &sprites, &mut scratch, px);
+                markers.draw(&sprites, px);
             });
         }
         set_default_camera();
@@ -300,33 +330,54 @@ pub async fn run(cli: Cli, start: Start) {
         // Readout, overlay, panel and message.
         let ui_start = Instant::now();
         game.profiler.time("overlay+panel", game.overlay_id, || {
-            gather(&game, &mut readout, &mut times, &mut rate_clock);
+            gather(&game, &mut readout, (&mut whole, &mut sim), &mut rate_clock);
             tree.refresh(&game.play.app);
+            let config = game.play.app.world.resource::<SimConfig>();
+            let key_top = screen_height() - panel::key_height();
             if let Some(view) = &compare {
                 view.draw(screen_width() - panel::WIDTH - 8.0, &mut text);
             } else if overlay_on {
-                overlay_area =
-                    overlay::draw(&readout, &times, previous.as_ref(), &game.profiler, &tree, &mut text, &mut actions);
+                let max_width = screen_width() - panel::WIDTH - 30.0;
+                overlay_area = overlay::draw(
+                    &readout,
+                    (&whole, &sim),
+                    &mut graph_top,
+                    previous.as_ref(),
+                    &game.profiler,
+                    &tree,
+                    max_width,
+                    &mut text,
+                    &mut actions,
+                );
             }
-            let config = game.play.app.world.resource::<SimConfig>();
+            if legend_on && compare.is_none() {
+                let at = panel::origin() + vec2(0.0, panel::HEIGHT + 8.0);
+                legend_area = legend.draw(at.x, at.y, panel::WIDTH, config.scenario, &sprites);
+            }
             let state = PanelState {
                 backend: game.play.app.world.backend(),
                 population: config.target_population,
                 paused: game.play.paused,
                 overlay: overlay_on,
+                legend: legend_on,
                 order: game.play.order,
                 align: config.align_every > 0,
                 compare: compare.is_some(),
                 ui_ms,
             };
             panel::draw(&state, &mut actions, &mut panel_text);
-            draw_text(panel::HELP.as_str(), 10.0, screen_height() - 10.0, 18.0, Color::new(0.75, 0.8, 0.9, 0.9));
+            if compare.is_none() && readout.census.red + readout.census.blue == 0 {
+                let left = if overlay_on { overlay_area.right() } else { 0.0 };
+                empty_hint(&view, arena, left, config.burst, config.target_population, &mut text);
+            }
+            panel::draw_keys();
             if !sprites.source.ends_with("assets") {
-                draw_text(&sprites.source, 10.0, screen_height() - 30.0, 16.0, Color::new(1.0, 0.6, 0.4, 0.9));
+                let colour = Color::new(1.0, 0.6, 0.4, 0.9);
+                overlay::fitted(&sprites.source, 10.0, key_top - 8.0, screen_width() - 20.0, 16, colour);
             }
             if let Some((message, shown)) = &game.message {
                 if shown.elapsed().as_secs_f32() < quick::MESSAGE_SECONDS {
-                    draw_message(message);
+                    draw_message(message, key_top - 30.0);
                 }
             }
         });
@@ -334,9 +385,7 @@ pub async fn run(cli: Cli, start: Start) {
 
         frame += 1;
         // A frame of the compare view's work is not a frame of the game: kept out of the statistics.
-        if compare.is_none() {
-            times.push(frame_start.elapsed().as_secs_f32() * 1e3 - apart_ms);
-        }
+        left_out = compare.is_none().then_some(apart_ms);
 
         // With --compare, --frames ends the run once the comparison is done (and drawn).
         let done = frames_limit.is_some_and(|limit| frame >= limit)
@@ -362,11 +411,12 @@ pub async fn run(cli: Cli, start: Start) {
     }
 }
 
-/// A message in a dark box at the bottom left, above the help line (clear of the overlay and the panel).
-fn draw_message(message: &str) {
+/// A message in a dark box at the bottom left with its baseline at `y`, above the key line (clear of the overlay
+/// and the panel).
+fn draw_message(message: &str, y: f32) {
     let size = 24;
     let dims = measure_text(message, None, size, 1.0);
-    let (x, y) = (10.0, screen_height() - 52.0);
+    let x = 10.0;
     draw_rectangle(
         x - 6.0,
         y - dims.offset_y - 6.0,
@@ -382,10 +432,10 @@ fn apply(
     action: Action,
     game: &mut Game,
     overlay_on: &mut bool,
-    times: &mut FrameTimes,
+    (whole, sim): (&mut FrameTimes, &mut FrameTimes),
     previous: &mut Option<Previous>,
     spans: &mut Vec<SpanStat>,
-    readout: &Readout,
+    readout: &mut Readout,
 ) {
     let world = &game.play.app.world;
     let input = match action {
@@ -394,11 +444,12 @@ fn apply(
             game.profiler.snapshot(spans);
             *previous = Some(Previous {
                 backend: world.backend(),
-                frames: times.summary(),
+                sim: sim.summary(),
                 bytes: readout.bytes,
                 systems: spans.iter().map(|s| s.last_ms).collect(),
             });
-            times.clear();
+            whole.clear();
+            sim.clear();
             Input::Backend(backend)
         }
         Action::Backend(_) => return,
@@ -406,8 +457,11 @@ fn apply(
         Action::TogglePause => Input::Pause(!game.play.paused),
         Action::Step => Input::Step,
         Action::Reset => {
-            times.clear();
+            whole.clear();
+            sim.clear();
             *previous = None;
+            // The digest named a frame of the run being replaced.
+            readout.digest = None;
             Input::Reset
         }
         Action::ToggleOverlay => {
@@ -423,11 +477,13 @@ fn apply(
         Action::Group(name, enabled) => Input::Group { name: name.to_string(), enabled },
         Action::QuickSave => return game.quick_save(),
         // Handled by the loop.
-        Action::Compare | Action::Digest => return,
+        Action::Compare | Action::Digest | Action::ToggleLegend => return,
         Action::QuickLoad => {
             if game.quick_load() {
-                times.clear();
+                whole.clear();
+                sim.clear();
                 *previous = None;
+                readout.digest = None;
             }
             return;
         }
@@ -439,7 +495,12 @@ fn apply(
 }
 
 /// Fills the readout from counters the frame kept anyway (no query, no walk of the world): see the overlay.
-fn gather(game: &Game, readout: &mut Readout, times: &mut FrameTimes, rate_clock: &mut (Instant, u64, u64, f32, f32)) {
+fn gather(
+    game: &Game,
+    readout: &mut Readout,
+    (whole, sim): (&mut FrameTimes, &mut FrameTimes),
+    rate_clock: &mut (Instant, u64, u64, f32, f32),
+) {
     let paused = game.play.paused;
     let world = &game.play.app.world;
     let stats = world.resource::<SimStats>().clone();
@@ -451,8 +512,9 @@ fn gather(game: &Game, readout: &mut Readout, times: &mut FrameTimes, rate_clock
     }
     let totals = world.command_totals();
     readout.backend = world.backend();
-    readout.fps = get_fps();
-    readout.frames = times.summary();
+    readout.whole = whole.summary();
+    readout.sim = sim.summary();
+    readout.scenario = world.resource::<SimConfig>().scenario;
     readout.census = census(world);
     readout.spawns_per_s = rate_clock.3;
     readout.deaths_per_s = rate_clock.4;
@@ -463,6 +525,29 @@ fn gather(game: &Game, readout: &mut Readout, times: &mut FrameTimes, rate_clock
     readout.refused = stats.spawn_refused + totals.refused;
     readout.paused = paused;
     readout.modified = game.play.app.is_modified();
+}
+
+/// What an empty arena shows: how to add fighters, in a box at the arena's centre height, centred between `left`
+/// (the overlay's edge) and the panel.
+fn empty_hint(view: &camera::View, arena: Vec2, left: f32, burst: u32, target: u32, text: &mut String) {
+    use std::fmt::Write;
+    let screen = vec2(screen_width(), screen_height());
+    let centre_y = (arena.y / 2.0 - view.world_at(Vec2::ZERO, screen).y) * view.scale();
+    let (left, right) = (left + 20.0, panel::origin().x - 20.0);
+    let size = 24;
+    text.clear();
+    let _ =
+        write!(text, "Click to drop a burst of {burst} fighters,\nor press + to raise the population (now {target})");
+    let (second, third) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+    let lines = ["No fighters in the arena.", second, third];
+    let width = lines.iter().map(|l| measure_text(l, None, size, 1.0).width).fold(0.0, f32::max);
+    let width = width.min(right - left).max(100.0);
+    let (x, y) = (((left + right) / 2.0 - width / 2.0).max(left), centre_y - 30.0);
+    draw_rectangle(x - 14.0, y - 30.0, width + 28.0, 106.0, Color::new(0.02, 0.03, 0.06, 0.9));
+    for (i, line) in lines.into_iter().enumerate() {
+        let colour = if i == 0 { Color::new(1.0, 0.85, 0.45, 1.0) } else { Color::new(0.92, 0.94, 0.98, 1.0) };
+        overlay::fitted(line, x, y + 30.0 * i as f32, width, size, colour);
+    }
 }
 
 /// Reads the frame buffer and writes it as a PNG (rows flipped: GL's origin is bottom left).

@@ -1,5 +1,7 @@
-//! The frame-time overlay: FPS, frame ms (mean / p50 / p99 / max over the last frames) and their graph with 60
-//! and 30 FPS guide lines, the systems as a tree of groups with their ms (a click on a group turns it off or on),
+//! The frame-time overlay: FPS, two times per frame (mean / p50 / p99 / max over the last frames), the whole frame
+//! from one frame's start to the next (presenting included: its inverse is the FPS shown) and the simulation's CPU
+//! time, and their graph, whose top follows the samples it shows (round values, see [`GraphTop`]), with 60 and 30
+//! FPS guide lines; the systems as a tree of groups with their ms (a click on a group turns it off or on),
 //! the window's own spans apart, the population by kind, spawns and deaths per second, commands, stale handles,
 //! storage bytes, backend and digest; and, after a switch, the previous backend's last figures beside the current
 //! ones.
@@ -7,15 +9,17 @@
 //! The overlay must not disturb what it measures: everything it reads each frame is a counter the frame kept
 //! anyway (the census reads the storage's lengths, no query). The digest walks the whole world, so it is taken
 //! only on demand (D, a click on its line, or once per frame shown while paused), timed apart, and left out of the
-//! frame times. Text goes through one reused `String`, so the overlay allocates nothing per frame once warm.
+//! frame times. Text goes through one reused `String`, so the overlay allocates nothing per frame once warm. Every
+//! line is measured and cut to the box's width (with "..."), so no text runs out of it.
 
+use super::layout::{self, GraphTop};
 use super::panel::Action;
 use macroquad::prelude::*;
 use std::fmt::Write;
 use swarm::app::profile::Profiler;
 use swarm::app::{App, Stage};
 use swarm::ecs::Backend;
-use swarm::sim::Census;
+use swarm::sim::{Census, Scenario};
 
 /// How many frames the statistics and the graph cover.
 pub const WINDOW: usize = 300;
@@ -93,10 +97,12 @@ impl FrameTimes {
 pub struct Readout {
     /// Backend in use.
     pub backend: Backend,
-    /// Frames per second (macroquad's).
-    pub fps: i32,
-    /// Frame ms statistics.
-    pub frames: FrameSummary,
+    /// The whole frame, start to start (presenting included), ms statistics: its mean's inverse is the FPS shown.
+    pub whole: FrameSummary,
+    /// The simulation's CPU time per drawn frame (every step it ran), ms statistics.
+    pub sim: FrameSummary,
+    /// The running world's scenario.
+    pub scenario: Scenario,
     /// Live entities by kind.
     pub census: Census,
     /// Spawns per second over the last second.
@@ -205,35 +211,40 @@ fn clicked(x: f32, y: f32, width: f32, line: f32) -> bool {
 pub struct Previous {
     /// Which backend.
     pub backend: Backend,
-    /// Its frame statistics when it was switched away from.
-    pub frames: FrameSummary,
+    /// Its simulation ms statistics when it was switched away from.
+    pub sim: FrameSummary,
     /// Its storage bytes then.
     pub bytes: usize,
     /// Its per-system ms then, one per row of the profiler.
     pub systems: Vec<f64>,
 }
 
-/// Draws the overlay in screen space at the top left; a click on a group's row pushes [`Action::Group`], on the
-/// digest line [`Action::Digest`]. Returns the overlay's box (clicks there are not bursts). `text` is the reused
-/// buffer.
+/// Draws the overlay in screen space at the top left, at most `max_width` wide; a click on a group's row pushes
+/// [`Action::Group`], on the digest line [`Action::Digest`]. Returns the overlay's box (clicks there are not
+/// bursts). `whole` and `sim` are the frame times, `top` the graph's scale, `text` the reused buffer.
+#[allow(clippy::too_many_arguments)]
 pub fn draw(
     readout: &Readout,
-    times: &FrameTimes,
+    (whole, sim): (&FrameTimes, &FrameTimes),
+    top: &mut GraphTop,
     previous: Option<&Previous>,
     profiler: &Profiler,
     tree: &Tree,
+    max_width: f32,
     text: &mut String,
     actions: &mut Vec<Action>,
 ) -> Rect {
-    let (x0, y0, width) = (10.0, 10.0, 560.0);
+    let (x0, y0, width) = (10.0, 10.0, max_width.clamp(240.0, 560.0));
     let line = 18.0;
-    let lines = 9 + tree.lines() + previous.is_some() as usize + readout.modified as usize;
-    let height = lines as f32 * line + 70.0 + line + 8.0;
+    let graph_h = 70.0;
+    let lines = 13 + tree.lines() + previous.is_some() as usize + readout.modified as usize;
+    let height = lines as f32 * line + graph_h + line + 8.0;
     let area = Rect::new(x0 - 6.0, y0 - 4.0, width, height);
     draw_rectangle(area.x, area.y, area.w, area.h, Color::new(0.02, 0.03, 0.06, 0.78));
     let mut y = y0 + 14.0;
+    let room = width - 12.0;
     let put = |text: &str, color: Color, y: &mut f32| {
-        draw_text(text, x0, *y, 20.0, color);
+        fitted(text, x0, *y, room, 20, color);
         *y += line;
     };
     // One overlay line: format into the reused buffer, draw it, move down.
@@ -247,36 +258,77 @@ pub fn draw(
     let white = Color::new(0.92, 0.94, 0.98, 1.0);
     let dim = Color::new(0.62, 0.68, 0.78, 1.0);
     let amber = Color::new(1.0, 0.78, 0.35, 1.0);
+    let teal = Color::new(0.4, 0.85, 0.8, 1.0);
     let red = Color::new(1.0, 0.45, 0.4, 1.0);
     let group = Color::new(0.6, 0.82, 1.0, 1.0);
 
     let paused = if readout.paused { "   PAUSED" } else { "" };
     let modified = if readout.modified { "   MODIFIED" } else { "" };
-    say!(amber, "backend: {}   {} fps{paused}{modified}", readout.backend, readout.fps);
-    let f = readout.frames;
-    say!(white, "frame ms  avg {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}", f.mean, f.p50, f.p99, f.max);
+    let (w, f) = (readout.whole, readout.sim);
+    text.clear();
+    let _ = write!(text, "backend: {}   ", readout.backend);
+    if w.mean > 0.0 {
+        let _ = write!(text, "{:.0} fps", 1000.0 / w.mean);
+    } else {
+        let _ = write!(text, "- fps");
+    }
+    let _ = write!(text, "   scenario: {}{paused}{modified}", readout.scenario);
+    put(text, amber, &mut y);
+    say!(dim, "ms per frame          avg      p50      p99      max");
+    say!(amber, "whole frame    {:>10.2} {:>8.2} {:>8.2} {:>8.2}", w.mean, w.p50, w.p99, w.max);
+    say!(teal, "simulation     {:>10.2} {:>8.2} {:>8.2} {:>8.2}", f.mean, f.p50, f.p99, f.max);
+    put("  whole: start to start, present included (fps = 1000 / avg)", dim, &mut y);
+    put("  simulation: CPU time of the frame's steps", dim, &mut y);
     if let Some(p) = previous {
-        say!(dim, "before ({}): avg {:.2}  p99 {:.2}  max {:.2}", p.backend, p.frames.mean, p.frames.p99, p.frames.max);
+        say!(
+            dim,
+            "before ({}): simulation avg {:.2}  p99 {:.2}  max {:.2}",
+            p.backend,
+            p.sim.mean,
+            p.sim.p99,
+            p.sim.max
+        );
     }
 
-    // The graph: frame ms over the window, with guide lines at 60 and 30 FPS.
-    let (gx, gy, gw, gh) = (x0, y, width - 20.0, 70.0);
-    let top_ms = 40.0;
+    // The graph: both times over the window, on a round scale that follows them, with 60 and 30 FPS guides.
+    let (gx, gy, gw, gh) = (x0, y, width - 20.0, graph_h);
+    let top_ms = top.update(w.max.max(f.max) as f64) as f32;
+    let step_ms = top.step() as f32;
     draw_rectangle(gx, gy, gw, gh, Color::new(0.0, 0.0, 0.0, 0.45));
-    for (ms, label) in [(1000.0 / 60.0, "60 fps"), (1000.0 / 30.0, "30 fps")] {
+    let grid = Color::new(0.45, 0.5, 0.6, 0.35);
+    let mut ms = step_ms;
+    while ms < top_ms - 1e-3 {
         let ly = gy + gh - gh * (ms / top_ms);
-        draw_line(gx, ly, gx + gw, ly, 1.0, Color::new(0.5, 0.8, 0.5, 0.7));
-        draw_text(label, gx + gw - 44.0, ly - 2.0, 14.0, Color::new(0.5, 0.8, 0.5, 0.9));
+        draw_line(gx, ly, gx + gw, ly, 1.0, grid);
+        ms += step_ms;
+    }
+    // When the two guides are too close to label apart, one label names both.
+    let apart = gh * (1000.0 / 60.0) / top_ms >= 12.0;
+    for (ms, label) in [(1000.0 / 60.0, "60 fps"), (1000.0 / 30.0, if apart { "30 fps" } else { "60, 30 fps" })] {
+        if ms < top_ms {
+            let ly = gy + gh - gh * (ms / top_ms);
+            draw_line(gx, ly, gx + gw, ly, 1.0, Color::new(0.5, 0.8, 0.5, 0.7));
+            if apart || ms > 20.0 {
+                let lw = measure_text(label, None, 14, 1.0).width;
+                draw_text(label, gx + gw - lw - 4.0, ly - 2.0, 14.0, Color::new(0.5, 0.8, 0.5, 0.9));
+            }
+        }
     }
     let step = gw / WINDOW as f32;
-    let mut last: Option<(f32, f32)> = None;
-    for (i, ms) in times.in_order().enumerate() {
-        let point = (gx + i as f32 * step, gy + gh - gh * (ms.min(top_ms) / top_ms));
-        if let Some((px, py)) = last {
-            draw_line(px, py, point.0, point.1, 1.5, amber);
+    for (times, colour) in [(sim, teal), (whole, amber)] {
+        let mut last: Option<(f32, f32)> = None;
+        for (i, ms) in times.in_order().enumerate() {
+            let point = (gx + i as f32 * step, gy + gh - gh * (ms.min(top_ms) / top_ms));
+            if let Some((px, py)) = last {
+                draw_line(px, py, point.0, point.1, 1.5, colour);
+            }
+            last = Some(point);
         }
-        last = Some(point);
     }
+    text.clear();
+    let _ = write!(text, "{top_ms} ms (lines every {step_ms})");
+    draw_text(text.as_str(), gx + 4.0, gy + 12.0, 14.0, dim);
+    draw_text("0", gx + 4.0, gy + gh - 3.0, 14.0, dim);
     y += gh + line;
 
     put("ms last frame, by group (click a group: off / on)", dim, &mut y);
@@ -285,7 +337,9 @@ pub fn draw(
         let row = |at: usize, indent: &str, width: usize, colour: Color, off: bool, text: &mut String, y: &mut f32| {
             let Some(s) = stats.get(at) else { return };
             text.clear();
-            if off {
+            if off && indent.len() > 2 {
+                let _ = write!(text, "{indent}{:<width$}     off", s.name);
+            } else if off {
                 let _ = write!(text, "{indent}{:<width$}     off   (click: on)", s.name);
             } else {
                 let _ = write!(text, "{indent}{:<width$} {:>7.3}", s.name, s.last_ms);
@@ -303,8 +357,9 @@ pub fn draw(
                         actions.push(Action::Group(name, !enabled));
                     }
                     row(*at, "  ", 22, group, !enabled, text, &mut y);
+                    // A group that is off runs none of its systems: their last times would be old news.
                     for &system in systems {
-                        row(system, "      ", 18, white, false, text, &mut y);
+                        row(system, "      ", 18, white, !enabled, text, &mut y);
                     }
                 }
             }
@@ -359,6 +414,16 @@ pub fn draw(
         put(text, red, &mut y);
     }
     area
+}
+
+/// Draws `text` at (`x`, `y`) in `size` px, cut with "..." to `width` if it is wider.
+pub fn fitted(text: &str, x: f32, y: f32, width: f32, size: u16, color: Color) {
+    let measure = |s: &str| measure_text(s, None, size, 1.0).width;
+    let n = layout::fit(text, width, measure);
+    draw_text(&text[..n], x, y, size as f32, color);
+    if n < text.len() {
+        draw_text(layout::ELLIPSIS, x + measure(&text[..n]), y, size as f32, color);
+    }
 }
 
 #[cfg(test)]

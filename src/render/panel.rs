@@ -22,6 +22,8 @@ pub enum Action {
     Reset,
     /// Show or hide the overlay.
     ToggleOverlay,
+    /// Show or hide the legend.
+    ToggleLegend,
     /// Cycle the draw order (storage order, y-sort by each method).
     CycleOrder,
     /// Align the velocity and health pools to the position pool every 30 frames, or stop.
@@ -40,14 +42,59 @@ pub enum Action {
     Group(&'static str, bool),
 }
 
-/// The keys, listed in the help line and the README.
-pub static HELP: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "1-{}/Tab backend  Space pause  . step  R reset  O overlay  Y order  A align  +/- population  \
-         click burst, group on/off  wheel zoom  drag pan  Home fit  C compare  D digest  F5/F9 save/load  Esc quit",
-        Backend::ALL.len()
-    )
+/// The keys and what they do, in the key line at the bottom (and the README).
+pub static KEYS: LazyLock<[(String, &'static str); 17]> = LazyLock::new(|| {
+    [
+        (format!("1-{}/Tab", Backend::ALL.len()), "backend"),
+        ("Space".into(), "pause"),
+        (".".into(), "step"),
+        ("R".into(), "reset"),
+        ("O".into(), "overlay"),
+        ("L".into(), "legend"),
+        ("Y".into(), "draw order"),
+        ("A".into(), "align"),
+        ("+/-".into(), "population"),
+        ("click".into(), "burst / group on-off"),
+        ("wheel".into(), "zoom"),
+        ("drag".into(), "pan"),
+        ("Home".into(), "fit"),
+        ("C".into(), "compare"),
+        ("D".into(), "digest"),
+        ("F5/F9".into(), "save/load"),
+        ("Esc".into(), "quit"),
+    ]
 });
+
+/// The key line's text size and line height.
+const KEY_SIZE: u16 = 18;
+const KEY_LINE: f32 = 20.0;
+
+/// The key strip's height in pixels, at the window's current width.
+pub fn key_height() -> f32 {
+    let measure = |s: &str| measure_text(s, None, KEY_SIZE, 1.0).width;
+    let space = measure(" ");
+    let width = |(key, what): &(String, &str)| measure(key) + space + measure(what);
+    let lines = super::layout::flow(KEYS.iter().map(width), screen_width() - 20.0, 2.0 * space + 4.0, |_, _, _| {});
+    lines as f32 * KEY_LINE + 10.0
+}
+
+/// Draws the key line at the bottom of the window on a dark strip (so sprites under it do not hide letters),
+/// flowing onto a second line when the window is narrow; returns the strip's top.
+pub fn draw_keys() -> f32 {
+    let measure = |s: &str| measure_text(s, None, KEY_SIZE, 1.0).width;
+    let space = measure(" ");
+    let width = |(key, what): &(String, &str)| measure(key) + space + measure(what);
+    let room = screen_width() - 20.0;
+    let top = screen_height() - key_height();
+    draw_rectangle(0.0, top, screen_width(), screen_height() - top, Color::new(0.02, 0.03, 0.06, 0.92));
+    super::layout::flow(KEYS.iter().map(width), room, 2.0 * space + 4.0, |i, x, line| {
+        let (key, what) = &KEYS[i];
+        let y = top + 5.0 + KEY_LINE * (line as f32 + 1.0) - 5.0;
+        draw_text(key, 10.0 + x, y, KEY_SIZE as f32, Color::new(1.0, 0.85, 0.5, 1.0));
+        draw_text(what, 10.0 + x + measure(key) + space, y, KEY_SIZE as f32, Color::new(0.75, 0.8, 0.9, 1.0));
+    });
+    top
+}
 
 /// The number keys that pick a backend, in [`Backend::ALL`]'s order.
 const NUMBER_KEYS: [KeyCode; 9] = [
@@ -73,6 +120,8 @@ pub struct PanelState {
     pub paused: bool,
     /// Overlay shown?
     pub overlay: bool,
+    /// Legend shown?
+    pub legend: bool,
     /// Draw order.
     pub order: DrawOrder,
     /// Pool alignment on?
@@ -86,10 +135,11 @@ pub struct PanelState {
 /// Width of the panel in pixels.
 pub const WIDTH: f32 = 250.0;
 /// The panel's height: its fixed rows plus one button row (30 px) per backend.
-const HEIGHT: f32 = 330.0 + 30.0 * Backend::ALL.len() as f32;
+pub const HEIGHT: f32 = 360.0 + 30.0 * Backend::ALL.len() as f32;
 const MARGIN: f32 = 8.0;
 
-fn origin() -> Vec2 {
+/// The panel's top left corner.
+pub fn origin() -> Vec2 {
     vec2(screen_width() - WIDTH - MARGIN, MARGIN)
 }
 
@@ -109,9 +159,9 @@ static BACKEND_HEADING: LazyLock<String> =
 const TEXT: Color = Color::new(0.92, 0.94, 0.98, 1.0);
 const DIM: Color = Color::new(0.62, 0.68, 0.78, 1.0);
 
-/// An immediate-mode button drawn with the rest of the frame (so screenshots show it): returns whether it was
-/// clicked this frame.
-fn button(rect: Rect, label: &str, selected: bool) -> bool {
+/// An immediate-mode button drawn with the rest of the frame (so screenshots show it), its key at the right: returns
+/// whether it was clicked this frame.
+fn button(rect: Rect, label: &str, key: &str, selected: bool) -> bool {
     let hover = rect.contains(mouse_position().into());
     let fill = match (selected, hover) {
         (true, _) => Color::new(0.85, 0.55, 0.18, 0.95),
@@ -121,7 +171,13 @@ fn button(rect: Rect, label: &str, selected: bool) -> bool {
     draw_rectangle(rect.x, rect.y, rect.w, rect.h, fill);
     draw_rectangle_lines(rect.x, rect.y, rect.w, rect.h, 1.0, Color::new(0.4, 0.45, 0.6, 0.8));
     let color = if selected { Color::new(0.05, 0.05, 0.08, 1.0) } else { TEXT };
-    draw_text(label, rect.x + 8.0, rect.y + rect.h / 2.0 + 6.0, 20.0, color);
+    let key_w = if key.is_empty() { 0.0 } else { measure_text(key, None, 16, 1.0).width };
+    if !key.is_empty() {
+        let key_colour = if selected { Color::new(0.2, 0.12, 0.02, 1.0) } else { Color::new(1.0, 0.85, 0.5, 0.9) };
+        draw_text(key, rect.x + rect.w - 7.0 - key_w, rect.y + rect.h / 2.0 + 5.0, 16.0, key_colour);
+    }
+    let room = rect.w - 16.0 - if key.is_empty() { 0.0 } else { key_w + 6.0 };
+    super::overlay::fitted(label, rect.x + 8.0, rect.y + rect.h / 2.0 + 6.0, room, 20, color);
     hover && is_mouse_button_pressed(MouseButton::Left)
 }
 
@@ -134,7 +190,7 @@ pub fn draw(state: &PanelState, actions: &mut Vec<Action>, text: &mut String) {
     draw_text(BACKEND_HEADING.as_str(), x, y, 20.0, DIM);
     y += 8.0;
     for (backend, label) in Backend::ALL.into_iter().zip(BACKEND_LABELS.iter()) {
-        if button(Rect::new(x, y, w, 26.0), label, backend == state.backend) {
+        if button(Rect::new(x, y, w, 26.0), label, "", backend == state.backend) {
             actions.push(Action::Backend(backend));
         }
         y += 30.0;
@@ -146,41 +202,42 @@ pub fn draw(state: &PanelState, actions: &mut Vec<Action>, text: &mut String) {
     y += 8.0;
     let quarter = (w - 12.0) / 4.0;
     for (k, (label, delta)) in [("-1k", -1000), ("-100", -100), ("+100", 100), ("+1k", 1000)].into_iter().enumerate() {
-        if button(Rect::new(x + k as f32 * (quarter + 4.0), y, quarter, 26.0), label, false) {
+        if button(Rect::new(x + k as f32 * (quarter + 4.0), y, quarter, 26.0), label, "", false) {
             actions.push(Action::Population(delta));
         }
     }
     y += 36.0;
     let half = (w - 6.0) / 2.0;
-    if button(Rect::new(x, y, half, 26.0), if state.paused { "resume" } else { "pause" }, state.paused) {
-        actions.push(Action::TogglePause);
+    let row = [
+        (if state.paused { "resume" } else { "pause" }, "Space", state.paused, Action::TogglePause),
+        ("step", ".", false, Action::Step),
+        ("reset", "R", false, Action::Reset),
+        ("digest", "D", false, Action::Digest),
+        ("overlay", "O", state.overlay, Action::ToggleOverlay),
+        ("legend", "L", state.legend, Action::ToggleLegend),
+    ];
+    for (i, (label, key, selected, action)) in row.into_iter().enumerate() {
+        let bx = if i % 2 == 0 { x } else { x + half + 6.0 };
+        if button(Rect::new(bx, y, half, 26.0), label, key, selected) {
+            actions.push(action);
+        }
+        if i % 2 == 1 {
+            y += 30.0;
+        }
     }
-    if button(Rect::new(x + half + 6.0, y, half, 26.0), "step", false) {
-        actions.push(Action::Step);
-    }
-    y += 30.0;
-    if button(Rect::new(x, y, half, 26.0), "reset", false) {
-        actions.push(Action::Reset);
-    }
-    if button(Rect::new(x + half + 6.0, y, half, 26.0), "overlay", state.overlay) {
-        actions.push(Action::ToggleOverlay);
-    }
-    y += 50.0;
-    draw_text("sorting (sparse set only)", x, y, 20.0, DIM);
+    y += 20.0;
+    draw_text("draw order (sparse set)", x, y, 20.0, DIM);
     y += 8.0;
-    if button(Rect::new(x, y, w, 26.0), state.order.label(), state.order != DrawOrder::Storage) {
+    if button(Rect::new(x, y, w, 26.0), state.order.label(), "Y", state.order != DrawOrder::Storage) {
         actions.push(Action::CycleOrder);
     }
     y += 30.0;
-    if button(
-        Rect::new(x, y, w, 26.0),
-        if state.align { "align pools: every 30" } else { "align pools: off" },
-        state.align,
-    ) {
+    let align = if state.align { "align pools: every 30" } else { "align pools: off" };
+    if button(Rect::new(x, y, w, 26.0), align, "A", state.align) {
         actions.push(Action::ToggleAlign);
     }
     y += 30.0;
-    if button(Rect::new(x, y, w, 26.0), "compare backends (C)", state.compare) {
+    if button(Rect::new(x, y, w, 26.0), "compare backends", "C", state.compare) {
         actions.push(Action::Compare);
     }
     y += 44.0;
@@ -202,6 +259,7 @@ pub fn read_input(current: Backend, to_arena: impl Fn(Vec2) -> Vec2, over_ui: bo
         (KeyCode::Period, Action::Step),
         (KeyCode::R, Action::Reset),
         (KeyCode::O, Action::ToggleOverlay),
+        (KeyCode::L, Action::ToggleLegend),
         (KeyCode::Y, Action::CycleOrder),
         (KeyCode::A, Action::ToggleAlign),
         (KeyCode::Equal, Action::Population(1000)),

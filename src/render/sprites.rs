@@ -1,8 +1,10 @@
 //! Sprites: textures from `assets/` (or the built-in art when a file is missing or broken), tinted by team and
 //! health, drawn through the window's camera. Hunters wear a ring and a faint line to a live target; particles
 //! are hot streaks that flash at birth, so a death reads as a burst; [`StaleMarkers`] ring where a hunter found its
-//! handle stale. No allocation per sprite: one query per kind, one batched draw per entity, and dense team marks
-//! and markers in reused buffers.
+//! handle stale. Zoomed far out (100,000 fighters fitted, a fighter two pixels wide) hunters, rings and markers
+//! keep a minimum size in pixels, and a [`FieldLayer`] paints each army's colour under the sprites, so the front
+//! reads where the colours meet. No allocation per sprite: one query per kind, one batched draw per entity, and
+//! dense team marks, markers and the field in reused buffers.
 
 use macroquad::prelude::*;
 use std::path::Path;
@@ -10,6 +12,7 @@ use swarm::art::Sprite;
 use swarm::ecs::World;
 use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Target, Velocity};
 pub use swarm::sim::painter::DrawOrder;
+use swarm::sim::painter::TeamField;
 use swarm::sim::{SimConfig, SimStats, StaleCatches};
 
 /// The three textures, the ring drawn around hunters and stale markers, and where the textures came from.
@@ -18,6 +21,8 @@ pub struct Sprites {
     hunter: Texture2D,
     particle: Texture2D,
     ring: Texture2D,
+    /// The same ring three times as thick, for rings only a few pixels wide.
+    ring_thick: Texture2D,
     /// `assets/` or a note on what fell back to the built-in art.
     pub source: String,
 }
@@ -50,24 +55,51 @@ impl Sprites {
         }
         let notes: Vec<String> = [a, b, c].into_iter().flatten().collect();
         let source = if notes.is_empty() { format!("{}", dir.display()) } else { notes.join("; ") };
-        let ring = Texture2D::from_rgba8(RING_PX as u16, RING_PX as u16, &ring_pixels());
+        let ring = Texture2D::from_rgba8(RING_PX as u16, RING_PX as u16, &ring_pixels(0.09));
         ring.set_filter(FilterMode::Linear);
-        Self { fighter, hunter, particle, ring, source }
+        let ring_thick = Texture2D::from_rgba8(RING_PX as u16, RING_PX as u16, &ring_pixels(0.22));
+        ring_thick.set_filter(FilterMode::Linear);
+        Self { fighter, hunter, particle, ring, ring_thick, source }
+    }
+
+    /// The fighter texture (the legend shows it).
+    pub fn fighter(&self) -> &Texture2D {
+        &self.fighter
+    }
+
+    /// The hunter texture.
+    pub fn hunter(&self) -> &Texture2D {
+        &self.hunter
+    }
+
+    /// The particle texture.
+    pub fn particle(&self) -> &Texture2D {
+        &self.particle
+    }
+
+    /// The ring for a ring `pixels` wide on screen: thin when large, thick when small, so it reads either way.
+    pub fn ring(&self, pixels: f32) -> &Texture2D {
+        if pixels < 12.0 {
+            &self.ring_thick
+        } else {
+            &self.ring
+        }
     }
 }
 
 /// Side of the ring texture in pixels.
 const RING_PX: u32 = 64;
 
-/// A white ring (outer radius the texture's edge, a sixth of it thick) with soft edges: made here, not an asset,
-/// as it is an outline rather than art.
-fn ring_pixels() -> Vec<u8> {
+/// A white ring (outer radius the texture's edge, `half` of the radius each side of 0.9 of it) with soft edges:
+/// made here, not an asset, as it is an outline rather than art.
+fn ring_pixels(half: f32) -> Vec<u8> {
     let c = (RING_PX as f32 - 1.0) / 2.0;
     let mut out = Vec::with_capacity((RING_PX * RING_PX * 4) as usize);
     for y in 0..RING_PX {
         for x in 0..RING_PX {
             let r = ((x as f32 - c).powi(2) + (y as f32 - c).powi(2)).sqrt() / c;
-            let alpha = (1.0 - (r - 0.9).abs() / 0.09).clamp(0.0, 1.0).powf(0.7);
+            let centre = 0.98 - half;
+            let alpha = (1.0 - (r - centre).abs() / half).clamp(0.0, 1.0).powf(0.7);
             out.extend_from_slice(&[255, 255, 255, (alpha * 255.0) as u8]);
         }
     }
@@ -120,9 +152,9 @@ impl StaleMarkers {
     pub fn draw(&self, sprites: &Sprites, px: f32) {
         for &(at, age) in &self.live {
             let t = (age / MARKER_SECONDS).clamp(0.0, 1.0);
-            let size = (10.0 + 34.0 * t.sqrt()) * px;
-            let tint = Color::new(1.0, 0.95, 0.55, (1.0 - t).powf(1.5));
-            draw_centered(&sprites.ring, at, size, 0.0, tint);
+            let pixels = 14.0 + 34.0 * t.sqrt();
+            let tint = Color::new(MARKER_TINT.0, MARKER_TINT.1, MARKER_TINT.2, (1.0 - t).powf(1.2));
+            draw_centered(sprites.ring(pixels), at, pixels * px, 0.0, tint);
         }
     }
 }
@@ -143,8 +175,22 @@ pub fn fighter_size(config: &SimConfig) -> f32 {
 }
 
 /// Team colours.
-const RED_TINT: (f32, f32, f32) = (0.95, 0.30, 0.25);
-const BLUE_TINT: (f32, f32, f32) = (0.30, 0.55, 1.0);
+pub const RED_TINT: (f32, f32, f32) = (0.95, 0.30, 0.25);
+/// Blue's.
+pub const BLUE_TINT: (f32, f32, f32) = (0.30, 0.55, 1.0);
+/// A stale-handle marker's colour.
+pub const MARKER_TINT: (f32, f32, f32) = (1.0, 0.95, 0.55);
+
+/// The smallest hunter sprite and hunter ring on screen, in pixels: at 100,000 fighters fitted a hunter would be
+/// three pixels and its ring five, lost in the crowd.
+const MIN_HUNTER_PX: f32 = 4.5;
+const MIN_RING_PX: f32 = 8.0;
+
+/// How far out the view is, from 0 (a fighter 6 px or more) to 1 (2 px or less): hunters turn paler and the team
+/// field shows as it rises.
+pub fn far(fighter_px: f32) -> f32 {
+    ((6.0 - fighter_px) / 4.0).clamp(0.0, 1.0)
+}
 
 /// Draws hunters' target lines, fighters (tinted by team, dimmed as they lose health), hunters (their own sprite
 /// and a ring), then particles over them. `px` is arena units per screen pixel (for lines a pixel or so wide).
@@ -184,21 +230,25 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
             draw(&sprites.fighter, p, v, size, tint(e, h, 1.0));
         }
     });
-    let hunter_size = size * 1.5;
+    // Zoomed far out, hunters keep a minimum size and turn paler than the fighters around them, so they stand out.
+    let far = far(size / px);
+    let hunter_size = (size * 1.5).max(MIN_HUNTER_PX * px);
     world.query_ref::<(&Position, &Health, &Velocity, &Hunter)>().for_each(|e, (p, h, v, _)| {
-        draw(&sprites.hunter, p, v, hunter_size, tint(e, h, 1.2));
+        let c = tint(e, h, 1.2);
+        let pale = 0.45 * far;
+        let c = Color::new(c.r + (1.0 - c.r) * pale, c.g + (1.0 - c.g) * pale, c.b + (1.0 - c.b) * pale, 1.0);
+        draw(&sprites.hunter, p, v, hunter_size, c);
     });
-    // The ring: pale team colour, wide enough to clear the sprite. Zoomed far out (100,000 fighters fitted) rings
-    // a few pixels wide would only be noise over the crowd, so they fade out below about 10 px.
-    let ring_size = hunter_size * 1.7;
-    let ring_alpha = 0.9 * ((ring_size / px - 5.0) / 6.0).clamp(0.0, 1.0);
-    if ring_alpha > 0.0 {
-        world.query_ref::<(&Position, &Hunter)>().for_each(|e, (p, _)| {
-            let (r, g, b) = team(e);
-            let color = Color::new(0.55 + 0.45 * r, 0.55 + 0.45 * g, 0.55 + 0.45 * b, ring_alpha);
-            draw_centered(&sprites.ring, p.0, ring_size, 0.0, color);
-        });
-    }
+    // The ring: pale team colour, wide enough to clear the sprite, never under MIN_RING_PX; fainter when small, as
+    // thousands of them then cover the field.
+    let ring_size = (hunter_size * 1.7).max(MIN_RING_PX * px);
+    let ring_alpha = 0.9 - 0.6 * far;
+    let ring = sprites.ring(ring_size / px);
+    world.query_ref::<(&Position, &Hunter)>().for_each(|e, (p, _)| {
+        let (r, g, b) = team(e);
+        let color = Color::new(0.55 + 0.45 * r, 0.55 + 0.45 * g, 0.55 + 0.45 * b, ring_alpha);
+        draw_centered(ring, p.0, ring_size, 0.0, color);
+    });
 
     // Particles over the fighters, so a death shows: a streak behind each spark (they fly apart from one point, so
     // the streaks make a star), and a glow that starts as a flash and shrinks, white-yellow cooling to red.
@@ -227,8 +277,82 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
     });
 }
 
+/// The armies as colour fields under the sprites when zoomed far out: a [`TeamField`] of the fighters, a cell a few
+/// pixels wide, written into a reused image and drawn as one texture over the arena (smoothed by linear filtering).
+/// Red and blue where one team holds a cell, paler where both do; the front is where the colours meet.
+#[derive(Default)]
+pub struct FieldLayer {
+    field: TeamField,
+    image: Option<Image>,
+    texture: Option<Texture2D>,
+}
+
+/// A field cell's side on screen, in pixels.
+const FIELD_CELL_PX: f32 = 8.0;
+
+impl FieldLayer {
+    /// Draws the field of `world` for a view of `px` arena units per pixel, faded in by [`far`] (nothing at all
+    /// when zoomed in).
+    pub fn draw(&mut self, world: &World, px: f32) {
+        let config = world.resource::<SimConfig>();
+        // Only once a fighter is under 4 px: above that the sprites themselves show the teams.
+        let far = ((4.0 - fighter_size(config) / px) / 2.0).clamp(0.0, 1.0);
+        if far <= 0.0 {
+            return;
+        }
+        let arena = config.arena;
+        // Cells in whole powers of two of units, so a small zoom does not resize the grid every frame.
+        let cell = (FIELD_CELL_PX * px).max(1.0).log2().round().exp2();
+        self.field.fill(world, arena, cell);
+        let (cols, rows) = self.field.size();
+        let (w, h) = (cols.min(u16::MAX as usize) as u16, rows.min(u16::MAX as usize) as u16);
+        let image = self.image.get_or_insert_with(|| Image::gen_image_color(w, h, BLANK));
+        let resized = image.width != w || image.height != h;
+        if resized {
+            image.width = w;
+            image.height = h;
+            image.bytes.clear();
+            image.bytes.resize(w as usize * h as usize * 4, 0);
+        }
+        // A cell holding as many fighters as an army's usual density puts there is "full".
+        let full = (config.target_population as f32 / (arena.x * arena.y) * cell * cell).max(0.5);
+        for ((r, b), out) in self.field.cells().zip(image.bytes.chunks_exact_mut(4)) {
+            let (r, b) = (r as f32, b as f32);
+            let n = r + b;
+            if n == 0.0 {
+                out.copy_from_slice(&[0, 0, 0, 0]);
+                continue;
+            }
+            let mix = r.min(b) / r.max(b);
+            let white = 0.5 * mix.sqrt();
+            let channel = |red: f32, blue: f32| {
+                let c = (red * r + blue * b) / n;
+                ((c + (1.0 - c) * white) * 255.0) as u8
+            };
+            let alpha = far * (0.3 + 0.25 * (n / full).min(1.0) + 0.35 * mix.sqrt());
+            out.copy_from_slice(&[
+                channel(RED_TINT.0, BLUE_TINT.0),
+                channel(RED_TINT.1, BLUE_TINT.1),
+                channel(RED_TINT.2, BLUE_TINT.2),
+                (alpha.min(1.0) * 255.0) as u8,
+            ]);
+        }
+        match &self.texture {
+            Some(texture) if !resized => texture.update(image),
+            _ => {
+                let texture = Texture2D::from_image(image);
+                texture.set_filter(FilterMode::Linear);
+                self.texture = Some(texture);
+            }
+        }
+        let Some(texture) = &self.texture else { return };
+        let size = vec2(cols as f32, rows as f32) * cell;
+        draw_texture_ex(texture, 0.0, 0.0, WHITE, DrawTextureParams { dest_size: Some(size), ..Default::default() });
+    }
+}
+
 /// Draws `texture` as a `size` x `size` square centred on `at`, turned by `rotation` radians.
-fn draw_centered(texture: &Texture2D, at: Vec2, size: f32, rotation: f32, color: Color) {
+pub fn draw_centered(texture: &Texture2D, at: Vec2, size: f32, rotation: f32, color: Color) {
     let params = DrawTextureParams { dest_size: Some(vec2(size, size)), rotation, ..Default::default() };
     draw_texture_ex(texture, at.x - size / 2.0, at.y - size / 2.0, color, params);
 }

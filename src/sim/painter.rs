@@ -70,6 +70,67 @@ pub fn sort_by_y(world: &mut World, method: SortMethod, order: &mut Vec<Entity>,
     true
 }
 
+/// Fighters of each team counted on a coarse grid over the arena: what the window paints under the sprites when it
+/// is zoomed so far out that a fighter is a pixel or two, so each army reads as a field of its colour and the front
+/// as the seam where both counts are high. The buffers keep their capacity: refilling at the same or a smaller
+/// grid allocates nothing.
+#[derive(Clone, Debug, Default)]
+pub struct TeamField {
+    cols: usize,
+    rows: usize,
+    cell: f32,
+    red: Vec<u16>,
+    blue: Vec<u16>,
+}
+
+impl TeamField {
+    /// Counts the fighters of `world` (arena `arena`) in square cells `cell` units wide (at least 1). Counts
+    /// saturate at `u16::MAX`.
+    pub fn fill(&mut self, world: &World, arena: glam::Vec2, cell: f32) {
+        use super::components::{Blue, Red};
+        let cell = cell.max(1.0);
+        self.cell = cell;
+        self.cols = ((arena.x / cell).ceil() as usize).max(1);
+        self.rows = ((arena.y / cell).ceil() as usize).max(1);
+        let n = self.cols * self.rows;
+        for counts in [&mut self.red, &mut self.blue] {
+            counts.clear();
+            counts.resize(n, 0);
+        }
+        let (cols, rows) = (self.cols, self.rows);
+        let at = move |p: &Position| {
+            let x = ((p.0.x / cell).max(0.0) as usize).min(cols - 1);
+            let y = ((p.0.y / cell).max(0.0) as usize).min(rows - 1);
+            y * cols + x
+        };
+        let red = &mut self.red;
+        world.query_ref::<(&Position, &Red)>().for_each(|_, (p, _)| {
+            let c = &mut red[at(p)];
+            *c = c.saturating_add(1);
+        });
+        let blue = &mut self.blue;
+        world.query_ref::<(&Position, &Blue)>().for_each(|_, (p, _)| {
+            let c = &mut blue[at(p)];
+            *c = c.saturating_add(1);
+        });
+    }
+
+    /// Columns and rows of the grid.
+    pub fn size(&self) -> (usize, usize) {
+        (self.cols, self.rows)
+    }
+
+    /// The side of a cell, in arena units.
+    pub fn cell(&self) -> f32 {
+        self.cell
+    }
+
+    /// Red and blue fighters in each cell, row by row from the top left.
+    pub fn cells(&self) -> impl Iterator<Item = (u16, u16)> + '_ {
+        self.red.iter().copied().zip(self.blue.iter().copied())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
