@@ -219,6 +219,8 @@ fn missing_and_broken_assets_fall_back_with_a_clear_message() {
     let stderr = shoot(display, &shot, Some(&assets), &["--entities", "2000"]);
     assert!(stderr.contains("fighter.png") && stderr.contains("built-in"), "broken file not named:\n{stderr}");
     assert!(stderr.contains("hunter.png") && stderr.contains("particle.png"), "missing files not named:\n{stderr}");
+    // The reasons are in words, not a Rust debug form.
+    assert!(!stderr.contains("ImageError") && !stderr.contains("{ "), "{stderr}");
     let seen = look(&shot);
     assert!(seen.red > 1_000 && seen.blue > 1_000, "fallback sprites not drawn");
     std::fs::remove_dir_all(dir).ok();

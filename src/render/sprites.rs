@@ -29,18 +29,29 @@ pub struct Sprites {
 
 fn load_one(dir: &Path, sprite: Sprite) -> (Texture2D, Option<String>) {
     let path = dir.join(sprite.file_name());
+    // Decoded with `image` itself, whose errors read as words ("The image format could not be determined");
+    // macroquad's loader would wrap them in its own error's debug form.
     let loaded = std::fs::read(&path)
         .map_err(|e| e.to_string())
-        .and_then(|bytes| Image::from_file_with_format(&bytes, None).map_err(|e| e.to_string()));
+        .and_then(|bytes| image::load_from_memory(&bytes).map(|decoded| decoded.to_rgba8()).map_err(|e| e.to_string()));
     match loaded {
-        Ok(image) => (Texture2D::from_image(&image), None),
-        Err(error) => {
-            let note = format!("{}: {error}; using the built-in sprite", path.display());
-            eprintln!("swarm: {note}");
-            let n = sprite.size() as u16;
-            (Texture2D::from_rgba8(n, n, &sprite.pixels()), Some(note))
+        Ok(rgba) => {
+            let (width, height) = (rgba.width(), rgba.height());
+            match (u16::try_from(width), u16::try_from(height)) {
+                (Ok(w), Ok(h)) => (Texture2D::from_rgba8(w, h, rgba.as_raw()), None),
+                _ => fallback(&path, sprite, &format!("{width} x {height} pixels is too large for a sprite")),
+            }
         }
+        Err(error) => fallback(&path, sprite, &error),
     }
+}
+
+/// The built-in art for `sprite`, with a note naming the file and why it was not used (also printed).
+fn fallback(path: &Path, sprite: Sprite, why: &str) -> (Texture2D, Option<String>) {
+    let note = format!("{}: {why}; using the built-in sprite", path.display());
+    eprintln!("swarm: {note}");
+    let n = sprite.size() as u16;
+    (Texture2D::from_rgba8(n, n, &sprite.pixels()), Some(note))
 }
 
 impl Sprites {
