@@ -1,6 +1,7 @@
 //! Swarm: a small sparse-set ECS written from scratch, and the 2D swarm simulation that shows it off.
 //!
-//! - [`ecs`]: entities, pools, the five storage backends, world, queries, command buffer, app and profiler;
+//! - [`ecs`]: entities, the five storage backends, the world, queries, the command buffer, sorting and snapshots;
+//! - [`app`]: the app with its stages, groups of systems and plugins, and the profiler;
 //! - [`sim`]: the simulation (ECS and glam only, no window), its digest, the headless report, snapshots, and the
 //!   recording and replay of a run's inputs;
 #![cfg_attr(feature = "window", doc = "- [`cli`]: the command line shared by the window and the headless runs;")]
