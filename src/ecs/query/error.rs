@@ -1,0 +1,71 @@
+//! Why a query is refused, and why a one-entity lookup finds nothing.
+
+use super::access::MAX_QUERY_TYPES;
+use crate::ecs::entity::Entity;
+use std::fmt;
+
+/// Why a query was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryError {
+    /// The same component type appears twice (fetched twice, or fetched and filtered).
+    Conflict {
+        /// The type named twice.
+        component: &'static str,
+        /// Whether one of the two asks for `&mut`.
+        mutable: bool,
+    },
+    /// More than [`MAX_QUERY_TYPES`] types.
+    TooManyTypes,
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueryError::Conflict { component, mutable: true } => write!(
+                f,
+                "query conflict: `{component}` is requested twice and one request is `&mut`; \
+                 a mutable reference may not alias another reference to the same value"
+            ),
+            QueryError::Conflict { component, mutable: false } => {
+                write!(f, "query conflict: `{component}` is named twice in one query (fetch or filter it once)")
+            }
+            QueryError::TooManyTypes => {
+                write!(f, "a query names at most {MAX_QUERY_TYPES} component types")
+            }
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+/// Why [`Query::get`](super::Query::get) (and [`World::query_one_mut`](crate::ecs::World::query_one_mut) and friends) found no match for an entity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryOneError {
+    /// The handle is stale or was never spawned.
+    NoSuchEntity(Entity),
+    /// The entity is alive but lacks a fetched component or fails the filter.
+    Unsatisfied(Entity),
+    /// The same entity is named twice in one [`Query::get_many`](super::Query::get_many): it would hand out two references to one value.
+    Aliased(Entity),
+    /// The query itself is refused (see [`QueryError`]).
+    Refused(QueryError),
+}
+
+impl fmt::Display for QueryOneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueryOneError::NoSuchEntity(e) => write!(f, "no such entity: {e:?} is stale or was never spawned"),
+            QueryOneError::Unsatisfied(e) => {
+                write!(f, "entity {e:?} does not match the query (a component is missing or the filter fails)")
+            }
+            QueryOneError::Aliased(e) => write!(
+                f,
+                "entity {e:?} is named twice in one lookup; a mutable reference may not alias another reference \
+                 to the same value"
+            ),
+            QueryOneError::Refused(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for QueryOneError {}

@@ -1,0 +1,254 @@
+//! Filters: [`With`], [`Without`], [`Or`] and pairs of them, which keep or drop entities without borrowing
+//! their values.
+
+// The impls spell out `'w` to read like the trait's signatures they implement.
+#![allow(clippy::needless_lifetimes)]
+
+use super::access::{Access, ABSENT};
+use crate::ecs::component::{ComponentId, ComponentSet};
+use crate::ecs::entity::{Entities, Entity};
+use crate::ecs::storage::{AnyPool, ErasedPool, Layout, Pool, Registry};
+use std::marker::PhantomData;
+
+/// Keeps only entities that have `T` (without borrowing it).
+pub struct With<T>(PhantomData<fn() -> T>);
+/// Keeps only entities that lack `T`.
+pub struct Without<T>(PhantomData<fn() -> T>);
+
+/// A filter: `()`, [`With<T>`], [`Without<T>`], or a pair of filters.
+pub trait Filter: 'static {
+    #[doc(hidden)]
+    /// Typed pool borrows of a per-component layout.
+    type Pools<'w, L: Layout>;
+    #[doc(hidden)]
+    /// Whether every entity matches (no `With` / `Without` in it), so loops need not ask.
+    const ALWAYS: bool = false;
+    #[doc(hidden)]
+    /// Registers the filtered types and records them in `access`.
+    fn access(components: &mut Registry, access: &mut Access);
+    #[doc(hidden)]
+    /// Records the filtered types in `access` without registering them (a query through `&World`).
+    fn access_lookup(components: &Registry, access: &mut Access);
+    #[doc(hidden)]
+    /// This filter's pools, shared, in access order (`None` where the world has no pool of the type); `None` if
+    /// no entity can pass.
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Self::Pools<'w, L>>;
+    #[doc(hidden)]
+    /// Borrows this filter's pools from `taken`, in the order `access` recorded them.
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
+    #[doc(hidden)]
+    /// Whether `index` passes.
+    fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool;
+    #[doc(hidden)]
+    /// The smallest `With` pool length (`usize::MAX` if none): a candidate to drive the loop.
+    fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize;
+    #[doc(hidden)]
+    /// Appends the indices of the first `With` pool of length `len`, once (`done` guards it).
+    fn collect<L: Layout>(
+        pools: &Self::Pools<'_, L>,
+        len: usize,
+        done: &mut bool,
+        entities: &Entities,
+        out: &mut Vec<Entity>,
+    );
+    #[doc(hidden)]
+    /// Whether an archetype table of component set `set` passes; `ids` yields this filter's ids in access order
+    /// (every part takes its own, even after an earlier part failed).
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool;
+}
+
+impl Filter for () {
+    type Pools<'w, L: Layout> = ();
+    const ALWAYS: bool = true;
+    fn access(_: &mut Registry, _: &mut Access) {}
+    fn access_lookup(_: &Registry, _: &mut Access) {}
+    fn pools<'w, L: Layout>(_: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) {}
+    fn pools_shared<'w, L: Layout>(_: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>) -> Option<()> {
+        Some(())
+    }
+    #[inline]
+    fn matches<L: Layout>(_: &(), _: u32) -> bool {
+        true
+    }
+    fn min_len<L: Layout>(_: &()) -> usize {
+        usize::MAX
+    }
+    fn collect<L: Layout>(_: &(), _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
+    fn table_passes(_: &ComponentSet, _: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        true
+    }
+}
+
+impl<T: 'static> Filter for With<T> {
+    type Pools<'w, L: Layout> = &'w L::Pool<T>;
+    fn access(components: &mut Registry, access: &mut Access) {
+        access.name::<T>(Some(components.register::<T>().0), false, true, false);
+    }
+    fn access_lookup(components: &Registry, access: &mut Access) {
+        access.name::<T>(components.id::<T>(), false, true, false);
+    }
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
+        L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("a pool per filter")))
+    }
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<&'w L::Pool<T>> {
+        pools.next().expect("a pool per filter").map(|pool| L::pool_ref(AnyPool::<T>::downcast_ref(pool)))
+    }
+    #[inline]
+    fn matches<L: Layout>(pool: &&L::Pool<T>, index: u32) -> bool {
+        pool.contains(index)
+    }
+    fn min_len<L: Layout>(pool: &&L::Pool<T>) -> usize {
+        pool.len()
+    }
+    fn collect<L: Layout>(pool: &&L::Pool<T>, len: usize, done: &mut bool, entities: &Entities, out: &mut Vec<Entity>) {
+        if !*done && pool.len() == len {
+            pool.collect_entities(entities, out);
+            *done = true;
+        }
+    }
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        let id = ids.next().expect("an id per filter");
+        id != ABSENT && set.contains(id)
+    }
+}
+
+impl<T: 'static> Filter for Without<T> {
+    /// `None` where the world has no pool of `T` (a shared query): then nothing is excluded.
+    type Pools<'w, L: Layout> = Option<&'w L::Pool<T>>;
+    fn access(components: &mut Registry, access: &mut Access) {
+        access.name::<T>(Some(components.register::<T>().0), false, false, true);
+    }
+    fn access_lookup(components: &Registry, access: &mut Access) {
+        access.name::<T>(components.id::<T>(), false, false, true);
+    }
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Option<&'w L::Pool<T>> {
+        Some(L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("a pool per filter"))))
+    }
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Option<&'w L::Pool<T>>> {
+        Some(pools.next().expect("a pool per filter").map(|pool| L::pool_ref(AnyPool::<T>::downcast_ref(pool))))
+    }
+    #[inline]
+    fn matches<L: Layout>(pool: &Option<&L::Pool<T>>, index: u32) -> bool {
+        pool.is_none_or(|pool| !pool.contains(index))
+    }
+    fn min_len<L: Layout>(_: &Option<&L::Pool<T>>) -> usize {
+        usize::MAX
+    }
+    fn collect<L: Layout>(_: &Option<&L::Pool<T>>, _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        let id = ids.next().expect("an id per filter");
+        id == ABSENT || !set.contains(id)
+    }
+}
+
+impl<A: Filter, B: Filter> Filter for (A, B) {
+    type Pools<'w, L: Layout> = (A::Pools<'w, L>, B::Pools<'w, L>);
+    const ALWAYS: bool = A::ALWAYS && B::ALWAYS;
+    fn access(components: &mut Registry, access: &mut Access) {
+        A::access(components, access);
+        B::access(components, access);
+    }
+    fn access_lookup(components: &Registry, access: &mut Access) {
+        A::access_lookup(components, access);
+        B::access_lookup(components, access);
+    }
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
+        let a = A::pools::<L>(taken);
+        (a, B::pools::<L>(taken))
+    }
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Self::Pools<'w, L>> {
+        // Both halves take their pools even if the first cannot match, so the iterator stays in step.
+        let a = A::pools_shared::<L>(pools);
+        let b = B::pools_shared::<L>(pools);
+        Some((a?, b?))
+    }
+    #[inline]
+    fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool {
+        A::matches::<L>(&pools.0, index) && B::matches::<L>(&pools.1, index)
+    }
+    fn min_len<L: Layout>(pools: &Self::Pools<'_, L>) -> usize {
+        A::min_len::<L>(&pools.0).min(B::min_len::<L>(&pools.1))
+    }
+    fn collect<L: Layout>(
+        pools: &Self::Pools<'_, L>,
+        len: usize,
+        done: &mut bool,
+        entities: &Entities,
+        out: &mut Vec<Entity>,
+    ) {
+        A::collect::<L>(&pools.0, len, done, entities, out);
+        B::collect::<L>(&pools.1, len, done, entities, out);
+    }
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        let a = A::table_passes(set, ids);
+        let b = B::table_passes(set, ids);
+        a && b
+    }
+}
+
+/// Keeps the entities that pass filter `A` or filter `B` (or both): `Or<With<Red>, With<Blue>>`; nest it for more
+/// (`Or<A, Or<B, C>>`), and pair it with others (`(Or<..>, Without<Dead>)`). An `Or` never drives a loop: the
+/// fetched pools do, or every live entity if the query fetches nothing.
+///
+/// ```
+/// use swarm::ecs::{Or, With, World};
+/// struct Pos(f32); struct Red; struct Blue;
+/// let mut world = World::new();
+/// world.spawn((Pos(1.0), Red)).unwrap();
+/// world.spawn((Pos(2.0), Blue)).unwrap();
+/// world.spawn((Pos(4.0),)).unwrap();
+/// let mut sum = 0.0;
+/// world.query_filtered::<(&Pos,), Or<With<Red>, With<Blue>>>().for_each(|_, (p,)| sum += p.0);
+/// assert_eq!(sum, 3.0);
+/// ```
+pub struct Or<A, B>(PhantomData<fn() -> (A, B)>);
+
+impl<A: Filter, B: Filter> Filter for Or<A, B> {
+    /// `None` for a side no entity can pass (a shared query naming a type the world never met in a `With`).
+    type Pools<'w, L: Layout> = (Option<A::Pools<'w, L>>, Option<B::Pools<'w, L>>);
+    fn access(components: &mut Registry, access: &mut Access) {
+        access.neutral += 1;
+        A::access(components, access);
+        B::access(components, access);
+        access.neutral -= 1;
+    }
+    fn access_lookup(components: &Registry, access: &mut Access) {
+        access.neutral += 1;
+        A::access_lookup(components, access);
+        B::access_lookup(components, access);
+        access.neutral -= 1;
+    }
+    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
+        let a = A::pools::<L>(taken);
+        (Some(a), Some(B::pools::<L>(taken)))
+    }
+    fn pools_shared<'w, L: Layout>(
+        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    ) -> Option<Self::Pools<'w, L>> {
+        let a = A::pools_shared::<L>(pools);
+        let b = B::pools_shared::<L>(pools);
+        (a.is_some() || b.is_some()).then_some((a, b))
+    }
+    #[inline]
+    fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool {
+        pools.0.as_ref().is_some_and(|a| A::matches::<L>(a, index))
+            || pools.1.as_ref().is_some_and(|b| B::matches::<L>(b, index))
+    }
+    fn min_len<L: Layout>(_: &Self::Pools<'_, L>) -> usize {
+        usize::MAX
+    }
+    fn collect<L: Layout>(_: &Self::Pools<'_, L>, _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
+    fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool {
+        let a = A::table_passes(set, ids);
+        let b = B::table_passes(set, ids);
+        a || b
+    }
+}

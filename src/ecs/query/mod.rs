@@ -1,0 +1,408 @@
+//! Queries: tuples of `&T` / `&mut T`, filtered by [`With`] / [`Without`], run the same way on every backend.
+//!
+//! (The example is on [`Query`].)
+//!
+//! How a query runs: a mutable world looks the query's shape up in its cache (one hash lookup: the ids, the access
+//! check, and on the archetype backend the matching tables are worked out the first time only), matches its backend
+//! **once**, then calls a loop monomorphized for that layout.
+//! - Per-component layouts ([`Layout`]): if every fetched pool keeps packed arrays in the same entity order
+//!   (sparse sets after `sort_as`, or that got the same spawns and despawns) and no `With` pool is smaller, the
+//!   packed value arrays are walked in lock-step. Sparse sets found alike once keep a journal of the positions
+//!   they change, so the next check compares only those (see [`PackedOrder`]).
+//!   Otherwise the smallest pool (fetched or `With`) drives (the textbook movement system): a fetched sparse set is
+//!   walked by row and the other pools are probed by index; any other driver's handles are copied to a reused
+//!   scratch buffer and every pool is probed by index.
+//! - Archetype tables: every table whose set holds the fetched and `With` types and none of the `Without` types is
+//!   walked column by column. A type's columns are kept together (one per table holding it), so each term's are
+//!   downcast once per query and the shape's cache lists the matching tables with each term's column index.
+//!
+//! Either way the matches go to a [`Visit`]or: [`Query::for_each`] calls its closure per entity;
+//! [`Query::for_each_run`] hands over runs of rows as parallel slices (the whole packed arrays of a lock-step walk,
+//! a table's columns), so the caller's loop body compiles inside the caller's loop.
+//!
+//! A query may name each component type once. `(&mut A, &A)` would hand out a mutable and a shared reference to
+//! the same value, so it is refused with [`QueryError::Conflict`]; `(&A, &A)` and a filter on a fetched type are
+//! refused the same way (say it once).
+
+// The impls spell out `'w` to read like the trait's signatures they implement.
+#![allow(clippy::needless_lifetimes)]
+
+mod access;
+mod cache;
+mod data;
+mod error;
+mod filter;
+mod run;
+mod term;
+
+pub use access::{Access, MAX_QUERY_TYPES};
+pub(crate) use cache::QueryCache;
+pub use data::{QueryData, ReadOnlyQueryData};
+pub use error::{QueryError, QueryOneError};
+pub use filter::{Filter, Or, With, Without};
+pub(crate) use run::QueryContext;
+pub use run::Visit;
+pub use term::{ReadOnlyTerm, Term};
+
+use crate::ecs::commands::Commands;
+use crate::ecs::entity::Entity;
+use crate::ecs::storage::dispatch;
+use crate::ecs::world::{Storage, World};
+use access::ABSENT;
+use run::{column_indices, many_mut, one_mut, prepare, run_context, run_pools, run_tables_shared, table_matches};
+use run::{Each, Runs, WithCommands};
+use std::marker::PhantomData;
+
+/// A query being built: fetch `Q` (a tuple of `&T`, `&mut T`, `Option<&T>`, `Option<&mut T>`), filtered by `F`
+/// ([`With`], [`Without`]), over the world `W` borrows: `&mut World` from [`World::query`], or `&World` from
+/// [`World::query_ref`] when every term only reads ([`QueryRef`]). Run it with [`Query::for_each`] or
+/// [`Query::for_each_run`]. The same query runs on every backend; the world matches its storage once per query,
+/// not per entity.
+///
+/// ```
+/// use swarm::ecs::{World, With, Without};
+/// struct Pos(f32); struct Vel(f32); struct Frozen; struct Red;
+/// let mut world = World::new();
+/// world.spawn((Pos(0.0), Vel(1.0), Red)).unwrap();
+/// world.spawn((Pos(0.0), Vel(1.0), Frozen)).unwrap();
+/// world.query::<(&mut Pos, &Vel)>().without::<Frozen>().for_each(|_entity, (pos, vel)| pos.0 += vel.0);
+/// let mut moved = 0;
+/// world.query::<(&Pos,)>().with::<Red>().for_each(|_, (pos,)| moved += (pos.0 == 1.0) as u32);
+/// assert_eq!(moved, 1);
+/// ```
+///
+/// A query may name each component type once: `(&mut A, &A)` would hand out a mutable and a shared reference to
+/// the same value, so it is refused with [`QueryError::Conflict`], and so are `(&A, &A)` and a filter on a
+/// fetched type.
+pub struct Query<W, Q: QueryData, F: Filter = ()> {
+    world: W,
+    _marker: PhantomData<fn() -> (Q, F)>,
+}
+
+/// A query through a shared `&World`, for systems and tools that only read (a digest, a census, drawing): every
+/// term is `&T` or `Option<&T>`. Get one from [`World::query_ref`]; it runs like any [`Query`]. It registers no
+/// type: a type the world has never met matches no entity (or reads `None`, or excludes nothing).
+///
+/// ```
+/// use swarm::ecs::World;
+/// struct Pos(f32); struct Vel(f32); struct Never;
+/// let mut world = World::new();
+/// world.spawn((Pos(1.0), Vel(2.0))).unwrap();
+/// world.spawn((Pos(3.0),)).unwrap();
+/// let world = &world; // shared from here on
+/// let mut sum = 0.0;
+/// world.query_ref::<(&Pos, Option<&Vel>)>().for_each(|_, (p, v)| sum += p.0 + v.map_or(0.0, |v| v.0));
+/// assert_eq!(sum, 6.0);
+/// assert_eq!(world.query_ref::<(&Pos,)>().with::<Never>().count(), 0);
+/// ```
+pub type QueryRef<'w, Q, F = ()> = Query<&'w World, Q, F>;
+
+/// The world a query runs on: borrowed mutably (any terms; the named pools are borrowed apart while the loop runs) or shared
+/// (read-only terms; pools are borrowed). Both end in the same generic loops.
+pub trait Source<Q: QueryData> {
+    #[doc(hidden)]
+    /// Runs the query with filter `F`, handing the matches to `visit`.
+    fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError>;
+}
+
+impl<Q: QueryData> Source<Q> for &mut World {
+    #[inline]
+    fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
+        let context = self.query_context();
+        let shape = prepare::<Q, F>(context.queries, context.components, context.storage)?;
+        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, shape, visit);
+        Ok(())
+    }
+}
+
+impl<Q: ReadOnlyQueryData> Source<Q> for &World {
+    fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
+        let (entities, components, storage) = self.query_parts();
+        let mut access = Access::default();
+        Q::access_lookup(components, &mut access);
+        access.fetched = access.len;
+        F::access_lookup(components, &mut access);
+        if let Some(error) = access.error.take() {
+            return Err(error);
+        }
+        if access.unmatchable {
+            return Ok(());
+        }
+        match storage {
+            Storage::Pools { layout, pools } => {
+                let mut shared = access.ids().iter().map(|&id| match id {
+                    ABSENT => None,
+                    id => pools.get(id as usize).map(|pool| pool.as_ref()),
+                });
+                // Only a probing loop over an index-only layout copies handles: then this buffer grows.
+                let mut scratch = Vec::new();
+                dispatch!(*layout, L => {
+                    let Some(pools) = Q::pools_shared::<L>(&mut shared) else { return Ok(()) };
+                    let Some(filter) = F::pools_shared::<L>(&mut shared) else { return Ok(()) };
+                    run_pools::<Q, L, F, _>(pools, filter, entities, &mut scratch, visit)
+                })
+            }
+            Storage::Tables(archetypes) => run_tables_shared::<Q, F, _>(archetypes, &access, visit),
+        }
+        Ok(())
+    }
+}
+
+impl<W: Source<Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
+    pub(crate) fn new(world: W) -> Self {
+        Self { world, _marker: PhantomData }
+    }
+
+    /// Also requires `T`.
+    pub fn with<T: 'static>(self) -> Query<W, Q, (F, With<T>)> {
+        Query::new(self.world)
+    }
+
+    /// Also requires the absence of `T`.
+    pub fn without<T: 'static>(self) -> Query<W, Q, (F, Without<T>)> {
+        Query::new(self.world)
+    }
+
+    /// Also applies filter `G`, given as a type: an [`Or`], or any other [`Filter`] (on a shared query too, where
+    /// there is no `query_filtered`).
+    pub fn filter<G: Filter>(self) -> Query<W, Q, (F, G)> {
+        Query::new(self.world)
+    }
+
+    /// Calls `f` with each matching entity and its components.
+    ///
+    /// # Panics
+    /// If the query is refused (see [`QueryError`]); [`Query::try_for_each`] returns the error instead.
+    pub fn for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
+        if let Err(error) = self.try_for_each(f) {
+            panic!("{error}");
+        }
+    }
+
+    /// Calls `f` with each matching entity and its components, or says why the query is refused.
+    pub fn try_for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
+        self.world.visit::<F>(&mut Each(f))
+    }
+
+    /// Calls `f` with runs of matching entities and their components as parallel slices (`entities[k]` owns
+    /// row `k` of each): the whole packed arrays when the pools walk in lock-step (runs between non-matching
+    /// rows if a filter is probed), one archetype table at a time, and one entity at a time when pools are
+    /// probed. The loop over a run is the caller's, so a long loop body compiles as one piece with it, which a
+    /// closure called per entity from several places may not.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32); struct Vel(f32);
+    /// let mut world = World::new();
+    /// for i in 0..3 {
+    ///     world.spawn((Pos(0.0), Vel(i as f32))).unwrap();
+    /// }
+    /// world.query::<(&mut Pos, &Vel)>().for_each_run(|entities, (positions, velocities)| {
+    ///     assert_eq!(entities.len(), positions.len());
+    ///     for (p, v) in positions.iter_mut().zip(velocities.iter()) {
+    ///         p.0 += v.0;
+    ///     }
+    /// });
+    /// let mut sum = 0.0;
+    /// world.query::<(&Pos,)>().for_each(|_, (p,)| sum += p.0);
+    /// assert_eq!(sum, 3.0);
+    /// ```
+    ///
+    /// # Panics
+    /// If the query is refused, like [`Query::for_each`].
+    pub fn for_each_run(self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
+        if let Err(error) = self.world.visit::<F>(&mut Runs(f)) {
+            panic!("{error}");
+        }
+    }
+
+    /// Number of matching entities (a lock-step walk counts whole runs, without visiting their rows).
+    pub fn count(self) -> usize {
+        let mut n = 0;
+        self.for_each_run(|entities, _| n += entities.len());
+        n
+    }
+}
+
+impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
+    /// Like [`Query::for_each`], with a [`Commands`] to record structural changes for the row being visited: the
+    /// way to spawn, despawn, insert and remove while iterating.
+    ///
+    /// The commands recorded here are applied (by [`World::apply_commands`]) sorted by the visited entity's handle,
+    /// each entity's in the order it recorded them, whatever order the storage yielded the rows in. So a system
+    /// that decides per row gives the same world on every backend and after any reordering of a pool. A spawn
+    /// recorded here returns a *deferred* handle ([`Entity::is_deferred`]): later commands of this buffer may name
+    /// it, and the entity gets its real handle when applied, in the same sorted order (so which free index it
+    /// takes does not depend on the visiting order either). A deferred handle stored in a component stays a dead
+    /// handle; to keep a new entity's handle, spawn through [`World::commands`] after the loop.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Health(i32);
+    /// struct Spark;
+    /// let mut world = World::new();
+    /// for h in [0, 5, 0] {
+    ///     world.spawn((Health(h),)).unwrap();
+    /// }
+    /// world.query::<(&Health,)>().for_each_with_commands(|e, (health,), commands| {
+    ///     if health.0 <= 0 {
+    ///         commands.despawn(e);
+    ///         let spark = commands.spawn((Spark,)).unwrap(); // deferred: alive after apply
+    ///         commands.insert(spark, Health(1)); // later commands may name it
+    ///     }
+    /// });
+    /// let stats = world.apply_commands();
+    /// assert_eq!((stats.applied, stats.skipped, stats.refused), (6, 0, 0));
+    /// assert_eq!(world.query::<(&Spark, &Health)>().count(), 2);
+    /// assert_eq!(world.len(), 3);
+    /// ```
+    ///
+    /// # Panics
+    /// If the query is refused, like [`Query::for_each`]. If `f` panics, the commands it recorded so far stay in
+    /// the buffer (sorted, as above).
+    pub fn for_each_with_commands(self, f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>)) {
+        if let Err(error) = self.try_for_each_with_commands(f) {
+            panic!("{error}");
+        }
+    }
+
+    /// [`Query::for_each_with_commands`], or says why the query is refused.
+    pub fn try_for_each_with_commands(
+        self,
+        f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
+    ) -> Result<(), QueryError> {
+        let context = self.world.query_context();
+        let shape = prepare::<Q, F>(context.queries, context.components, context.storage)?;
+        let mut visit = WithCommands { f, commands: Commands::keyed(context.commands) };
+        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, shape, &mut visit);
+        Ok(())
+    }
+}
+
+impl<'w, Q: QueryData, F: Filter> Query<&'w mut World, Q, F> {
+    /// One entity's components, if it matches (bevy's `Query::get`, hecs's `query_one_mut`): its own values of
+    /// every fetched term, checked against the filter, borrowed for as long as the world. A handle reserved by
+    /// the command buffer applies the buffer first (see [`World::reserve_entity`]).
+    ///
+    /// ```
+    /// use swarm::ecs::{QueryOneError, World, Without};
+    /// struct Pos(f32); struct Vel(f32); struct Frozen;
+    /// let mut world = World::new();
+    /// let a = world.spawn((Pos(0.0), Vel(2.0))).unwrap();
+    /// let b = world.spawn((Pos(0.0), Vel(2.0), Frozen)).unwrap();
+    /// let (pos, vel) = world.query::<(&mut Pos, &Vel)>().without::<Frozen>().get(a).unwrap();
+    /// pos.0 += vel.0;
+    /// assert_eq!(world.get::<Pos>(a).unwrap().0, 2.0);
+    /// assert_eq!(world.query::<(&Pos,)>().without::<Frozen>().get(b).err(), Some(QueryOneError::Unsatisfied(b)));
+    /// ```
+    pub fn get(self, entity: Entity) -> Result<Q::Item<'w>, QueryOneError> {
+        if !self.world.settle(entity) {
+            return Err(QueryOneError::NoSuchEntity(entity));
+        }
+        let context = self.world.query_context();
+        let shape =
+            prepare::<Q, F>(context.queries, context.components, context.storage).map_err(QueryOneError::Refused)?;
+        one_mut::<Q, F>(context.storage, shape, entity.index()).ok_or(QueryOneError::Unsatisfied(entity))
+    }
+
+    /// Several distinct entities' components at once, mutably (hecs's `query_many_mut`): e.g. a hunter writes its
+    /// own velocity while it reads its target's position. Refused with [`QueryOneError::Aliased`] if an entity is
+    /// named twice, which would hand out two references to one value; otherwise the first entity that is not
+    /// alive or does not match is the error.
+    ///
+    /// ```
+    /// use swarm::ecs::{QueryOneError, World};
+    /// struct Pos(f32); struct Vel(f32);
+    /// let mut world = World::new();
+    /// let hunter = world.spawn((Pos(0.0), Vel(0.0))).unwrap();
+    /// let prey = world.spawn((Pos(5.0), Vel(1.0))).unwrap();
+    /// let [(hp, hv), (pp, _)] = world.query::<(&Pos, &mut Vel)>().get_many([hunter, prey]).unwrap();
+    /// hv.0 = (pp.0 - hp.0).signum();
+    /// assert_eq!(world.get::<Vel>(hunter).unwrap().0, 1.0);
+    /// assert_eq!(world.query::<(&mut Vel,)>().get_many([prey, prey]).err(), Some(QueryOneError::Aliased(prey)));
+    /// ```
+    pub fn get_many<const N: usize>(self, entities: [Entity; N]) -> Result<[Q::Item<'w>; N], QueryOneError> {
+        for (k, &entity) in entities.iter().enumerate() {
+            if entities[..k].contains(&entity) {
+                return Err(QueryOneError::Aliased(entity));
+            }
+        }
+        for &entity in &entities {
+            if !self.world.settle(entity) {
+                return Err(QueryOneError::NoSuchEntity(entity));
+            }
+        }
+        let context = self.world.query_context();
+        let shape =
+            prepare::<Q, F>(context.queries, context.components, context.storage).map_err(QueryOneError::Refused)?;
+        let items = many_mut::<Q, F, N>(context.storage, shape, entities.map(Entity::index));
+        if let Some(k) = items.iter().position(Option::is_none) {
+            return Err(QueryOneError::Unsatisfied(entities[k]));
+        }
+        Ok(items.map(|item| item.expect("checked above")))
+    }
+}
+
+impl<'w, Q: ReadOnlyQueryData, F: Filter> Query<&'w World, Q, F> {
+    /// One entity's components through a shared world, if it matches (hecs's `query_one`). A handle reserved by
+    /// the command buffer is not alive yet here ([`QueryOneError::NoSuchEntity`]): a shared borrow cannot apply
+    /// the buffer.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32); struct Name(&'static str);
+    /// let mut world = World::new();
+    /// let a = world.spawn((Pos(1.0), Name("a"))).unwrap();
+    /// let world = &world;
+    /// let (pos, name) = world.query_ref::<(&Pos, &Name)>().get(a).unwrap();
+    /// assert_eq!((pos.0, name.0), (1.0, "a"));
+    /// ```
+    pub fn get(self, entity: Entity) -> Result<Q::Item<'w>, QueryOneError> {
+        let world = self.world;
+        if !world.is_alive(entity) {
+            return Err(QueryOneError::NoSuchEntity(entity));
+        }
+        let unsatisfied = QueryOneError::Unsatisfied(entity);
+        let index = entity.index();
+        let (_, components, storage) = world.query_parts();
+        let mut access = Access::default();
+        Q::access_lookup(components, &mut access);
+        access.fetched = access.len;
+        F::access_lookup(components, &mut access);
+        if let Some(error) = access.error.take() {
+            return Err(QueryOneError::Refused(error));
+        }
+        if access.unmatchable {
+            return Err(unsatisfied);
+        }
+        match storage {
+            Storage::Pools { layout, pools } => {
+                let mut shared = access.ids().iter().map(|&id| match id {
+                    ABSENT => None,
+                    id => pools.get(id as usize).map(|pool| pool.as_ref()),
+                });
+                dispatch!(*layout, L => {
+                    let Some(pools) = Q::pools_shared::<L>(&mut shared) else { return Err(unsatisfied) };
+                    let Some(filter) = F::pools_shared::<L>(&mut shared) else { return Err(unsatisfied) };
+                    if !F::matches::<L>(&filter, index) {
+                        return Err(unsatisfied);
+                    }
+                    Q::probe_into::<L>(pools, index).ok_or(unsatisfied)
+                })
+            }
+            Storage::Tables(archetypes) => {
+                let (table, row) = archetypes.location(index).ok_or(unsatisfied.clone())?;
+                let (tables, columns) = archetypes.parts();
+                let table = &tables[table as usize];
+                if !table_matches::<F>(table, &access) {
+                    return Err(unsatisfied);
+                }
+                // A matching table holds every required term's type, so each has columns.
+                let columns = Q::columns_shared(columns, &access).ok_or(unsatisfied)?;
+                let indices = column_indices(table, &access);
+                let (slices, _) = Q::split_table(columns, &indices, &mut [0; MAX_QUERY_TYPES]);
+                Ok(Q::row_into(slices, row))
+            }
+        }
+    }
+}
