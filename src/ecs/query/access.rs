@@ -1,12 +1,9 @@
 //! What a query names: its component ids in order, which are borrowed mutably, which must be present or absent.
 //! Worked out once per query shape (see [`super::cache`]) and checked for aliasing there.
 
-use super::error::QueryError;
+use super::error::{QueryError, MAX_QUERY_TYPES};
 use crate::ecs::component::{ComponentId, ComponentSet};
 use std::any::{type_name, TypeId};
-
-/// Most component types one query may name (fetched and filters together).
-pub const MAX_QUERY_TYPES: usize = 12;
 
 /// The component ids a query names, in order, with whether each is borrowed mutably.
 #[derive(Default)]

@@ -1,10 +1,12 @@
 //! The query cache: what a mutable world works out once per query shape (ids, access check, borrow order,
 //! matching archetype tables), keyed by the shape's type.
 
-use super::access::{Access, MAX_QUERY_TYPES};
+use super::access::Access;
 use super::data::QueryData;
+use super::error::MAX_QUERY_TYPES;
 use super::filter::Filter;
-use super::run::{column_indices, set_matches};
+use super::term::NO_INDEX;
+use crate::ecs::component::ComponentSet;
 use crate::ecs::storage::archetype::{Archetypes, Table};
 use crate::ecs::storage::Registry;
 use rustc_hash::FxHashMap;
@@ -106,4 +108,28 @@ impl QueryCache {
     ) -> &'c mut Shape {
         slot.insert(Box::new(Shape::new::<Q, F>(components)))
     }
+}
+
+/// Whether a table of component set `set` matches: it holds the fetched and `With` types and none of the
+/// `Without` types, and passes the filter's [`Or`]s.
+pub(super) fn set_matches<F: Filter>(set: &ComponentSet, access: &Access) -> bool {
+    !access.unmatchable
+        && set.is_superset(&access.required)
+        && !set.intersects(&access.excluded)
+        && (F::ALWAYS || F::table_passes(set, &mut access.ids()[access.fetched..].iter().copied()))
+}
+
+/// Per fetched term, the index of `table`'s column among its type's columns (`NO_INDEX` where the table has none,
+/// and past the fetched terms). A type the world never met (`ABSENT`) has no column in any table.
+pub(super) fn column_indices(table: &Table, access: &Access) -> [u32; MAX_QUERY_TYPES] {
+    let mut indices = [NO_INDEX; MAX_QUERY_TYPES];
+    for (index, &id) in indices.iter_mut().zip(&access.ids()[..access.fetched]) {
+        *index = table.column_index(id).unwrap_or(NO_INDEX);
+    }
+    indices
+}
+
+/// Whether the rows of `table` match: it is not empty and its set matches.
+pub(super) fn table_matches<F: Filter>(table: &Table, access: &Access) -> bool {
+    !table.is_empty() && set_matches::<F>(table.set(), access)
 }

@@ -4,14 +4,14 @@
 // The impls spell out `'w` to read like the trait's signatures they implement.
 #![allow(clippy::needless_lifetimes)]
 
-use super::access::{Access, MAX_QUERY_TYPES};
-use super::run::pick_disjoint;
+use super::access::Access;
+use super::error::MAX_QUERY_TYPES;
 use super::term::{next_column, Lane, ReadOnlyTerm, Term};
 use crate::ecs::component::ComponentId;
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::archetype::TypeColumns;
 use crate::ecs::storage::sparse_set::PackedOrder;
-use crate::ecs::storage::{ErasedPool, Layout, Registry};
+use crate::ecs::storage::{split_disjoint, ErasedPool, Layout, Registry};
 
 /// A tuple of [`Term`]s. Its methods apply one step to every term (the tuple macro only delegates per element);
 /// the iteration strategy over them is ordinary generic code (`run_pools`, `run_tables`).
@@ -256,7 +256,7 @@ macro_rules! impl_query_data {
                 let fetched = picked.len();
                 let bound = columns.len();
                 let index = |k: usize| Some(ids[k] as usize).filter(|&id| k < fetched && id < bound);
-                pick_disjoint(columns, order, index, &mut picked);
+                split_disjoint(columns, order.iter().filter_map(|&k| Some((k as usize, index(k as usize)?))), &mut picked);
                 let [$($s),+] = picked;
                 Some(($($T::columns($s.and_then(|c| c.as_mut()))?,)+))
             }

@@ -1,8 +1,10 @@
 //! Why a query is refused, and why a one-entity lookup finds nothing.
 
-use super::access::MAX_QUERY_TYPES;
 use crate::ecs::entity::Entity;
 use std::fmt;
+
+/// Most component types one query may name (fetched and filters together).
+pub const MAX_QUERY_TYPES: usize = 12;
 
 /// Why a query was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]

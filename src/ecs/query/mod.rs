@@ -35,10 +35,10 @@ mod filter;
 mod run;
 mod term;
 
-pub use access::{Access, MAX_QUERY_TYPES};
+pub use access::Access;
 pub(crate) use cache::QueryCache;
 pub use data::{QueryData, ReadOnlyQueryData};
-pub use error::{QueryError, QueryOneError};
+pub use error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 pub use filter::{Filter, Or, With, Without};
 pub(crate) use run::QueryContext;
 pub use run::Visit;
@@ -49,7 +49,8 @@ use crate::ecs::entity::Entity;
 use crate::ecs::storage::dispatch;
 use crate::ecs::world::{Storage, World};
 use access::ABSENT;
-use run::{column_indices, many_mut, one_mut, prepare, run_context, run_pools, run_tables_shared, table_matches};
+use cache::{column_indices, table_matches};
+use run::{many_mut, one_mut, prepare, run_context, run_pools, run_tables_shared};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
 

@@ -4,18 +4,18 @@
 // The impls spell out `'w` to read like the trait's signatures they implement.
 #![allow(clippy::needless_lifetimes)]
 
-use super::access::{Access, MAX_QUERY_TYPES};
-use super::cache::{QueryCache, Shape};
+use super::access::Access;
+use super::cache::{column_indices, table_matches, QueryCache, Shape};
 use super::data::{QueryData, ReadOnlyQueryData};
 use super::error::QueryError;
+use super::error::MAX_QUERY_TYPES;
 use super::filter::Filter;
-use super::term::NO_INDEX;
 use crate::ecs::commands::{CommandQueue, Commands};
-use crate::ecs::component::{ComponentId, ComponentSet};
+use crate::ecs::component::ComponentId;
 use crate::ecs::entity::{Entities, Entity};
-use crate::ecs::storage::archetype::{Archetypes, Table};
+use crate::ecs::storage::archetype::Archetypes;
 use crate::ecs::storage::sparse_set::PackedOrder;
-use crate::ecs::storage::{dispatch, ErasedPool, Layout, Registry};
+use crate::ecs::storage::{dispatch, split_disjoint, ErasedPool, Layout, Registry};
 use crate::ecs::world::{ensure_pools, Storage};
 
 /// The storage a query runs on, split out of the world so the query can borrow its parts separately.
@@ -183,30 +183,6 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     }
 }
 
-/// Whether a table of component set `set` matches: it holds the fetched and `With` types and none of the
-/// `Without` types, and passes the filter's [`Or`]s.
-pub(super) fn set_matches<F: Filter>(set: &ComponentSet, access: &Access) -> bool {
-    !access.unmatchable
-        && set.is_superset(&access.required)
-        && !set.intersects(&access.excluded)
-        && (F::ALWAYS || F::table_passes(set, &mut access.ids()[access.fetched..].iter().copied()))
-}
-
-/// Per fetched term, the index of `table`'s column among its type's columns (`NO_INDEX` where the table has none,
-/// and past the fetched terms). A type the world never met (`ABSENT`) has no column in any table.
-pub(super) fn column_indices(table: &Table, access: &Access) -> [u32; MAX_QUERY_TYPES] {
-    let mut indices = [NO_INDEX; MAX_QUERY_TYPES];
-    for (index, &id) in indices.iter_mut().zip(&access.ids()[..access.fetched]) {
-        *index = table.column_index(id).unwrap_or(NO_INDEX);
-    }
-    indices
-}
-
-/// Whether the rows of `table` match: it is not empty and its set matches.
-pub(super) fn table_matches<F: Filter>(table: &Table, access: &Access) -> bool {
-    !table.is_empty() && set_matches::<F>(table.set(), access)
-}
-
 /// The loop over archetype tables: every matching table is one run of column slices. Each term's columns (all
 /// tables' columns of its type) are downcast once per query; the shape's cache lists the matching tables with the
 /// index of each term's column among its type's columns (brought up to date with the tables made since), so a
@@ -317,27 +293,6 @@ impl<Q: QueryData, Func: for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c
     }
 }
 
-/// Borrows `items[index(k)]` into `out[k]` for each `k` of `order`, skipping the `k` whose index is `None`.
-/// `order` must list the `k` by ascending index, all indices distinct: each borrow is then split off the front of
-/// what is left, so several elements are borrowed mutably at once without `unsafe`. Indices out of order or out of
-/// bounds panic (in `split_at_mut`).
-#[inline]
-pub(super) fn pick_disjoint<'a, T>(
-    mut items: &'a mut [T],
-    order: &[u8],
-    index: impl Fn(usize) -> Option<usize>,
-    out: &mut [Option<&'a mut T>],
-) {
-    let mut base = 0;
-    for &k in order {
-        let Some(at) = index(k as usize) else { continue };
-        let (head, tail) = std::mem::take(&mut items).split_at_mut(at + 1 - base);
-        out[k as usize] = head.last_mut();
-        items = tail;
-        base = at + 1;
-    }
-}
-
 /// The loop over a per-component layout: the query's pools are borrowed from the world's table all at once (they
 /// stay in it, so a panicking loop body leaves nothing to put back), downcast once, and handed to `run_pools`.
 #[inline]
@@ -365,7 +320,7 @@ fn borrow_pools<'w, Q: QueryData, F: Filter, L: Layout>(
     ) -> (Q::Pools<'w, L>, F::Pools<'w, L>) {
         (Q::pools::<L>(&mut taken), F::pools::<L>(&mut taken))
     }
-    // One or two pools (most systems' queries) are borrowed directly; more go through `pick_disjoint`.
+    // One or two pools (most systems' queries) are borrowed directly; more are split off in ascending id order.
     match *ids {
         [a] => split::<Q, F, L>(std::iter::once(pools[a as usize].as_mut())),
         [a, b] => {
@@ -374,7 +329,8 @@ fn borrow_pools<'w, Q: QueryData, F: Filter, L: Layout>(
         }
         _ => {
             let mut picked: [Option<&'w mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
-            pick_disjoint(pools, &shape.order[..ids.len()], |k| Some(ids[k] as usize), &mut picked);
+            let picks = shape.order[..ids.len()].iter().map(|&k| (k as usize, ids[k as usize] as usize));
+            split_disjoint(pools, picks, &mut picked);
             split::<Q, F, L>(picked.into_iter().take(ids.len()).map(|pool| pool.expect("picked above").as_mut()))
         }
     }

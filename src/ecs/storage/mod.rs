@@ -56,21 +56,33 @@ macro_rules! map_pool_methods {
     };
 }
 
-/// Mutable references to the elements of `items` at `positions` (`None` passes through), all at once, without
-/// `unsafe`: in ascending order, each is split off the front of what is left. A position named twice panics.
+/// Mutable references to several elements of `items` at once, without `unsafe`: `picks` yields (slot, position)
+/// pairs by ascending position, and each element is split off the front of what is left into `out[slot]`. A
+/// position named twice, or out of order, panics. Every place that borrows several pools, columns or values at
+/// once goes through here.
+#[inline]
+pub(crate) fn split_disjoint<'a, T>(
+    mut items: &'a mut [T],
+    picks: impl IntoIterator<Item = (usize, usize)>,
+    out: &mut [Option<&'a mut T>],
+) {
+    let mut base = 0;
+    for (slot, at) in picks {
+        assert!(at >= base, "split_disjoint: position {at} named twice or out of order");
+        let (head, tail) = std::mem::take(&mut items).split_at_mut(at + 1 - base);
+        out[slot] = head.last_mut();
+        items = tail;
+        base = at + 1;
+    }
+}
+
+/// Mutable references to the elements of `items` at `positions` (`None` passes through), all at once: sorted, then
+/// split off by [`split_disjoint`]. A position named twice panics.
 pub(crate) fn disjoint_mut<T, const N: usize>(items: &mut [T], positions: [Option<usize>; N]) -> [Option<&mut T>; N] {
     let mut order: [usize; N] = std::array::from_fn(|k| k);
     order.sort_unstable_by_key(|&k| positions[k]);
     let mut out: [Option<&mut T>; N] = std::array::from_fn(|_| None);
-    let (mut rest, mut base) = (items, 0);
-    for k in order {
-        let Some(at) = positions[k] else { continue };
-        assert!(at >= base, "disjoint_mut: position {at} named twice");
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(at + 1 - base);
-        out[k] = head.last_mut();
-        rest = tail;
-        base = at + 1;
-    }
+    split_disjoint(items, order.into_iter().filter_map(|k| Some((k, positions[k]?))), &mut out);
     out
 }
 
