@@ -22,7 +22,8 @@ use std::time::Instant;
 use swarm::app::profile::{Profiler, SpanStat, TraceFile};
 use swarm::cli::Cli;
 use swarm::ecs::{Backend, Format};
-use swarm::sim::replay::{Input, Play, Recorder, Start, ALIGN_EVERY};
+use swarm::sim::play::{Input, Play, Start, ALIGN_EVERY};
+use swarm::sim::recording::Recorder;
 use swarm::sim::{census, digest, snapshot, SimConfig, SimStats, DT};
 
 /// The most simulation steps one rendered frame may run, so a slow frame does not snowball.
