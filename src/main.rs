@@ -11,7 +11,9 @@ use swarm::app::profile::TraceFile;
 use swarm::app::App;
 use swarm::cli::{BackendChoice, Cli};
 use swarm::ecs::Backend;
-use swarm::sim::replay::{self, Recording, Start};
+use swarm::sim::play::Start;
+use swarm::sim::recording::Recording;
+use swarm::sim::replay;
 use swarm::sim::{chart, compare, report, snapshot};
 
 fn main() -> ExitCode {

@@ -219,7 +219,8 @@ fn a_saved_world_loads_on_another_backend_and_continues_to_the_same_digest() {
 fn record(path: &std::path::Path) {
     use swarm::app::profile::Profiler;
     use swarm::ecs::Backend;
-    use swarm::sim::replay::{Input, Play, Recorder, Start};
+    use swarm::sim::play::{Input, Play, Start};
+    use swarm::sim::recording::Recorder;
     let config = swarm::sim::SimConfig::with_population(500);
     let start = Start::New { capacity: config.default_capacity(), config, seed: 11, backend: Backend::SparseSet };
     let mut play = Play::new(&start, Profiler::new()).unwrap();

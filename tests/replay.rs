@@ -6,7 +6,9 @@ use glam::Vec2;
 use swarm::app::profile::Profiler;
 use swarm::ecs::{Backend, Format, SortMethod};
 use swarm::sim::painter::DrawOrder;
-use swarm::sim::replay::{replay, Check, Input, Play, Recorder, Recording, Start};
+use swarm::sim::play::{Input, Play, Start};
+use swarm::sim::recording::{Recorder, Recording};
+use swarm::sim::replay::{replay, Check};
 use swarm::sim::{snapshot, SimConfig, SimStats};
 
 const POPULATION: u32 = 1_200;

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use swarm::ecs::{Backend, Format, SnapshotError};
 use swarm::sim::limits::{self, *};
-use swarm::sim::replay::Recording;
+use swarm::sim::recording::Recording;
 use swarm::sim::{snapshot, SimConfig};
 
 /// One case: edits to the settings (a JSON field and its new value), and the field a refusal must name, or `None`

@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use swarm::app::profile::{Profiler, SpanStat, TraceFile};
 use swarm::cli::Cli;
-use swarm::ecs::{Backend, Format};
-use swarm::sim::replay::{Input, Play, Recorder, Start, ALIGN_EVERY};
+use swarm::ecs::{Backend, Format, World};
+use swarm::sim::play::{Input, Play, Start, ALIGN_EVERY};
+use swarm::sim::recording::Recorder;
 use swarm::sim::{census, digest, snapshot, SimConfig, SimStats, DT};
 
 /// The most simulation steps one rendered frame may run, so a slow frame does not snowball.
@@ -169,156 +170,280 @@ impl Game {
 
 /// Runs the window from `start` until it is closed, or for `--frames N` (then saves `--screenshot` if asked).
 pub async fn run(cli: Cli, start: Start) {
-    let frames_limit = cli.frames;
-    let screenshot = cli.screenshot.clone();
-    let trace_path = cli.trace.clone();
-    let mut game = Game::new(cli, start);
-    let trace = match &trace_path {
-        Some(path) => match TraceFile::create(&game.profiler, path.clone()) {
-            Ok(file) => Some(file),
-            Err(error) => {
-                eprintln!("swarm: cannot write trace {}: {error}", path.display());
-                std::process::exit(1);
-            }
-        },
-        None => None,
-    };
-    let sprites = Sprites::load(&assets_dir());
+    let mut window = Window::new(cli, start);
     prevent_quit();
-
-    // The whole frame, one frame's start to the next (presenting included), and the simulation's CPU time in it.
-    let mut whole = FrameTimes::default();
-    let mut sim = FrameTimes::default();
-    let mut graph_top = layout::GraphTop::default();
-    // The previous frame's start, and what of that frame is left out of the whole frame's time (the digest taken
-    // apart; a frame of the compare view, which is not a frame of the game).
-    let mut last_start: Option<Instant> = None;
-    let mut left_out: Option<f32> = Some(0.0);
-    let mut field = FieldLayer::default();
-    let mut legend_on = true;
-    let mut legend = legend::Legend::default();
-    let mut legend_area = Rect::default();
-    let mut previous: Option<Previous> = None;
-    let mut readout = Readout::default();
-    let mut scratch = DrawScratch::default();
-    let mut markers = StaleMarkers::default();
-    let mut view =
-        camera::View::fit(game.play.app.world.resource::<SimConfig>().arena, vec2(screen_width(), screen_height()));
-    let mut text = String::with_capacity(256);
-    let mut panel_text = String::with_capacity(64);
-    let mut actions: Vec<Action> = Vec::with_capacity(16);
-    let mut spans: Vec<SpanStat> = Vec::new();
-    let mut overlay_on = true;
-    let mut overlay_area = Rect::default();
-    let mut tree = Tree::new(&game.play.app, &game.profiler);
-    // The compare view, when open; `--compare` opens it once `--frames` frames have run (at once without).
-    let mut compare: Option<CompareView> = None;
-    let mut compare_due = game.cli.compare;
-    let compare_frames = game.cli.compare_frames;
-    let mut accumulator = 0.0f32;
-    let mut ui_ms = 0.0f32;
-    let mut rate_clock = (Instant::now(), 0u64, 0u64, 0.0f32, 0.0f32);
-    let mut frame = 0u32;
-
     loop {
-        let frame_start = Instant::now();
-        if let (Some(last), Some(apart)) = (last_start, left_out) {
-            whole.push((frame_start - last).as_secs_f32() * 1e3 - apart);
+        // Timing: the last frame's whole time is pushed, this frame's time read once.
+        let frame = window.begin_frame();
+        // Input: Esc, the camera, keys, panel and overlay clicks from the last frame's drawing.
+        let (camera, quit) = window.handle_input(&frame);
+        // The play's inputs are applied (and recorded) here, between frames of the simulation.
+        let digest_wanted = window.apply_actions();
+        window.step_simulation(frame.dt);
+        window.draw_world(&camera, frame.arena);
+        let apart_ms = window.take_digest(digest_wanted);
+        window.draw_overlay_and_panel(frame.arena);
+        window.end_frame(apart_ms);
+        // After drawing: the screenshot shows this frame.
+        window.screenshot_or_close(quit);
+        next_frame().await;
+    }
+}
+
+/// The window between frames: the game, what the arena shows, the overlay, legend and panel, the frame times, and
+/// the buffers every frame reuses (a steady frame allocates nothing here).
+struct Window {
+    game: Game,
+    trace: Option<TraceFile>,
+    clock: Clock,
+    scene: Scene,
+    hud: Hud,
+    /// The actions of this frame: keys and the panel, and the clicks the overlay and the panel saw while drawing
+    /// the last frame.
+    actions: Vec<Action>,
+    /// The compare view, when open; `--compare` opens it once `--frames` frames have run (at once without).
+    compare: Option<CompareView>,
+    compare_due: bool,
+    /// Frames rendered.
+    frame: u32,
+}
+
+/// What a frame reads once at its start, for all its steps.
+struct FrameStart {
+    /// The frame time, handed to the simulation as whole fixed steps.
+    dt: f32,
+    /// The arena, as the world had it when the frame began.
+    arena: Vec2,
+    /// A fighter's size in arena units (for the camera's zoom limits).
+    fighter: f32,
+    /// The screen size.
+    screen: Vec2,
+}
+
+/// The frame times and the simulation's clock.
+struct Clock {
+    /// The whole frame, one frame's start to the next (presenting included), and the simulation's CPU time in it.
+    whole: FrameTimes,
+    sim: FrameTimes,
+    /// The previous frame's start, and what of that frame is left out of the whole frame's time (the digest taken
+    /// apart; a frame of the compare view, which is not a frame of the game).
+    last_start: Option<Instant>,
+    left_out: Option<f32>,
+    /// Frame time not yet run as whole steps of `DT`.
+    accumulator: f32,
+    /// The overlay and panel's time in the last frame (the panel shows it).
+    ui_ms: f32,
+    /// Spawns and deaths per second: since when, spawned and deaths then, the last rates.
+    rate_clock: (Instant, u64, u64, f32, f32),
+}
+
+/// What the arena shows: the camera and what is drawn through it.
+struct Scene {
+    sprites: Sprites,
+    view: camera::View,
+    field: FieldLayer,
+    scratch: DrawScratch,
+    markers: StaleMarkers,
+}
+
+/// What is drawn over the arena: the overlay, the legend and the panel, and the buffers they reuse.
+struct Hud {
+    overlay_on: bool,
+    /// Where the overlay and the legend were last drawn: a click there is theirs, not a burst.
+    overlay_area: Rect,
+    legend_on: bool,
+    legend: legend::Legend,
+    legend_area: Rect,
+    graph_top: layout::GraphTop,
+    /// The outgoing backend's last figures, shown beside the new ones after a switch.
+    previous: Option<Previous>,
+    readout: Readout,
+    tree: Tree,
+    spans: Vec<SpanStat>,
+    text: String,
+    panel_text: String,
+}
+
+impl Window {
+    fn new(cli: Cli, start: Start) -> Self {
+        let trace_path = cli.trace.clone();
+        let game = Game::new(cli, start);
+        let trace = match &trace_path {
+            Some(path) => match TraceFile::create(&game.profiler, path.clone()) {
+                Ok(file) => Some(file),
+                Err(error) => {
+                    eprintln!("swarm: cannot write trace {}: {error}", path.display());
+                    std::process::exit(1);
+                }
+            },
+            None => None,
+        };
+        let sprites = Sprites::load(&assets_dir());
+        let arena = game.play.app.world.resource::<SimConfig>().arena;
+        let view = camera::View::fit(arena, vec2(screen_width(), screen_height()));
+        let tree = Tree::new(&game.play.app, &game.profiler);
+        let compare_due = game.cli.compare;
+        Self {
+            clock: Clock {
+                whole: FrameTimes::default(),
+                sim: FrameTimes::default(),
+                last_start: None,
+                left_out: Some(0.0),
+                accumulator: 0.0,
+                ui_ms: 0.0,
+                rate_clock: (Instant::now(), 0, 0, 0.0, 0.0),
+            },
+            scene: Scene {
+                sprites,
+                view,
+                field: FieldLayer::default(),
+                scratch: DrawScratch::default(),
+                markers: StaleMarkers::default(),
+            },
+            hud: Hud {
+                overlay_on: true,
+                overlay_area: Rect::default(),
+                legend_on: true,
+                legend: legend::Legend::default(),
+                legend_area: Rect::default(),
+                graph_top: layout::GraphTop::default(),
+                previous: None,
+                readout: Readout::default(),
+                tree,
+                spans: Vec::new(),
+                text: String::with_capacity(256),
+                panel_text: String::with_capacity(64),
+            },
+            actions: Vec::with_capacity(16),
+            compare: None,
+            compare_due,
+            frame: 0,
+            game,
+            trace,
         }
-        last_start = Some(frame_start);
+    }
+
+    /// Starts a frame: pushes the last frame's whole time (less what is left out of it), reads the frame time once,
+    /// and queues the compare view when `--compare` is due.
+    fn begin_frame(&mut self) -> FrameStart {
+        let frame_start = Instant::now();
+        let clock = &mut self.clock;
+        if let (Some(last), Some(apart)) = (clock.last_start, clock.left_out) {
+            clock.whole.push((frame_start - last).as_secs_f32() * 1e3 - apart);
+        }
+        clock.last_start = Some(frame_start);
         let dt = get_frame_time(); // read once, handed to the simulation as whole fixed steps
-        let config = game.play.app.world.resource::<SimConfig>();
+        let config = self.game.play.app.world.resource::<SimConfig>();
         let (arena, fighter) = (config.arena, sprites::fighter_size(config));
         let screen = vec2(screen_width(), screen_height());
 
-        if compare_due && frames_limit.is_none_or(|limit| frame >= limit) {
-            compare_due = false;
-            actions.push(Action::Compare);
+        if self.compare_due && self.game.cli.frames.is_none_or(|limit| self.frame >= limit) {
+            self.compare_due = false;
+            self.actions.push(Action::Compare);
         }
+        FrameStart { dt, arena, fighter, screen }
+    }
+
+    /// Reads the input: the camera (view state only: never recorded), keys, panel and overlay clicks from the last
+    /// frame's drawing, bursts at the arena point under the cursor as this frame's camera shows it, and
+    /// `--switch-every`; all but the camera are queued as actions. Returns the frame's camera, and whether Esc quits.
+    fn handle_input(&mut self, frame: &FrameStart) -> (Camera2D, bool) {
         // Esc closes the compare view; only without one does it quit.
         let mut quit = false;
         if is_key_pressed(KeyCode::Escape) {
-            quit = compare.take().is_none();
+            quit = self.compare.take().is_none();
         }
 
-        // Input: the camera (view state only: never recorded), keys, panel and overlay clicks from the last frame's
-        // drawing, bursts at the arena point under the cursor as this frame's camera shows it.
         let pointer = mouse_position().into();
+        let hud = &self.hud;
         let over_ui = panel::contains(pointer)
-            || (compare.is_none()
-                && ((overlay_on && overlay_area.contains(pointer)) || (legend_on && legend_area.contains(pointer))));
-        view.follow(arena, screen, fighter);
-        if compare.is_none() {
-            view.read_input(over_ui, fighter);
+            || (self.compare.is_none()
+                && ((hud.overlay_on && hud.overlay_area.contains(pointer))
+                    || (hud.legend_on && hud.legend_area.contains(pointer))));
+        let (view, screen) = (&mut self.scene.view, frame.screen);
+        view.follow(frame.arena, screen, frame.fighter);
+        if self.compare.is_none() {
+            view.read_input(over_ui, frame.fighter);
         }
         let camera = view.camera(screen);
-        panel::read_input(game.play.app.world.backend(), |p| view.world_at(p, screen), over_ui, &mut actions);
-        if let Some(k) = game.cli.switch_every {
-            if frame > 0 && frame.is_multiple_of(k) {
-                actions.push(Action::Backend(game.play.app.world.backend().next()));
+        let backend = self.game.play.app.world.backend();
+        panel::read_input(backend, |p| view.world_at(p, screen), over_ui, &mut self.actions);
+        if let Some(k) = self.game.cli.switch_every {
+            if self.frame > 0 && self.frame.is_multiple_of(k) {
+                self.actions.push(Action::Backend(backend.next()));
             }
         }
+        (camera, quit)
+    }
+
+    /// Carries out the queued actions, in order: the compare view, the digest and the legend here, the rest through
+    /// [`Window::apply`] (which applies and records the play's inputs). Returns whether the digest was asked for.
+    fn apply_actions(&mut self) -> bool {
+        // Taken out while applying, and put back: the buffer keeps its capacity.
+        let mut actions = std::mem::take(&mut self.actions);
         let mut digest_wanted = false;
         for action in actions.drain(..) {
             match action {
-                Action::Compare if compare.is_some() => compare = None,
-                Action::Compare => compare = Some(CompareView::open(&game.play.app.world, compare_frames)),
-                // The game is frozen while the compare view is open: it shows that moment.
-                _ if compare.is_some() => {}
-                Action::Digest => digest_wanted = true,
-                Action::ToggleLegend => legend_on = !legend_on,
-                _ => {
-                    let times = (&mut whole, &mut sim);
-                    apply(action, &mut game, &mut overlay_on, times, &mut previous, &mut spans, &mut readout)
+                Action::Compare if self.compare.is_some() => self.compare = None,
+                Action::Compare => {
+                    self.compare = Some(CompareView::open(&self.game.play.app.world, self.game.cli.compare_frames))
                 }
+                // The game is frozen while the compare view is open: it shows that moment.
+                _ if self.compare.is_some() => {}
+                Action::Digest => digest_wanted = true,
+                Action::ToggleLegend => self.hud.legend_on = !self.hud.legend_on,
+                _ => self.apply(action),
             }
         }
-        markers.take(&game.play.app.world); // a step ran a frame
+        self.actions = actions;
+        self.scene.markers.take(&self.game.play.app.world); // a step ran a frame
+        digest_wanted
+    }
 
-        // Simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible. The
-        // compare view freezes it (without a pause input: nothing changes the simulation). Each frame's stale
-        // catches are taken as it ends: the next frame clears them.
+    /// Runs the simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible.
+    /// The compare view freezes it (without a pause input: nothing changes the simulation). Each frame's stale
+    /// catches are taken as it ends: the next frame clears them.
+    fn step_simulation(&mut self, dt: f32) {
+        let (play, markers, clock) = (&mut self.game.play, &mut self.scene.markers, &mut self.clock);
         let sim_start = Instant::now();
-        if let Some(compared) = &mut compare {
+        if let Some(compared) = &mut self.compare {
             compared.step(compare::BUDGET);
-        } else if screenshot.is_some() {
-            game.play.app.update();
-            markers.take(&game.play.app.world);
-        } else if !game.play.paused {
-            accumulator = (accumulator + dt).min(DT * MAX_STEPS_PER_FRAME as f32);
-            while accumulator >= DT {
-                game.play.app.update();
-                markers.take(&game.play.app.world);
-                accumulator -= DT;
+        } else if self.game.cli.screenshot.is_some() {
+            play.app.update();
+            markers.take(&play.app.world);
+        } else if !play.paused {
+            clock.accumulator = (clock.accumulator + dt).min(DT * MAX_STEPS_PER_FRAME as f32);
+            while clock.accumulator >= DT {
+                play.app.update();
+                markers.take(&play.app.world);
+                clock.accumulator -= DT;
             }
         }
-        if compare.is_none() {
-            sim.push(sim_start.elapsed().as_secs_f32() * 1e3);
+        if self.compare.is_none() {
+            clock.sim.push(sim_start.elapsed().as_secs_f32() * 1e3);
         }
         markers.age(dt);
+    }
 
-        // World.
-        game.play.sort();
+    /// Sorts the pools into the draw order, then draws the world through the frame's camera, timed as `render`.
+    fn draw_world(&mut self, camera: &Camera2D, arena: Vec2) {
+        self.game.play.sort();
         clear_background(Color::new(0.035, 0.04, 0.07, 1.0));
-        set_camera(&camera);
-        {
-            let world = &mut game.play.app.world;
-            game.profiler.time("render", game.render_id, || {
-                let px = 1.0 / view.scale();
-                draw_rectangle(0.0, 0.0, arena.x, arena.y, Color::new(0.07, 0.08, 0.12, 1.0));
-                draw_rectangle_lines(0.0, 0.0, arena.x, arena.y, 2.0 * px, Color::new(0.3, 0.35, 0.48, 1.0));
-                field.draw(world, px);
-                sprites::draw_world(world, &sprites, &mut scratch, px);
-                markers.draw(&sprites, px);
-            });
-        }
+        set_camera(camera);
+        let (game, scene) = (&self.game, &mut self.scene);
+        let world = &game.play.app.world;
+        game.profiler.time("render", game.render_id, || scene.draw(world, arena));
         set_default_camera();
+    }
 
-        // The digest on demand (D, a click on its line), and once per frame shown while paused: timed apart, and
-        // left out of the frame times, so asking for it does not show up as a slow frame.
+    /// The digest on demand (D, a click on its line), and once per frame shown while paused: timed apart, and left
+    /// out of the frame times, so asking for it does not show up as a slow frame. Returns its time in ms (0 when not
+    /// taken).
+    fn take_digest(&mut self, wanted: bool) -> f32 {
+        let (game, readout) = (&self.game, &mut self.hud.readout);
         let sim_frame = game.play.frame();
         let mut apart_ms = 0.0;
-        if digest_wanted || (game.play.paused && readout.digest.is_none_or(|(_, at)| at != sim_frame)) {
+        if wanted || (game.play.paused && readout.digest.is_none_or(|(_, at)| at != sim_frame)) {
             let start = Instant::now();
             let world = &game.play.app.world;
             readout.digest =
@@ -326,72 +451,51 @@ pub async fn run(cli: Cli, start: Start) {
             apart_ms = start.elapsed().as_secs_f32() * 1e3;
             readout.digest_ms = apart_ms;
         }
+        apart_ms
+    }
 
-        // Readout, overlay, panel and message.
+    /// Draws the readout's overlay (or the compare view), the legend, the panel and the notes, timed as
+    /// `overlay+panel`; clicks on them are queued for the next frame.
+    fn draw_overlay_and_panel(&mut self, arena: Vec2) {
         let ui_start = Instant::now();
+        let Self { game, clock, scene, hud, actions, compare, .. } = self;
         game.profiler.time("overlay+panel", game.overlay_id, || {
-            gather(&game, &mut readout, (&mut whole, &mut sim), &mut rate_clock);
-            tree.refresh(&game.play.app);
+            gather(game, &mut hud.readout, (&mut clock.whole, &mut clock.sim), &mut clock.rate_clock);
+            hud.tree.refresh(&game.play.app);
             let config = game.play.app.world.resource::<SimConfig>();
-            let key_top = screen_height() - panel::key_height();
-            if let Some(view) = &compare {
-                view.draw(screen_width() - panel::WIDTH - 8.0, &mut text);
-            } else if overlay_on {
-                let max_width = screen_width() - panel::WIDTH - 30.0;
-                overlay_area = overlay::draw(
-                    &readout,
-                    (&whole, &sim),
-                    &mut graph_top,
-                    previous.as_ref(),
-                    &game.profiler,
-                    &tree,
-                    max_width,
-                    &mut text,
-                    &mut actions,
-                );
+            if let Some(view) = compare {
+                view.draw(screen_width() - panel::WIDTH - 8.0, &mut hud.text);
+            } else if hud.overlay_on {
+                hud.draw_overlay(&game.profiler, clock, actions);
             }
-            if legend_on && compare.is_none() {
-                let at = panel::origin() + vec2(0.0, panel::HEIGHT + 8.0);
-                legend_area = legend.draw(at.x, at.y, panel::WIDTH, config.scenario, &sprites);
+            if hud.legend_on && compare.is_none() {
+                hud.draw_legend(config, &scene.sprites);
             }
-            let state = PanelState {
-                backend: game.play.app.world.backend(),
-                population: config.target_population,
-                paused: game.play.paused,
-                overlay: overlay_on,
-                legend: legend_on,
-                order: game.play.order,
-                align: config.align_every > 0,
-                compare: compare.is_some(),
-                ui_ms,
-            };
-            panel::draw(&state, &mut actions, &mut panel_text);
-            if compare.is_none() && readout.census.red + readout.census.blue == 0 {
-                let left = if overlay_on { overlay_area.right() } else { 0.0 };
-                empty_hint(&view, arena, left, config.burst, config.target_population, &mut text);
+            hud.draw_panel(game, config, compare.is_some(), clock.ui_ms, actions);
+            if compare.is_none() {
+                hud.draw_empty_hint(&scene.view, arena, config);
             }
-            panel::draw_keys();
-            if !sprites.source.ends_with("assets") {
-                let colour = Color::new(1.0, 0.6, 0.4, 0.9);
-                overlay::fitted(&sprites.source, 10.0, key_top - 8.0, screen_width() - 20.0, 16, colour);
-            }
-            if let Some((message, shown)) = &game.message {
-                if shown.elapsed().as_secs_f32() < quick::MESSAGE_SECONDS {
-                    draw_message(message, key_top - 30.0);
-                }
-            }
+            draw_notes(game, &scene.sprites);
         });
-        ui_ms = ui_start.elapsed().as_secs_f32() * 1e3;
+        self.clock.ui_ms = ui_start.elapsed().as_secs_f32() * 1e3;
+    }
 
-        frame += 1;
+    /// Counts the frame, and sets what of it the next frame's whole time leaves out.
+    fn end_frame(&mut self, apart_ms: f32) {
+        self.frame += 1;
         // A frame of the compare view's work is not a frame of the game: kept out of the statistics.
-        left_out = compare.is_none().then_some(apart_ms);
+        self.clock.left_out = self.compare.is_none().then_some(apart_ms);
+    }
 
+    /// Ends the run once it is done (`--frames`, saving `--screenshot` of the frame just drawn), or when the window
+    /// is closed or Esc quits.
+    fn screenshot_or_close(&mut self, quit: bool) {
+        let cli = &self.game.cli;
         // With --compare, --frames ends the run once the comparison is done (and drawn).
-        let done = frames_limit.is_some_and(|limit| frame >= limit)
-            && !compare_due
-            && compare.as_ref().is_none_or(CompareView::is_finished);
-        if let (true, Some(path)) = (done, &screenshot) {
+        let done = cli.frames.is_some_and(|limit| self.frame >= limit)
+            && !self.compare_due
+            && self.compare.as_ref().is_none_or(CompareView::is_finished);
+        if let (true, Some(path)) = (done, &cli.screenshot) {
             let code = match save_screenshot(path) {
                 Ok(()) => {
                     println!("screenshot saved to {}", path.display());
@@ -402,12 +506,148 @@ pub async fn run(cli: Cli, start: Start) {
                     1
                 }
             };
-            game.close(trace, code);
+            self.game.close(self.trace.take(), code);
         }
         if done || is_quit_requested() || quit {
-            game.close(trace, 0);
+            self.game.close(self.trace.take(), 0);
         }
-        next_frame().await;
+    }
+
+    /// Turns a panel or key action into an input of the play (recorded), or does it here when it only concerns the
+    /// window.
+    fn apply(&mut self, action: Action) {
+        let Self { game, clock, hud, .. } = self;
+        let (whole, sim) = (&mut clock.whole, &mut clock.sim);
+        let world = &game.play.app.world;
+        let input = match action {
+            Action::Backend(backend) if backend != world.backend() => {
+                // Keep the outgoing backend's last figures beside the new ones.
+                game.profiler.snapshot(&mut hud.spans);
+                hud.previous = Some(Previous {
+                    backend: world.backend(),
+                    sim: sim.summary(),
+                    bytes: hud.readout.bytes,
+                    systems: hud.spans.iter().map(|s| s.last_ms).collect(),
+                });
+                whole.clear();
+                sim.clear();
+                Input::Backend(backend)
+            }
+            Action::Backend(_) => return,
+            Action::Population(delta) => Input::Population(delta),
+            Action::TogglePause => Input::Pause(!game.play.paused),
+            Action::Step => Input::Step,
+            Action::Reset => {
+                whole.clear();
+                sim.clear();
+                hud.previous = None;
+                // The digest named a frame of the run being replaced.
+                hud.readout.digest = None;
+                Input::Reset
+            }
+            Action::ToggleOverlay => {
+                hud.overlay_on = !hud.overlay_on;
+                return;
+            }
+            Action::CycleOrder => Input::DrawOrder(game.play.order.next()),
+            Action::ToggleAlign => {
+                let on = world.resource::<SimConfig>().align_every > 0;
+                Input::AlignEvery(if on { 0 } else { ALIGN_EVERY })
+            }
+            Action::Burst(at) => Input::Burst(at),
+            Action::Group(name, enabled) => Input::Group { name: name.to_string(), enabled },
+            Action::QuickSave => return game.quick_save(),
+            // Handled by the loop.
+            Action::Compare | Action::Digest | Action::ToggleLegend => return,
+            Action::QuickLoad => {
+                if game.quick_load() {
+                    whole.clear();
+                    sim.clear();
+                    hud.previous = None;
+                    hud.readout.digest = None;
+                }
+                return;
+            }
+        };
+        // (A quick load's failure is handled above; an unknown group cannot come from the overlay's rows.)
+        if let Err(error) = game.input(input) {
+            game.say(error);
+        }
+    }
+}
+
+impl Scene {
+    /// The arena's floor and border, the field, the sprites and the stale markers, in arena units.
+    fn draw(&mut self, world: &World, arena: Vec2) {
+        let px = 1.0 / self.view.scale();
+        draw_rectangle(0.0, 0.0, arena.x, arena.y, Color::new(0.07, 0.08, 0.12, 1.0));
+        draw_rectangle_lines(0.0, 0.0, arena.x, arena.y, 2.0 * px, Color::new(0.3, 0.35, 0.48, 1.0));
+        self.field.draw(world, px);
+        sprites::draw_world(world, &self.sprites, &mut self.scratch, px);
+        self.markers.draw(&self.sprites, px);
+    }
+}
+
+impl Hud {
+    /// The overlay at the top left, clear of the panel.
+    fn draw_overlay(&mut self, profiler: &Profiler, clock: &Clock, actions: &mut Vec<Action>) {
+        let max_width = screen_width() - panel::WIDTH - 30.0;
+        self.overlay_area = overlay::draw(
+            &self.readout,
+            (&clock.whole, &clock.sim),
+            &mut self.graph_top,
+            self.previous.as_ref(),
+            profiler,
+            &self.tree,
+            max_width,
+            &mut self.text,
+            actions,
+        );
+    }
+
+    /// The legend, under the panel.
+    fn draw_legend(&mut self, config: &SimConfig, sprites: &Sprites) {
+        let at = panel::origin() + vec2(0.0, panel::HEIGHT + 8.0);
+        self.legend_area = self.legend.draw(at.x, at.y, panel::WIDTH, config.scenario, sprites);
+    }
+
+    /// The panel: the running world's settings, and its buttons.
+    fn draw_panel(&mut self, game: &Game, config: &SimConfig, comparing: bool, ui_ms: f32, actions: &mut Vec<Action>) {
+        let state = PanelState {
+            backend: game.play.app.world.backend(),
+            population: config.target_population,
+            paused: game.play.paused,
+            overlay: self.overlay_on,
+            legend: self.legend_on,
+            order: game.play.order,
+            align: config.align_every > 0,
+            compare: comparing,
+            ui_ms,
+        };
+        panel::draw(&state, actions, &mut self.panel_text);
+    }
+
+    /// How to add fighters, when the arena has none.
+    fn draw_empty_hint(&mut self, view: &camera::View, arena: Vec2, config: &SimConfig) {
+        if self.readout.census.red + self.readout.census.blue == 0 {
+            let left = if self.overlay_on { self.overlay_area.right() } else { 0.0 };
+            empty_hint(view, arena, left, config.burst, config.target_population, &mut self.text);
+        }
+    }
+}
+
+/// The key line at the bottom, above it the sprites' folder when they are not the crate's own, and a recent message.
+fn draw_notes(game: &Game, sprites: &Sprites) {
+    let key_top = screen_height() - panel::key_height();
+    panel::draw_keys();
+    if !sprites.source.ends_with("assets") {
+        let colour = Color::new(1.0, 0.6, 0.4, 0.9);
+        overlay::fitted(&sprites.source, 10.0, key_top - 8.0, screen_width() - 20.0, 16, colour);
+    }
+    if let Some((message, shown)) = &game.message {
+        if shown.elapsed().as_secs_f32() < quick::MESSAGE_SECONDS {
+            draw_message(message, key_top - 30.0);
+        }
     }
 }
 
@@ -425,73 +665,6 @@ fn draw_message(message: &str, y: f32) {
         Color::new(0.02, 0.03, 0.06, 0.85),
     );
     draw_text(message, x, y, size as f32, Color::new(1.0, 0.85, 0.45, 1.0));
-}
-
-/// Turns a panel or key action into an input of the play (recorded), or does it here when it only concerns the window.
-fn apply(
-    action: Action,
-    game: &mut Game,
-    overlay_on: &mut bool,
-    (whole, sim): (&mut FrameTimes, &mut FrameTimes),
-    previous: &mut Option<Previous>,
-    spans: &mut Vec<SpanStat>,
-    readout: &mut Readout,
-) {
-    let world = &game.play.app.world;
-    let input = match action {
-        Action::Backend(backend) if backend != world.backend() => {
-            // Keep the outgoing backend's last figures beside the new ones.
-            game.profiler.snapshot(spans);
-            *previous = Some(Previous {
-                backend: world.backend(),
-                sim: sim.summary(),
-                bytes: readout.bytes,
-                systems: spans.iter().map(|s| s.last_ms).collect(),
-            });
-            whole.clear();
-            sim.clear();
-            Input::Backend(backend)
-        }
-        Action::Backend(_) => return,
-        Action::Population(delta) => Input::Population(delta),
-        Action::TogglePause => Input::Pause(!game.play.paused),
-        Action::Step => Input::Step,
-        Action::Reset => {
-            whole.clear();
-            sim.clear();
-            *previous = None;
-            // The digest named a frame of the run being replaced.
-            readout.digest = None;
-            Input::Reset
-        }
-        Action::ToggleOverlay => {
-            *overlay_on = !*overlay_on;
-            return;
-        }
-        Action::CycleOrder => Input::DrawOrder(game.play.order.next()),
-        Action::ToggleAlign => {
-            let on = world.resource::<SimConfig>().align_every > 0;
-            Input::AlignEvery(if on { 0 } else { ALIGN_EVERY })
-        }
-        Action::Burst(at) => Input::Burst(at),
-        Action::Group(name, enabled) => Input::Group { name: name.to_string(), enabled },
-        Action::QuickSave => return game.quick_save(),
-        // Handled by the loop.
-        Action::Compare | Action::Digest | Action::ToggleLegend => return,
-        Action::QuickLoad => {
-            if game.quick_load() {
-                whole.clear();
-                sim.clear();
-                *previous = None;
-                readout.digest = None;
-            }
-            return;
-        }
-    };
-    // (A quick load's failure is handled above; an unknown group cannot come from the overlay's rows.)
-    if let Err(error) = game.input(input) {
-        game.say(error);
-    }
 }
 
 /// Fills the readout from counters the frame kept anyway (no query, no walk of the world): see the overlay.

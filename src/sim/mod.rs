@@ -17,6 +17,8 @@ pub mod lifecycle;
 pub mod limits;
 pub mod movement;
 pub mod painter;
+pub mod play;
+pub mod recording;
 pub mod replay;
 pub mod report;
 pub mod snapshot;
