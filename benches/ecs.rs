@@ -265,7 +265,7 @@ fn switch(c: &mut Criterion) {
     let pairs = [
         (Backend::SparseSet, Backend::HashMap),
         (Backend::SparseSet, Backend::BTree),
-        (Backend::SparseSet, Backend::DenseArray),
+        (Backend::SparseSet, Backend::DirectArray),
         (Backend::SparseSet, Backend::Archetype),
         (Backend::Archetype, Backend::SparseSet),
         (Backend::HashMap, Backend::SparseSet),

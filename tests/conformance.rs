@@ -1182,8 +1182,8 @@ fn exhausted_generations_retire_the_index(backend: Backend) {
 
 fn commands_recorded_in_a_loop_apply_in_handle_order(backend: Backend) {
     // The same loop, visiting in this backend's order (and, on the sparse set, in shuffled orders),
-    // must leave exactly the world the dense array leaves: it visits in index order.
-    let expected = keyed_scenario(Backend::DenseArray, 0);
+    // must leave exactly the world the direct array leaves: it visits in index order.
+    let expected = keyed_scenario(Backend::DirectArray, 0);
     for shuffle in 0..4 {
         let got = keyed_scenario(backend, shuffle);
         assert_eq!(got, expected, "{} (shuffle {shuffle})", backend);

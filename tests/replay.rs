@@ -39,7 +39,7 @@ fn record_a_session(path: &std::path::Path) -> (u64, usize) {
         (15, vec![Input::AlignEvery(30), Input::Pause(true), Input::Step, Input::Step, Input::Pause(false)]),
         (10, vec![]), // quick save here (not an input: it changes nothing)
         (40, vec![Input::Population(-1500), Input::Backend(Backend::BTree), Input::Reset]),
-        (35, vec![Input::Backend(Backend::DenseArray), Input::Burst(Vec2::new(1500.0, 200.0))]),
+        (35, vec![Input::Backend(Backend::DirectArray), Input::Burst(Vec2::new(1500.0, 200.0))]),
         (20, vec![]), // quick load of the save above
         (30, vec![Input::Population(400), Input::DrawOrder(DrawOrder::Storage), Input::Backend(Backend::HashMap)]),
     ];

@@ -13,8 +13,10 @@ use super::storage::archetype::Archetypes;
 use super::storage::sparse_set::SparseSet;
 use super::storage::{with_pool, AnyPool, Pool, Registry};
 
-/// Where a view's values live.
-pub(crate) enum Store<'w, T: 'static> {
+/// Where one component type's values live in the world's [`Storage`](crate::ecs::world::Storage): its pool, or its
+/// column in every archetype table. (Not to be confused with `Storage`, every type's values, or
+/// [`LayoutFns`](crate::ecs::storage::LayoutFns), a type's functions for moving between layouts.)
+pub(crate) enum ComponentValues<'w, T: 'static> {
     /// A per-component pool (sparse set, hash map, b-tree, direct array).
     Pool(&'w mut AnyPool<T>),
     /// A column of every archetype table holding component `id`.
@@ -24,12 +26,12 @@ pub(crate) enum Store<'w, T: 'static> {
 /// The per-entity operations, once for both layouts: the world's own `insert` / `remove` / `get_mut` and the
 /// view's go through here. Each is one match on the store and the pool's variant together, so the sparse set's
 /// arm compiles to its own inlined code.
-impl<'w, T: 'static> Store<'w, T> {
+impl<'w, T: 'static> ComponentValues<'w, T> {
     #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&T> {
         match self {
-            Store::Pool(pool) => with_pool!(pool, pool => pool.get(index)),
-            Store::Tables { archetypes, id, .. } => archetypes.get::<T>(index, *id),
+            ComponentValues::Pool(pool) => with_pool!(pool, pool => pool.get(index)),
+            ComponentValues::Tables { archetypes, id, .. } => archetypes.get::<T>(index, *id),
         }
     }
 
@@ -37,24 +39,24 @@ impl<'w, T: 'static> Store<'w, T> {
     #[inline]
     pub(crate) fn into_mut(self, index: u32) -> Option<&'w mut T> {
         match self {
-            Store::Pool(pool) => with_pool!(pool, pool => pool.get_mut(index)),
-            Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, id),
+            ComponentValues::Pool(pool) => with_pool!(pool, pool => pool.get_mut(index)),
+            ComponentValues::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, id),
         }
     }
 
     #[inline]
     pub(crate) fn get_mut(&mut self, index: u32) -> Option<&mut T> {
         match self {
-            Store::Pool(pool) => with_pool!(pool, pool => pool.get_mut(index)),
-            Store::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, *id),
+            ComponentValues::Pool(pool) => with_pool!(pool, pool => pool.get_mut(index)),
+            ComponentValues::Tables { archetypes, id, .. } => archetypes.get_mut::<T>(index, *id),
         }
     }
 
     #[inline]
     pub(crate) fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         match self {
-            Store::Pool(pool) => with_pool!(pool, pool => pool.insert(entity, value)),
-            Store::Tables { archetypes, components, id } => archetypes.insert(entity, *id, value, components),
+            ComponentValues::Pool(pool) => with_pool!(pool, pool => pool.insert(entity, value)),
+            ComponentValues::Tables { archetypes, components, id } => archetypes.insert(entity, *id, value, components),
         }
     }
 
@@ -68,7 +70,7 @@ impl<'w, T: 'static> Store<'w, T> {
     #[inline(always)]
     pub(crate) fn remove_entity(&mut self, entities: &Entities, entity: Entity) -> Result<T, ComponentError> {
         match self {
-            Store::Pool(AnyPool::SparseSet(set)) => match set.remove_exact(entity) {
+            ComponentValues::Pool(AnyPool::SparseSet(set)) => match set.remove_exact(entity) {
                 Some(value) => Ok(value),
                 None => sparse_remove_checked(set, entities, entity),
             },
@@ -85,8 +87,8 @@ impl<'w, T: 'static> Store<'w, T> {
     #[inline]
     pub(crate) fn remove(&mut self, index: u32) -> Option<T> {
         match self {
-            Store::Pool(pool) => with_pool!(pool, pool => pool.remove(index)),
-            Store::Tables { archetypes, components, id } => archetypes.remove::<T>(index, *id, components),
+            ComponentValues::Pool(pool) => with_pool!(pool, pool => pool.remove(index)),
+            ComponentValues::Tables { archetypes, components, id } => archetypes.remove::<T>(index, *id, components),
         }
     }
 }
@@ -96,7 +98,7 @@ fn missing<T>(entity: Entity) -> ComponentError {
     ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() }
 }
 
-/// [`Store::remove_entity`] on a sparse set that does not hold the value under this handle: the allocator says
+/// [`ComponentValues::remove_entity`] on a sparse set that does not hold the value under this handle: the allocator says
 /// whether the handle is live, and a live one's value (if any) goes by index. Out of line, so the exact path
 /// stays small enough to inline into a caller's loop.
 #[inline(never)]
@@ -127,7 +129,7 @@ fn sparse_remove_checked<T>(set: &mut SparseSet<T>, entities: &Entities, entity:
 /// ```
 pub struct ViewMut<'w, T: 'static> {
     pub(crate) entities: &'w Entities,
-    pub(crate) store: Store<'w, T>,
+    pub(crate) store: ComponentValues<'w, T>,
 }
 
 impl<T: 'static> ViewMut<'_, T> {

@@ -8,7 +8,7 @@ use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryOneE
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
 use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry};
-use super::view::{Store, ViewMut};
+use super::view::{ComponentValues, ViewMut};
 
 /// Bytes held by one component type's storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -647,16 +647,18 @@ impl World {
     /// Where component `id`'s values live in the current layout; `None` if the type was registered (by a refused
     /// query or spawn) but never given a pool, which means no entity has it.
     #[inline]
-    fn store<T: 'static>(&mut self, id: ComponentId) -> Option<Store<'_, T>> {
+    fn store<T: 'static>(&mut self, id: ComponentId) -> Option<ComponentValues<'_, T>> {
         self.entities_and_store(id).1
     }
 
     #[inline]
-    fn entities_and_store<T: 'static>(&mut self, id: ComponentId) -> (&Entities, Option<Store<'_, T>>) {
+    fn entities_and_store<T: 'static>(&mut self, id: ComponentId) -> (&Entities, Option<ComponentValues<'_, T>>) {
         let store = match &mut self.storage {
-            Storage::Tables(archetypes) => Some(Store::Tables { archetypes, components: &self.components, id }),
+            Storage::Tables(archetypes) => {
+                Some(ComponentValues::Tables { archetypes, components: &self.components, id })
+            }
             Storage::Pools { pools, .. } => {
-                pools.get_mut(id as usize).map(|pool| Store::Pool(AnyPool::downcast_mut(pool.as_mut())))
+                pools.get_mut(id as usize).map(|pool| ComponentValues::Pool(AnyPool::downcast_mut(pool.as_mut())))
             }
         };
         (&self.entities, store)
@@ -664,7 +666,7 @@ impl World {
 
     /// How many live entities have `T`, without visiting them: the length of `T`'s pool, or the row counts of the
     /// tables that hold `T`. Every backend keeps that number anyway, so this costs nothing per entity, unlike
-    /// counting with a query (a walk of every row on the b-tree, hash map and dense-array backends).
+    /// counting with a query (a walk of every row on the b-tree, hash map and direct-array backends).
     ///
     /// ```
     /// use swarm::ecs::{Backend, World};

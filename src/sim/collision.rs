@@ -98,7 +98,7 @@ impl Broadphase {
 
 /// Sorts every fighter into the uniform grid by its position after movement.
 ///
-/// Teams are tags, so they are read with two single-pool walks into a dense array by index; then one walk of the
+/// Teams are tags, so they are read with two single-pool walks into a plain array by index; then one walk of the
 /// position pool (sequential, no probing) picks out the fighters, the entities with a team.
 pub fn build_grid(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();

@@ -1,6 +1,6 @@
 //! The one table of backends: [`Backend`], its names, [`AnyPool`] and the layout types are generated from it.
 
-use super::{BTreePool, DenseArray, HashPool, Layout, SparseSet};
+use super::{BTreePool, DirectArray, HashPool, Layout, SparseSet};
 use std::fmt;
 use std::str::FromStr;
 
@@ -108,7 +108,7 @@ backends! {
     /// `SortedDictionary` elsewhere).
     BTree("btree", "b-tree", BTreePool, BTreeLayout),
     /// `Vec<Option<T>>` indexed by entity index, one per type (the direct array).
-    DenseArray("dense-array", "dense array", DenseArray, DenseArrayLayout),
+    DirectArray("direct-array", "direct array", DirectArray, DirectArrayLayout),
     }
     tables {
     /// One structure-of-arrays table per set of component types (as in Friflo.Engine.ECS, bevy and hecs).
@@ -156,6 +156,23 @@ impl std::error::Error for UnknownBackend {}
 impl FromStr for Backend {
     type Err = UnknownBackend;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Backend::ALL.into_iter().find(|b| b.name() == s).ok_or_else(|| UnknownBackend(s.to_string()))
+        // `dense-array`: the direct array's first name, still in saved worlds, recordings and scripts.
+        let name = if s == "dense-array" { "direct-array" } else { s };
+        Backend::ALL.into_iter().find(|b| b.name() == name).ok_or_else(|| UnknownBackend(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_the_old_name_still_reads() {
+        for backend in Backend::ALL {
+            assert_eq!(backend.name().parse(), Ok(backend));
+        }
+        assert_eq!("dense-array".parse(), Ok(Backend::DirectArray), "saved worlds and recordings name it so");
+        let error = "dense".parse::<Backend>().unwrap_err().to_string();
+        assert!(error.contains("`dense`") && error.contains("direct-array"), "{error}");
     }
 }

@@ -11,12 +11,12 @@
 //! | [`SparseSet`](Backend::SparseSet) | O(1), push | O(1), 3-4 dependent loads (page, entry, packed entity, value) | O(1), swap-and-pop | packed array | smallest pool drives, others probed; lock-step when packed alike (after `sort_as`, or the same spawns and despawns) | `size_of T` + 8 (entity) + 4 per index in each 4096-index page touched | insertion order, changed by removals and sorting |
 //! | [`HashMap`](Backend::HashMap) | O(1) amortized, hash | O(1), hash + probe | O(1), hash | bucket scan | smallest drives, others hashed | (4 + `size_of T`) / load factor + 1 control byte | hash order (arbitrary) |
 //! | [`BTree`](Backend::BTree) | O(log n) | O(log n) | O(log n) | node walk | smallest drives, others searched | ~(4 + `size_of T`) / node fill + node headers | entity index, ascending |
-//! | [`DenseArray`](Backend::DenseArray) | O(1), may grow to the index | O(1), 1 load | O(1) | scan every index, holes too | scan, probe by index | `size_of Option<T>` per index up to the highest | entity index, ascending |
+//! | [`DirectArray`](Backend::DirectArray) | O(1), may grow to the index | O(1), 1 load | O(1) | scan every index, holes too | scan, probe by index | `size_of Option<T>` per index up to the highest | entity index, ascending |
 //! | [`Archetype`](Backend::Archetype) | O(components): moves the row to another table | O(1) via the entity record | O(components): moves the row | packed columns, table by table | columns walked in lock-step, no probing | `size_of T` + 8 per row, + 8 per index for records | table by table, rows in insertion order within a table |
 //!
 //! Measured numbers are in `BENCHMARKS.md` and the README's "Choosing a backend" table.
 //!
-//! Sorting applies to the sparse-set backend only: `BTree` and `DenseArray` always iterate in index
+//! Sorting applies to the sparse-set backend only: `BTree` and `DirectArray` always iterate in index
 //! order, `HashMap` in hash order, and the archetype backend in table order (sorting would have to happen within
 //! a table, which this crate does not do).
 
@@ -127,7 +127,7 @@ macro_rules! layouts {
 mod backend;
 pub(crate) mod archetype;
 mod btree;
-mod dense_array;
+mod direct_array;
 mod hash_map;
 pub(crate) mod sparse_set;
 
@@ -139,12 +139,12 @@ use sparse_set::{PackedOrder, SparseSet};
 use std::any::Any;
 
 #[doc(hidden)]
-pub use backend::{AnyPool, BTreeLayout, DenseArrayLayout, HashMapLayout, PoolLayout, SparseSetLayout};
+pub use backend::{AnyPool, BTreeLayout, DirectArrayLayout, HashMapLayout, PoolLayout, SparseSetLayout};
 pub use backend::{Backend, UnknownBackend};
 #[doc(hidden)]
 pub use btree::BTreePool;
 #[doc(hidden)]
-pub use dense_array::DenseArray;
+pub use direct_array::DirectArray;
 #[doc(hidden)]
 pub use hash_map::HashPool;
 
@@ -152,7 +152,7 @@ pub use hash_map::HashPool;
 /// world's [`Registry`], so that code which only knows a component id can still build and move its values.
 #[doc(hidden)]
 #[derive(Clone, Copy)]
-pub struct StorageFns {
+pub struct LayoutFns {
     pub(crate) new_pool: fn(PoolLayout) -> Box<dyn ErasedPool>,
     pub(crate) new_columns: fn() -> Box<dyn archetype::ErasedColumns>,
     /// Moves every value of this type out of a per-component pool into the archetype tables (rows already made).
@@ -161,7 +161,7 @@ pub struct StorageFns {
     pub(crate) tables_into_pool: fn(&mut Archetypes, ComponentId, PoolLayout) -> Box<dyn ErasedPool>,
 }
 
-impl TypeData for StorageFns {
+impl TypeData for LayoutFns {
     fn of<T: 'static>() -> Self {
         Self {
             new_pool: |layout| Box::new(AnyPool::<T>::new(layout)),
@@ -172,9 +172,9 @@ impl TypeData for StorageFns {
     }
 }
 
-/// A world's component registry: ids and names, each type's [`StorageFns`], and each bundle type's ids.
+/// A world's component registry: ids and names, each type's [`LayoutFns`], and each bundle type's ids.
 #[doc(hidden)]
-pub type Registry = Components<StorageFns, BundleIds>;
+pub type Registry = Components<LayoutFns, BundleIds>;
 
 /// One component type's values in a per-component layout, keyed by entity index. The verbs are `HashMap`'s, so
 /// the backends read alike. The world checks liveness; a pool only knows indices.
@@ -290,8 +290,8 @@ macro_rules! dispatch {
                 type $L = $crate::ecs::storage::BTreeLayout;
                 $body
             }
-            $crate::ecs::storage::PoolLayout::DenseArray => {
-                type $L = $crate::ecs::storage::DenseArrayLayout;
+            $crate::ecs::storage::PoolLayout::DirectArray => {
+                type $L = $crate::ecs::storage::DirectArrayLayout;
                 $body
             }
         }
@@ -306,7 +306,7 @@ macro_rules! with_pool {
             AnyPool::SparseSet($pool) => $body,
             AnyPool::HashMap($pool) => $body,
             AnyPool::BTree($pool) => $body,
-            AnyPool::DenseArray($pool) => $body,
+            AnyPool::DirectArray($pool) => $body,
         }
     };
 }

@@ -8,7 +8,7 @@ use std::ops::Range;
 /// A `Vec<Option<T>>` indexed by entity index: one load per get, no indirection; but memory grows with the
 /// highest index ever used, and iteration scans every slot between the lowest and highest index holding a value,
 /// holes included (wasted memory and cache when indices are sparse).
-pub struct DenseArray<T> {
+pub struct DirectArray<T> {
     slots: Vec<Option<T>>,
     len: usize,
     /// Every value is at an index in `occupied` (it may hold holes too): widened by each insert, emptied when the
@@ -17,13 +17,13 @@ pub struct DenseArray<T> {
     occupied: Range<usize>,
 }
 
-impl<T> Default for DenseArray<T> {
+impl<T> Default for DirectArray<T> {
     fn default() -> Self {
         Self { slots: Vec::new(), len: 0, occupied: 0..0 }
     }
 }
 
-impl<T> DenseArray<T> {
+impl<T> DirectArray<T> {
     /// The slots, by index; `None` where the entity has no value.
     pub fn slots(&self) -> &[Option<T>] {
         &self.slots
@@ -36,7 +36,7 @@ impl<T> DenseArray<T> {
     }
 }
 
-impl<T: 'static> Pool<T> for DenseArray<T> {
+impl<T: 'static> Pool<T> for DirectArray<T> {
     #[inline]
     fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         let index = entity.index() as usize;
@@ -134,7 +134,7 @@ mod tests {
     #[test]
     fn iteration_covers_the_occupied_range_only() {
         let e = |i| Entity::from_parts(i, NonZeroU32::MIN);
-        let mut pool = DenseArray::default();
+        let mut pool = DirectArray::default();
         for i in [40, 7, 90, 12] {
             pool.insert(e(i), i);
         }
@@ -158,7 +158,7 @@ mod tests {
     #[test]
     fn fresh_inserts_widen_the_occupied_range_too() {
         let e = |i| Entity::from_parts(i, NonZeroU32::MIN);
-        let mut pool = DenseArray::default();
+        let mut pool = DirectArray::default();
         for i in [7, 3, 12] {
             pool.insert_fresh(e(i), i);
         }
@@ -169,7 +169,7 @@ mod tests {
 
     #[test]
     fn a_panic_while_draining_leaves_the_length_right() {
-        let mut pool = DenseArray::default();
+        let mut pool = DirectArray::default();
         for i in 0..5 {
             pool.insert(Entity::from_parts(i * 2, NonZeroU32::MIN), i);
         }
