@@ -1,40 +1,10 @@
 //! Bundles: the tuples of components an entity is spawned with.
 
-use super::component::{ComponentId, ComponentSet};
+use super::component::{BundleIds, ComponentId};
 use super::entity::{Entities, Entity};
 use super::storage::archetype::{typed_mut, Archetypes};
 use super::storage::{AnyPool, ErasedPool, Layout, Pool, Registry, SparseSetLayout};
 use super::world::World;
-
-/// Room for the ids of one bundle (bundles are implemented for tuples of up to 12).
-pub const MAX_BUNDLE: usize = 12;
-
-/// The component ids of a bundle, in tuple order.
-#[derive(Clone, Copy)]
-pub struct BundleIds {
-    ids: [ComponentId; MAX_BUNDLE],
-    len: usize,
-    /// The same ids as a set.
-    pub set: ComponentSet,
-}
-
-impl BundleIds {
-    fn push(&mut self, components: &Registry, id: ComponentId) {
-        assert!(
-            self.set.insert(id),
-            "a bundle names `{}` twice; each component type may appear once per entity",
-            components.info(id).name
-        );
-        self.ids[self.len] = id;
-        self.len += 1;
-    }
-
-    /// The ids in tuple order.
-    #[inline]
-    pub fn ids(&self) -> &[ComponentId] {
-        &self.ids[..self.len]
-    }
-}
 
 /// A tuple of up to 12 components, each of a distinct `'static` type.
 pub trait Bundle: 'static {
@@ -138,7 +108,7 @@ macro_rules! impl_bundle {
             }
             #[cold]
             fn register_ids(components: &mut Registry) -> BundleIds {
-                let mut ids = BundleIds { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY };
+                let mut ids = BundleIds::new();
                 $(let (id, _) = components.register::<$T>(); ids.push(components, id);)+
                 components.cache_group::<Self>(ids);
                 ids
@@ -247,7 +217,7 @@ impl Bundle for () {
     fn assert_distinct() {}
     #[inline]
     fn ids(_: &mut Registry) -> BundleIds {
-        BundleIds { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY }
+        BundleIds::new()
     }
     fn register_ids(components: &mut Registry) -> BundleIds {
         Self::ids(components)

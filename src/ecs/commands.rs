@@ -13,7 +13,8 @@
 //! yielded the entities. Spawns recorded in a loop are *deferred*: they get their handles when applied, in that
 //! same order, because which free index a spawn takes must not depend on the visiting order either.
 
-use super::bundle::{Bundle, BundleIds};
+use super::bundle::Bundle;
+use super::component::BundleIds;
 use super::entity::{Entities, Entity, WorldFull};
 use super::world::World;
 use rustc_hash::FxHashMap;

@@ -224,6 +224,43 @@ impl<D: TypeData, G: Copy> Components<D, G> {
     }
 }
 
+/// Room for the ids of one bundle (bundles are implemented for tuples of up to 12).
+pub const MAX_BUNDLE: usize = 12;
+
+/// The component ids of a bundle, in tuple order: what a world's registry caches per bundle type, and what the
+/// storage is told when a bundle is placed.
+#[derive(Clone, Copy)]
+pub struct BundleIds {
+    ids: [ComponentId; MAX_BUNDLE],
+    len: usize,
+    /// The same ids as a set.
+    pub set: ComponentSet,
+}
+
+impl BundleIds {
+    /// No ids yet.
+    pub(crate) fn new() -> Self {
+        Self { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY }
+    }
+
+    /// Appends `id`, refusing a type named twice (by its name in `components`).
+    pub(crate) fn push<D: TypeData, G: Copy>(&mut self, components: &Components<D, G>, id: ComponentId) {
+        assert!(
+            self.set.insert(id),
+            "a bundle names `{}` twice; each component type may appear once per entity",
+            components.info(id).name
+        );
+        self.ids[self.len] = id;
+        self.len += 1;
+    }
+
+    /// The ids in tuple order.
+    #[inline]
+    pub fn ids(&self) -> &[ComponentId] {
+        &self.ids[..self.len]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

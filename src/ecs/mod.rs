@@ -22,9 +22,9 @@ pub mod storage;
 mod view;
 mod world;
 
-pub use bundle::{Bundle, MAX_BUNDLE};
+pub use bundle::Bundle;
 pub use commands::{ApplyStats, CommandTotals, Commands};
-pub use component::{ComponentId, ComponentInfo, ComponentSet, MAX_COMPONENTS};
+pub use component::{ComponentId, ComponentInfo, ComponentSet, MAX_BUNDLE, MAX_COMPONENTS};
 pub use entity::{AllocatorState, ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 pub use query::{
     Filter, Or, Query, QueryData, QueryError, QueryOneError, QueryRef, ReadOnlyQueryData, ReadOnlyTerm, Term, With,

@@ -13,7 +13,7 @@ use super::storage::archetype::Archetypes;
 use super::storage::sparse_set::SparseSet;
 use super::storage::{with_pool, AnyPool, Pool, Registry};
 
-/// Where one component type's values live in the world's [`Storage`](crate::ecs::world::Storage): its pool, or its
+/// Where one component type's values live in the world's [`Storage`](crate::ecs::storage::Storage): its pool, or its
 /// column in every archetype table. (Not to be confused with `Storage`, every type's values, or
 /// [`LayoutFns`](crate::ecs::storage::LayoutFns), a type's functions for moving between layouts.)
 pub(crate) enum ComponentValues<'w, T: 'static> {

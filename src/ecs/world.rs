@@ -1,13 +1,16 @@
 //! The world: entities, their components in the chosen storage backend, resources and the command buffer.
 
-use super::bundle::{Bundle, BundleIds};
+use super::bundle::Bundle;
 use super::commands::{ApplyStats, CommandQueue, CommandTotals, Commands};
+use super::component::BundleIds;
 use super::component::ComponentId;
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryOneError, QueryRef, ReadOnlyQueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
-use super::storage::{dispatch, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry};
+use super::storage::{
+    dispatch, ensure_pools, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry, Storage,
+};
 use super::view::{ComponentValues, ViewMut};
 
 /// Bytes held by one component type's storage.
@@ -48,51 +51,6 @@ pub struct World {
     handle_scratch: Vec<Entity>,
     /// What queries worked out per query shape (ids, access check, matching tables), for this registry.
     queries: QueryCache,
-}
-
-/// Where a world's component values live: one pool per component type in one per-component layout, or the
-/// archetype tables. Every world operation matches this once.
-pub(crate) enum Storage {
-    /// Pools by [`ComponentId`], all in `layout`.
-    Pools { layout: PoolLayout, pools: Vec<Box<dyn ErasedPool>> },
-    /// One table per set of component types.
-    Tables(Archetypes),
-}
-
-impl Storage {
-    fn new(backend: Backend) -> Self {
-        match backend.pool_layout() {
-            Some(layout) => Storage::Pools { layout, pools: Vec::new() },
-            None => Storage::Tables(Archetypes::new()),
-        }
-    }
-
-    fn backend(&self) -> Backend {
-        match self {
-            Storage::Pools { layout, .. } => layout.backend(),
-            Storage::Tables(_) => Backend::Archetype,
-        }
-    }
-}
-
-/// Makes sure `pools` has a pool for every id up to `id`.
-#[inline]
-pub(crate) fn ensure_pools(
-    pools: &mut Vec<Box<dyn ErasedPool>>,
-    layout: PoolLayout,
-    components: &Registry,
-    id: ComponentId,
-) {
-    if pools.len() <= id as usize {
-        grow_pools(pools, layout, components, id);
-    }
-}
-
-#[cold]
-fn grow_pools(pools: &mut Vec<Box<dyn ErasedPool>>, layout: PoolLayout, components: &Registry, id: ComponentId) {
-    while pools.len() <= id as usize {
-        pools.push((components.data(pools.len() as ComponentId).new_pool)(layout));
-    }
 }
 
 /// Puts each bundle of `items` into a new row of the table for `ids` (the entities are newly alive), with room
@@ -362,18 +320,7 @@ impl World {
     pub fn reserve<B: Bundle>(&mut self, additional: usize) {
         let ids = B::ids(&mut self.components);
         self.entities.reserve_indices(additional);
-        match &mut self.storage {
-            Storage::Tables(archetypes) => {
-                let table = archetypes.table_for(ids.set, &self.components);
-                archetypes.reserve_rows(table, additional);
-            }
-            Storage::Pools { layout, pools } => {
-                for &id in ids.ids() {
-                    ensure_pools(pools, *layout, &self.components, id);
-                    pools[id as usize].reserve(additional);
-                }
-            }
-        }
+        self.storage.reserve(&self.components, &ids, additional);
     }
 
     /// Reserves a handle for a spawn the command buffer applies now.
@@ -682,14 +629,7 @@ impl World {
     /// }
     /// ```
     pub fn count_of<T: 'static>(&self) -> usize {
-        let Some(id) = self.components.id::<T>() else { return 0 };
-        match &self.storage {
-            Storage::Tables(archetypes) => {
-                archetypes.tables().iter().filter(|t| t.column_slot(id).is_some()).map(|t| t.len()).sum()
-            }
-            // A type registered by a refused query or spawn may have no pool yet: then nobody has it.
-            Storage::Pools { pools, .. } => pools.get(id as usize).map_or(0, |p| p.len()),
-        }
+        self.components.id::<T>().map_or(0, |id| self.storage.count_of(id))
     }
 
     /// Whether `entity` is alive and has `T`.
@@ -843,80 +783,26 @@ impl World {
         if backend == self.backend() {
             return;
         }
-        let entities = &self.entities;
-        let components = &self.components;
-        let storage = match (&mut self.storage, backend.pool_layout()) {
-            (Storage::Tables(archetypes), Some(to)) => {
-                let pools = (0..components.len() as ComponentId)
-                    .map(|id| (components.data(id).tables_into_pool)(archetypes, id, to))
-                    .collect();
-                Storage::Pools { layout: to, pools }
-            }
-            (Storage::Pools { pools, .. }, None) => {
-                // Rows first: every live entity gets its row in the table of its component set...
-                let mut archetypes = Archetypes::new();
-                let mut sets = vec![super::component::ComponentSet::EMPTY; entities.index_bound() as usize];
-                for (id, pool) in pools.iter().enumerate() {
-                    self.scratch.clear();
-                    pool.collect_indices(&mut self.scratch);
-                    for &index in &self.scratch {
-                        sets[index as usize].insert(id as ComponentId);
-                    }
-                }
-                for entity in entities.iter() {
-                    let table = archetypes.table_for(sets[entity.index() as usize], components);
-                    archetypes.push_row(entity, table);
-                }
-                // ...then each type's values fill their columns in row order.
-                for (id, pool) in std::mem::take(pools).into_iter().enumerate() {
-                    (components.data(id as ComponentId).pool_into_tables)(pool, &mut archetypes, id as ComponentId);
-                }
-                Storage::Tables(archetypes)
-            }
-            (Storage::Pools { layout, pools }, Some(to)) => {
-                let entity_at = |index: u32| entities.alive_at(index).expect("a pool holds a value for a dead entity");
-                for pool in pools.iter_mut() {
-                    pool.convert(to, &entity_at);
-                }
-                *layout = to;
-                return;
-            }
-            // There is one layout of tables, the current one.
-            (Storage::Tables(_), None) => return,
-        };
-        self.storage = storage;
+        self.storage.convert(backend, &self.entities, &self.components, &mut self.scratch);
     }
 
     /// Bytes held by component storage (capacity, not length), per component type, in registry order.
     pub fn component_bytes(&self, out: &mut Vec<ComponentBytes>) {
         out.clear();
         for (id, info) in self.components.infos().iter().enumerate() {
-            let bytes = match &self.storage {
-                Storage::Tables(archetypes) => archetypes.component_bytes(id as ComponentId),
-                Storage::Pools { pools, .. } => pools.get(id).map_or(0, |p| p.bytes()),
-            };
-            out.push(ComponentBytes { name: info.name, bytes });
+            out.push(ComponentBytes { name: info.name, bytes: self.storage.component_bytes(id as ComponentId) });
         }
     }
 
     /// Bytes held by the backend's bookkeeping beyond component values (archetype tables and records, the pool
     /// table of per-component backends). The allocator is counted apart: see [`Entities::bytes`].
     pub fn overhead_bytes(&self) -> usize {
-        match &self.storage {
-            Storage::Tables(archetypes) => archetypes.overhead_bytes(),
-            Storage::Pools { pools, .. } => pools.capacity() * std::mem::size_of::<Box<dyn ErasedPool>>(),
-        }
+        self.storage.overhead_bytes()
     }
 
     /// Total bytes of the current backend's storage: components plus bookkeeping. Allocates nothing.
     pub fn storage_bytes(&self) -> usize {
-        let components: usize = match &self.storage {
-            Storage::Tables(archetypes) => {
-                (0..self.components.len()).map(|id| archetypes.component_bytes(id as ComponentId)).sum()
-            }
-            Storage::Pools { pools, .. } => pools.iter().map(|p| p.bytes()).sum(),
-        };
-        components + self.overhead_bytes()
+        self.storage.bytes(self.components.len())
     }
 
     /// A recorder for deferred structural changes, applied by [`World::apply_commands`] in the order recorded.

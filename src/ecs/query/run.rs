@@ -16,7 +16,7 @@ use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::archetype::Archetypes;
 use crate::ecs::storage::sparse_set::PackedOrder;
 use crate::ecs::storage::{dispatch, split_disjoint, ErasedPool, Layout, Registry};
-use crate::ecs::world::{ensure_pools, Storage};
+use crate::ecs::storage::{ensure_pools, Storage};
 
 /// The storage a query runs on, split out of the world so the query can borrow its parts separately.
 pub(crate) struct QueryContext<'w> {

@@ -131,8 +131,8 @@ mod direct_array;
 mod hash_map;
 pub(crate) mod sparse_set;
 
-use super::bundle::BundleIds;
-use super::component::{ComponentId, Components, TypeData};
+use super::component::{BundleIds, ComponentId, ComponentSet, Components, TypeData};
+
 use super::entity::{Entities, Entity};
 use archetype::Archetypes;
 use sparse_set::{PackedOrder, SparseSet};
@@ -523,6 +523,158 @@ impl<T: 'static> ErasedPool for AnyPool<T> {
 #[inline]
 pub(crate) fn handle(entities: &Entities, index: u32) -> Entity {
     entities.alive_at(index).expect("a pool holds a value for a dead entity")
+}
+
+/// Where a world's component values live: one pool per component type in one per-component layout, or the
+/// archetype tables. Every world operation matches this once.
+pub(crate) enum Storage {
+    /// Pools by [`ComponentId`], all in `layout`.
+    Pools { layout: PoolLayout, pools: Vec<Box<dyn ErasedPool>> },
+    /// One table per set of component types.
+    Tables(Archetypes),
+}
+
+impl Storage {
+    /// Empty storage in `backend`'s layout.
+    pub(crate) fn new(backend: Backend) -> Self {
+        match backend.pool_layout() {
+            Some(layout) => Storage::Pools { layout, pools: Vec::new() },
+            None => Storage::Tables(Archetypes::new()),
+        }
+    }
+
+    /// The backend whose layout this is.
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Storage::Pools { layout, .. } => layout.backend(),
+            Storage::Tables(_) => Backend::Archetype,
+        }
+    }
+
+    /// Makes room for `additional` more entities with the component set `ids`: in each type's pool, or in the
+    /// set's table.
+    pub(crate) fn reserve(&mut self, components: &Registry, ids: &BundleIds, additional: usize) {
+        match self {
+            Storage::Tables(archetypes) => {
+                let table = archetypes.table_for(ids.set, components);
+                archetypes.reserve_rows(table, additional);
+            }
+            Storage::Pools { layout, pools } => {
+                for &id in ids.ids() {
+                    ensure_pools(pools, *layout, components, id);
+                    pools[id as usize].reserve(additional);
+                }
+            }
+        }
+    }
+
+    /// How many entities hold component `id`: its pool's length, or the rows of the tables with its column.
+    pub(crate) fn count_of(&self, id: ComponentId) -> usize {
+        match self {
+            Storage::Tables(archetypes) => {
+                archetypes.tables().iter().filter(|t| t.column_slot(id).is_some()).map(|t| t.len()).sum()
+            }
+            // A type registered by a refused query or spawn may have no pool yet: then nobody has it.
+            Storage::Pools { pools, .. } => pools.get(id as usize).map_or(0, |p| p.len()),
+        }
+    }
+
+    /// Bytes held by component `id`'s values (capacity, not length).
+    pub(crate) fn component_bytes(&self, id: ComponentId) -> usize {
+        match self {
+            Storage::Tables(archetypes) => archetypes.component_bytes(id),
+            Storage::Pools { pools, .. } => pools.get(id as usize).map_or(0, |p| p.bytes()),
+        }
+    }
+
+    /// Bytes held by the layout's bookkeeping beyond component values (archetype tables and records, the pool
+    /// table of per-component layouts).
+    pub(crate) fn overhead_bytes(&self) -> usize {
+        match self {
+            Storage::Tables(archetypes) => archetypes.overhead_bytes(),
+            Storage::Pools { pools, .. } => pools.capacity() * std::mem::size_of::<Box<dyn ErasedPool>>(),
+        }
+    }
+
+    /// Bytes of every type's values and the bookkeeping, for a registry of `types` types. Allocates nothing.
+    pub(crate) fn bytes(&self, types: usize) -> usize {
+        let components: usize = match self {
+            Storage::Tables(archetypes) => (0..types).map(|id| archetypes.component_bytes(id as ComponentId)).sum(),
+            Storage::Pools { pools, .. } => pools.iter().map(|p| p.bytes()).sum(),
+        };
+        components + self.overhead_bytes()
+    }
+
+    /// Moves every component to `backend`'s layout, keeping every live entity's values under its handle
+    /// (`entities` says which are live); `scratch` is a reused index buffer.
+    pub(crate) fn convert(
+        &mut self,
+        backend: Backend,
+        entities: &Entities,
+        components: &Registry,
+        scratch: &mut Vec<u32>,
+    ) {
+        let storage = match (&mut *self, backend.pool_layout()) {
+            (Storage::Tables(archetypes), Some(to)) => {
+                let pools = (0..components.len() as ComponentId)
+                    .map(|id| (components.data(id).tables_into_pool)(archetypes, id, to))
+                    .collect();
+                Storage::Pools { layout: to, pools }
+            }
+            (Storage::Pools { pools, .. }, None) => {
+                // Rows first: every live entity gets its row in the table of its component set...
+                let mut archetypes = Archetypes::new();
+                let mut sets = vec![ComponentSet::EMPTY; entities.index_bound() as usize];
+                for (id, pool) in pools.iter().enumerate() {
+                    scratch.clear();
+                    pool.collect_indices(scratch);
+                    for &index in scratch.iter() {
+                        sets[index as usize].insert(id as ComponentId);
+                    }
+                }
+                for entity in entities.iter() {
+                    let table = archetypes.table_for(sets[entity.index() as usize], components);
+                    archetypes.push_row(entity, table);
+                }
+                // ...then each type's values fill their columns in row order.
+                for (id, pool) in std::mem::take(pools).into_iter().enumerate() {
+                    (components.data(id as ComponentId).pool_into_tables)(pool, &mut archetypes, id as ComponentId);
+                }
+                Storage::Tables(archetypes)
+            }
+            (Storage::Pools { layout, pools }, Some(to)) => {
+                let entity_at = |index: u32| entities.alive_at(index).expect("a pool holds a value for a dead entity");
+                for pool in pools.iter_mut() {
+                    pool.convert(to, &entity_at);
+                }
+                *layout = to;
+                return;
+            }
+            // There is one layout of tables, the current one.
+            (Storage::Tables(_), None) => return,
+        };
+        *self = storage;
+    }
+}
+
+/// Makes sure `pools` has a pool for every id up to `id`.
+#[inline]
+pub(crate) fn ensure_pools(
+    pools: &mut Vec<Box<dyn ErasedPool>>,
+    layout: PoolLayout,
+    components: &Registry,
+    id: ComponentId,
+) {
+    if pools.len() <= id as usize {
+        grow_pools(pools, layout, components, id);
+    }
+}
+
+#[cold]
+fn grow_pools(pools: &mut Vec<Box<dyn ErasedPool>>, layout: PoolLayout, components: &Registry, id: ComponentId) {
+    while pools.len() <= id as usize {
+        pools.push((components.data(pools.len() as ComponentId).new_pool)(layout));
+    }
 }
 
 #[cfg(test)]
