@@ -1,8 +1,11 @@
 //! What a query names: its component ids in order, which are borrowed mutably, which must be present or absent.
 //! Worked out once per query shape (see [`super::cache`]) and checked for aliasing there.
 
+use super::data::QueryData;
 use super::error::{QueryError, MAX_QUERY_TYPES};
+use super::filter::Filter;
 use crate::ecs::component::{ComponentId, ComponentSet};
+use crate::ecs::storage::Registry;
 use std::any::{type_name, TypeId};
 
 /// The component ids a query names, in order, with whether each is borrowed mutably.
@@ -66,5 +69,47 @@ impl Access {
     #[inline]
     pub fn ids(&self) -> &[ComponentId] {
         &self.ids[..self.len]
+    }
+}
+
+/// How a query learns its types' ids: a mutable world registers a type it meets for the first time ([`Registry`]);
+/// a shared one only looks it up ([`Lookup`]), and a type it never met has no id. The one code path both kinds of
+/// query take to name their types.
+pub trait Names {
+    /// The id of `T`, if it has one.
+    fn id<T: 'static>(&mut self) -> Option<ComponentId>;
+}
+
+impl Names for Registry {
+    #[inline]
+    fn id<T: 'static>(&mut self) -> Option<ComponentId> {
+        Some(self.register::<T>().0)
+    }
+}
+
+/// Names types without registering them: a query through a shared `&World`.
+pub struct Lookup<'a>(pub &'a Registry);
+
+impl Names for Lookup<'_> {
+    #[inline]
+    fn id<T: 'static>(&mut self) -> Option<ComponentId> {
+        self.0.id::<T>()
+    }
+}
+
+impl Access {
+    /// The access of query `Q` filtered by `F`: the fetched types, then the filter's, named through `names`. A
+    /// refusal is kept in it (see [`Access::refusal`]).
+    pub(super) fn of<Q: QueryData, F: Filter>(names: &mut impl Names) -> Access {
+        let mut access = Access::default();
+        Q::access(names, &mut access);
+        access.fetched = access.len;
+        F::access(names, &mut access);
+        access
+    }
+
+    /// Why the query is refused, if it is.
+    pub(super) fn refusal(&self) -> Option<&QueryError> {
+        self.error.as_ref()
     }
 }

@@ -25,10 +25,7 @@ pub(crate) struct Shape {
 
 impl Shape {
     fn new<Q: QueryData, F: Filter>(components: &mut Registry) -> Self {
-        let mut access = Access::default();
-        Q::access(components, &mut access);
-        access.fetched = access.len;
-        F::access(components, &mut access);
+        let access = Access::of::<Q, F>(components);
         let mut order: [u8; MAX_QUERY_TYPES] = std::array::from_fn(|k| k as u8);
         order[..access.len].sort_unstable_by_key(|&k| access.ids[k as usize]);
         Self { access, order, tables: TableMatches::default() }

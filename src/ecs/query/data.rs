@@ -4,14 +4,14 @@
 // The impls spell out `'w` to read like the trait's signatures they implement.
 #![allow(clippy::needless_lifetimes)]
 
-use super::access::Access;
+use super::access::{Access, Names};
 use super::error::MAX_QUERY_TYPES;
 use super::term::{next_column, Lane, ReadOnlyTerm, Term};
 use crate::ecs::component::ComponentId;
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::archetype::TypeColumns;
 use crate::ecs::storage::sparse_set::PackedOrder;
-use crate::ecs::storage::{split_disjoint, ErasedPool, Layout, Registry};
+use crate::ecs::storage::{split_disjoint, ErasedPool, Layout};
 
 /// A tuple of [`Term`]s. Its methods apply one step to every term (the tuple macro only delegates per element);
 /// the iteration strategy over them is ordinary generic code (`run_pools`, `run_tables`).
@@ -36,7 +36,7 @@ pub trait QueryData {
 
     #[doc(hidden)]
     /// Registers the fetched types and records them in `access`.
-    fn access(components: &mut Registry, access: &mut Access);
+    fn access(names: &mut impl Names, access: &mut Access);
     #[doc(hidden)]
     /// Borrows the terms' pools from `taken`, in access order.
     fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
@@ -120,9 +120,6 @@ pub trait QueryData {
 /// A [`QueryData`] whose terms only read: it can run through a shared `&World` ([`World::query_ref`](crate::ecs::World::query_ref)).
 pub trait ReadOnlyQueryData: QueryData {
     #[doc(hidden)]
-    /// Records the fetched types in `access` without registering them.
-    fn access_lookup(components: &Registry, access: &mut Access);
-    #[doc(hidden)]
     /// The terms' pools, shared, in access order (`None` where the world has no pool of the type); `None` if
     /// no entity can match.
     fn pools_shared<'w, L: Layout>(
@@ -150,11 +147,8 @@ macro_rules! impl_query_data {
             type Lanes<'w, L: Layout> = ($(Lane<'w, $T, L>,)+);
             type Key = ($($T::Static,)+);
 
-            fn access(components: &mut Registry, access: &mut Access) {
-                $(
-                    let (id, _) = components.register::<$T::Component>();
-                    access.name::<$T::Component>(Some(id), $T::MUTABLE, $T::REQUIRED, false);
-                )+
+            fn access(names: &mut impl Names, access: &mut Access) {
+                $(access.name::<$T::Component>(names.id::<$T::Component>(), $T::MUTABLE, $T::REQUIRED, false);)+
             }
 
             #[inline]
@@ -320,10 +314,6 @@ macro_rules! impl_query_data {
         }
 
         impl<$($T: ReadOnlyTerm),+> ReadOnlyQueryData for ($($T,)+) {
-            fn access_lookup(components: &Registry, access: &mut Access) {
-                $(access.name::<$T::Component>(components.id::<$T::Component>(), false, $T::REQUIRED, false);)+
-            }
-
             fn pools_shared<'w, L: Layout>(
                 pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
             ) -> Option<Self::Pools<'w, L>> {
@@ -367,7 +357,7 @@ impl QueryData for () {
     type Lanes<'w, L: Layout> = ();
     type Key = ();
 
-    fn access(_: &mut Registry, _: &mut Access) {}
+    fn access(_: &mut impl Names, _: &mut Access) {}
     fn pools<'w, L: Layout>(_: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {}
     fn orders<'a, L: Layout>(_: &'a Self::Pools<'_, L>) -> impl Iterator<Item = Option<PackedOrder<'a>>> {
         // No packed arrays to walk in lock-step: the entities come from a driver (see above).
@@ -436,7 +426,6 @@ impl QueryData for () {
 }
 
 impl ReadOnlyQueryData for () {
-    fn access_lookup(_: &Registry, _: &mut Access) {}
     fn pools_shared<'w, L: Layout>(
         _: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
     ) -> Option<Self::Pools<'w, L>> {
@@ -469,9 +458,8 @@ macro_rules! impl_bare_term {
             type Lanes<'w, L: Layout> = Lane<'w, Self, L>;
             type Key = <Self as Term>::Static;
 
-            fn access(components: &mut Registry, access: &mut Access) {
-                let (id, _) = components.register::<T>();
-                access.name::<T>(Some(id), <Self as Term>::MUTABLE, <Self as Term>::REQUIRED, false);
+            fn access(names: &mut impl Names, access: &mut Access) {
+                access.name::<T>(names.id::<T>(), <Self as Term>::MUTABLE, <Self as Term>::REQUIRED, false);
             }
             #[inline]
             fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
@@ -581,9 +569,6 @@ impl_bare_term!(&'r T, &'r mut T, Option<&'r T>, Option<&'r mut T>);
 macro_rules! impl_bare_read_only {
     ($($ty:ty),+) => {$(
         impl<'r, T: 'static> ReadOnlyQueryData for $ty {
-            fn access_lookup(components: &Registry, access: &mut Access) {
-                access.name::<T>(components.id::<T>(), false, <Self as Term>::REQUIRED, false);
-            }
             fn pools_shared<'w, L: Layout>(
                 pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
             ) -> Option<Self::Pools<'w, L>> {

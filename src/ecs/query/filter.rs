@@ -4,10 +4,10 @@
 // The impls spell out `'w` to read like the trait's signatures they implement.
 #![allow(clippy::needless_lifetimes)]
 
-use super::access::{Access, ABSENT};
+use super::access::{Access, Names, ABSENT};
 use crate::ecs::component::{ComponentId, ComponentSet};
 use crate::ecs::entity::{Entities, Entity};
-use crate::ecs::storage::{AnyPool, ErasedPool, Layout, Pool, Registry};
+use crate::ecs::storage::{AnyPool, ErasedPool, Layout, Pool};
 use std::marker::PhantomData;
 
 /// Keeps only entities that have `T` (without borrowing it).
@@ -25,10 +25,7 @@ pub trait Filter: 'static {
     const ALWAYS: bool = false;
     #[doc(hidden)]
     /// Registers the filtered types and records them in `access`.
-    fn access(components: &mut Registry, access: &mut Access);
-    #[doc(hidden)]
-    /// Records the filtered types in `access` without registering them (a query through `&World`).
-    fn access_lookup(components: &Registry, access: &mut Access);
+    fn access(names: &mut impl Names, access: &mut Access);
     #[doc(hidden)]
     /// This filter's pools, shared, in access order (`None` where the world has no pool of the type); `None` if
     /// no entity can pass.
@@ -62,8 +59,7 @@ pub trait Filter: 'static {
 impl Filter for () {
     type Pools<'w, L: Layout> = ();
     const ALWAYS: bool = true;
-    fn access(_: &mut Registry, _: &mut Access) {}
-    fn access_lookup(_: &Registry, _: &mut Access) {}
+    fn access(_: &mut impl Names, _: &mut Access) {}
     fn pools<'w, L: Layout>(_: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) {}
     fn pools_shared<'w, L: Layout>(_: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>) -> Option<()> {
         Some(())
@@ -83,11 +79,8 @@ impl Filter for () {
 
 impl<T: 'static> Filter for With<T> {
     type Pools<'w, L: Layout> = &'w L::Pool<T>;
-    fn access(components: &mut Registry, access: &mut Access) {
-        access.name::<T>(Some(components.register::<T>().0), false, true, false);
-    }
-    fn access_lookup(components: &Registry, access: &mut Access) {
-        access.name::<T>(components.id::<T>(), false, true, false);
+    fn access(names: &mut impl Names, access: &mut Access) {
+        access.name::<T>(names.id::<T>(), false, true, false);
     }
     fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
         L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("a pool per filter")))
@@ -119,11 +112,8 @@ impl<T: 'static> Filter for With<T> {
 impl<T: 'static> Filter for Without<T> {
     /// `None` where the world has no pool of `T` (a shared query): then nothing is excluded.
     type Pools<'w, L: Layout> = Option<&'w L::Pool<T>>;
-    fn access(components: &mut Registry, access: &mut Access) {
-        access.name::<T>(Some(components.register::<T>().0), false, false, true);
-    }
-    fn access_lookup(components: &Registry, access: &mut Access) {
-        access.name::<T>(components.id::<T>(), false, false, true);
+    fn access(names: &mut impl Names, access: &mut Access) {
+        access.name::<T>(names.id::<T>(), false, false, true);
     }
     fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Option<&'w L::Pool<T>> {
         Some(L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("a pool per filter"))))
@@ -150,13 +140,9 @@ impl<T: 'static> Filter for Without<T> {
 impl<A: Filter, B: Filter> Filter for (A, B) {
     type Pools<'w, L: Layout> = (A::Pools<'w, L>, B::Pools<'w, L>);
     const ALWAYS: bool = A::ALWAYS && B::ALWAYS;
-    fn access(components: &mut Registry, access: &mut Access) {
-        A::access(components, access);
-        B::access(components, access);
-    }
-    fn access_lookup(components: &Registry, access: &mut Access) {
-        A::access_lookup(components, access);
-        B::access_lookup(components, access);
+    fn access(names: &mut impl Names, access: &mut Access) {
+        A::access(names, access);
+        B::access(names, access);
     }
     fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
         let a = A::pools::<L>(taken);
@@ -214,16 +200,10 @@ pub struct Or<A, B>(PhantomData<fn() -> (A, B)>);
 impl<A: Filter, B: Filter> Filter for Or<A, B> {
     /// `None` for a side no entity can pass (a shared query naming a type the world never met in a `With`).
     type Pools<'w, L: Layout> = (Option<A::Pools<'w, L>>, Option<B::Pools<'w, L>>);
-    fn access(components: &mut Registry, access: &mut Access) {
+    fn access(names: &mut impl Names, access: &mut Access) {
         access.neutral += 1;
-        A::access(components, access);
-        B::access(components, access);
-        access.neutral -= 1;
-    }
-    fn access_lookup(components: &Registry, access: &mut Access) {
-        access.neutral += 1;
-        A::access_lookup(components, access);
-        B::access_lookup(components, access);
+        A::access(names, access);
+        B::access(names, access);
         access.neutral -= 1;
     }
     fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {

@@ -49,7 +49,7 @@ use crate::ecs::entity::Entity;
 use crate::ecs::storage::dispatch;
 use crate::ecs::storage::Storage;
 use crate::ecs::world::World;
-use access::ABSENT;
+use access::{Lookup, ABSENT};
 use cache::{column_indices, table_matches};
 use run::{many_mut, one_mut, prepare, run_context, run_pools, run_tables_shared};
 use run::{Each, Runs, WithCommands};
@@ -120,12 +120,9 @@ impl<Q: QueryData> Source<Q> for &mut World {
 impl<Q: ReadOnlyQueryData> Source<Q> for &World {
     fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
         let (entities, components, storage) = self.query_parts();
-        let mut access = Access::default();
-        Q::access_lookup(components, &mut access);
-        access.fetched = access.len;
-        F::access_lookup(components, &mut access);
-        if let Some(error) = access.error.take() {
-            return Err(error);
+        let access = Access::of::<Q, F>(&mut Lookup(components));
+        if let Some(error) = access.refusal() {
+            return Err(error.clone());
         }
         if access.unmatchable {
             return Ok(());
@@ -367,12 +364,9 @@ impl<'w, Q: ReadOnlyQueryData, F: Filter> Query<&'w World, Q, F> {
         let unsatisfied = QueryOneError::Unsatisfied(entity);
         let index = entity.index();
         let (_, components, storage) = world.query_parts();
-        let mut access = Access::default();
-        Q::access_lookup(components, &mut access);
-        access.fetched = access.len;
-        F::access_lookup(components, &mut access);
-        if let Some(error) = access.error.take() {
-            return Err(QueryOneError::Refused(error));
+        let access = Access::of::<Q, F>(&mut Lookup(components));
+        if let Some(error) = access.refusal() {
+            return Err(QueryOneError::Refused(error.clone()));
         }
         if access.unmatchable {
             return Err(unsatisfied);
