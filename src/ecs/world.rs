@@ -9,7 +9,7 @@ use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryOneE
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
 use super::storage::{
-    dispatch, ensure_pools, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry, Storage,
+    bundle_pools, dispatch, ensure_pools, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry, Storage,
 };
 use super::view::{ComponentValues, ViewMut};
 
@@ -248,10 +248,7 @@ impl World {
             unreachable!("called on the sparse-set backend only")
         };
         let room = self.entities.room();
-        for &id in ids.ids() {
-            ensure_pools(pools, PoolLayout::SparseSet, &self.components, id);
-            pools[id as usize].reserve(hint);
-        }
+        bundle_pools(pools, PoolLayout::SparseSet, &self.components, ids.ids(), hint);
         let spawned = B::put_sparse_batch(bundles.by_ref().take(room), pools, ids.ids(), &mut self.entities, out);
         match bundles.next() {
             Some(_) => Err(WorldFull { capacity: self.capacity() }),
@@ -287,10 +284,7 @@ impl World {
         match &mut self.storage {
             Storage::Tables(archetypes) => spawn_rows(archetypes, &self.components, &ids, hint, items, |e| out.push(e)),
             Storage::Pools { layout, pools } => {
-                for &id in ids.ids() {
-                    ensure_pools(pools, *layout, &self.components, id);
-                    pools[id as usize].reserve(hint);
-                }
+                bundle_pools(pools, *layout, &self.components, ids.ids(), hint);
                 // One layout dispatch for the batch; each pool is downcast once.
                 dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out));
             }
@@ -346,9 +340,7 @@ impl World {
                 spawn_rows(archetypes, &self.components, ids, reserved.len(), items, |e| out.push(e))
             }
             Storage::Pools { layout, pools } => {
-                for &id in ids.ids() {
-                    ensure_pools(pools, *layout, &self.components, id);
-                }
+                bundle_pools(pools, *layout, &self.components, ids.ids(), 0);
                 dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out))
             }
         }
@@ -360,9 +352,7 @@ impl World {
                 spawn_rows(archetypes, &self.components, ids, 1, std::iter::once((entity, bundle)), |_| {})
             }
             Storage::Pools { layout, pools } => {
-                for &id in ids.ids() {
-                    ensure_pools(pools, *layout, &self.components, id);
-                }
+                bundle_pools(pools, *layout, &self.components, ids.ids(), 0);
                 dispatch!(*layout, L => bundle.put_pools::<L>(pools, ids.ids(), entity));
             }
         }

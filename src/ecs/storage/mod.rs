@@ -559,12 +559,7 @@ impl Storage {
                 let table = archetypes.table_for(ids.set, components);
                 archetypes.reserve_rows(table, additional);
             }
-            Storage::Pools { layout, pools } => {
-                for &id in ids.ids() {
-                    ensure_pools(pools, *layout, components, id);
-                    pools[id as usize].reserve(additional);
-                }
-            }
+            Storage::Pools { layout, pools } => bundle_pools(pools, *layout, components, ids.ids(), additional),
         }
     }
 
@@ -667,6 +662,24 @@ pub(crate) fn ensure_pools(
 ) {
     if pools.len() <= id as usize {
         grow_pools(pools, layout, components, id);
+    }
+}
+
+/// Makes sure every type of `ids` has its pool, and with `reserve > 0` room for that many more values in each: what a
+/// spawn of a bundle asks of the per-component layouts before it places the values.
+#[inline]
+pub(crate) fn bundle_pools(
+    pools: &mut Vec<Box<dyn ErasedPool>>,
+    layout: PoolLayout,
+    components: &Registry,
+    ids: &[ComponentId],
+    reserve: usize,
+) {
+    for &id in ids {
+        ensure_pools(pools, layout, components, id);
+        if reserve > 0 {
+            pools[id as usize].reserve(reserve);
+        }
     }
 }
 
