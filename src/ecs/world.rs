@@ -370,31 +370,7 @@ impl World {
         if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
         }
-        match &mut self.storage {
-            Storage::Tables(archetypes) => {
-                // The row goes whole even if a component's `drop` panics (`Archetypes::despawn` finishes first),
-                // so the handle can be freed first.
-                self.entities.free(entity);
-                archetypes.despawn(entity.index());
-            }
-            Storage::Pools { pools, layout } => {
-                // Values first: if a `drop` panics, the entity stays alive (partly stripped), and is never freed
-                // with values left behind for the index's next owner.
-                // A sparse-set removal starts with a lookup of the sparse entry, a cache miss in a large pool, and
-                // stalls on it before its writes. Asking every pool first (`contains`, one load each) issues those
-                // loads back to back, so their misses overlap and the removals find the lines loaded. On the other
-                // layouts asking is the removal's own work done twice (a hash probe, a tree search, the one slot).
-                let index = entity.index();
-                if *layout == PoolLayout::SparseSet {
-                    let held = pools.iter().fold(0usize, |held, pool| held + pool.contains(index) as usize);
-                    std::hint::black_box(held);
-                }
-                for pool in pools.iter_mut() {
-                    pool.remove_index(index);
-                }
-                self.entities.free(entity);
-            }
-        }
+        self.storage.despawn(&mut self.entities, entity);
         Ok(())
     }
 
@@ -553,14 +529,7 @@ impl World {
             return None;
         }
         let id = self.components.id::<T>()?;
-        match &self.storage {
-            Storage::Tables(archetypes) => archetypes.get::<T>(entity.index(), id),
-            Storage::Pools { pools, .. } => {
-                // A type registered by a refused query or spawn may have no pool yet: then nobody has it.
-                let pool = pools.get(id as usize)?;
-                AnyPool::<T>::downcast_ref(pool.as_ref()).get(entity.index())
-            }
-        }
+        self.storage.get::<T>(id, entity.index())
     }
 
     /// Component `T` of `entity`, mutably.
