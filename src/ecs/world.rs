@@ -8,10 +8,11 @@ use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryOneError, QueryRef, ReadOnlyQueryData};
 use super::resources::{missing, Resources};
 use super::storage::archetype::Archetypes;
+use super::storage::values::ComponentValues;
 use super::storage::{
     bundle_pools, dispatch, ensure_pools, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry, Storage,
 };
-use super::view::{ComponentValues, ViewMut};
+use super::view::ViewMut;
 
 /// Bytes held by one component type's storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -559,15 +560,7 @@ impl World {
 
     #[inline]
     fn entities_and_store<T: 'static>(&mut self, id: ComponentId) -> (&Entities, Option<ComponentValues<'_, T>>) {
-        let store = match &mut self.storage {
-            Storage::Tables(archetypes) => {
-                Some(ComponentValues::Tables { archetypes, components: &self.components, id })
-            }
-            Storage::Pools { pools, .. } => {
-                pools.get_mut(id as usize).map(|pool| ComponentValues::Pool(AnyPool::downcast_mut(pool.as_mut())))
-            }
-        };
-        (&self.entities, store)
+        (&self.entities, self.storage.values(id, &self.components))
     }
 
     /// How many live entities have `T`, without visiting them: the length of `T`'s pool, or the row counts of the

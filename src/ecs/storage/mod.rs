@@ -130,6 +130,7 @@ mod btree;
 mod direct_array;
 mod hash_map;
 pub(crate) mod sparse_set;
+pub(crate) mod values;
 
 use super::component::{BundleIds, ComponentId, ComponentSet, Components, TypeData};
 
@@ -560,6 +561,22 @@ impl Storage {
                 archetypes.reserve_rows(table, additional);
             }
             Storage::Pools { layout, pools } => bundle_pools(pools, *layout, components, ids.ids(), additional),
+        }
+    }
+
+    /// Where component `id`'s values live, for per-entity operations on them; `None` if the type was registered (by
+    /// a refused query or spawn) but never given a pool, which means no entity has it.
+    #[inline]
+    pub(crate) fn values<'w, T: 'static>(
+        &'w mut self,
+        id: ComponentId,
+        components: &'w Registry,
+    ) -> Option<values::ComponentValues<'w, T>> {
+        match self {
+            Storage::Tables(archetypes) => Some(values::ComponentValues::Tables { archetypes, components, id }),
+            Storage::Pools { pools, .. } => pools
+                .get_mut(id as usize)
+                .map(|pool| values::ComponentValues::Pool(AnyPool::downcast_mut(pool.as_mut()))),
         }
     }
 
