@@ -638,8 +638,7 @@ impl Hud {
 
 /// The key line at the bottom, above it the sprites' folder when they are not the crate's own, and a recent message.
 fn draw_notes(game: &Game, sprites: &Sprites) {
-    let key_top = screen_height() - panel::key_height();
-    panel::draw_keys();
+    let key_top = panel::draw_keys();
     if !sprites.source.ends_with("assets") {
         let colour = Color::new(1.0, 0.6, 0.4, 0.9);
         overlay::fitted(&sprites.source, 10.0, key_top - 8.0, screen_width() - 20.0, 16, colour);

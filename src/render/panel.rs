@@ -42,8 +42,11 @@ pub enum Action {
     Group(&'static str, bool),
 }
 
+/// How many entries the key line has.
+const KEYS_LEN: usize = 17;
+
 /// The keys and what they do, in the key line at the bottom (and the README).
-pub static KEYS: LazyLock<[(String, &'static str); 17]> = LazyLock::new(|| {
+pub static KEYS: LazyLock<[(String, &'static str); KEYS_LEN]> = LazyLock::new(|| {
     [
         (format!("1-{}/Tab", Backend::ALL.len()), "backend"),
         ("Space".into(), "pause"),
@@ -69,29 +72,22 @@ pub static KEYS: LazyLock<[(String, &'static str); 17]> = LazyLock::new(|| {
 const KEY_SIZE: u16 = 18;
 const KEY_LINE: f32 = 20.0;
 
-/// The key strip's height in pixels, at the window's current width.
-pub fn key_height() -> f32 {
-    let measure = |s: &str| measure_text(s, None, KEY_SIZE, 1.0).width;
-    let space = measure(" ");
-    let width = |(key, what): &(String, &str)| measure(key) + space + measure(what);
-    let lines = super::layout::flow(KEYS.iter().map(width), screen_width() - 20.0, 2.0 * space + 4.0, |_, _, _| {});
-    lines as f32 * KEY_LINE + 10.0
-}
-
 /// Draws the key line at the bottom of the window on a dark strip (so sprites under it do not hide letters),
-/// flowing onto a second line when the window is narrow; returns the strip's top.
+/// flowing onto a second line when the window is narrow; returns the strip's top. Each text is measured once.
 pub fn draw_keys() -> f32 {
     let measure = |s: &str| measure_text(s, None, KEY_SIZE, 1.0).width;
     let space = measure(" ");
-    let width = |(key, what): &(String, &str)| measure(key) + space + measure(what);
-    let room = screen_width() - 20.0;
-    let top = screen_height() - key_height();
+    let widths: [(f32, f32); KEYS_LEN] = std::array::from_fn(|i| (measure(&KEYS[i].0), measure(KEYS[i].1)));
+    let items = || widths.iter().map(|&(key, what)| key + space + what);
+    let (room, gap) = (screen_width() - 20.0, 2.0 * space + 4.0);
+    let lines = super::layout::flow(items(), room, gap, |_, _, _| {});
+    let top = screen_height() - (lines as f32 * KEY_LINE + 10.0);
     draw_rectangle(0.0, top, screen_width(), screen_height() - top, Color::new(0.02, 0.03, 0.06, 0.92));
-    super::layout::flow(KEYS.iter().map(width), room, 2.0 * space + 4.0, |i, x, line| {
+    super::layout::flow(items(), room, gap, |i, x, line| {
         let (key, what) = &KEYS[i];
         let y = top + 5.0 + KEY_LINE * (line as f32 + 1.0) - 5.0;
         draw_text(key, 10.0 + x, y, KEY_SIZE as f32, Color::new(1.0, 0.85, 0.5, 1.0));
-        draw_text(what, 10.0 + x + measure(key) + space, y, KEY_SIZE as f32, Color::new(0.75, 0.8, 0.9, 1.0));
+        draw_text(what, 10.0 + x + widths[i].0 + space, y, KEY_SIZE as f32, Color::new(0.75, 0.8, 0.9, 1.0));
     });
     top
 }
