@@ -78,7 +78,6 @@ pub fn sort_by_y(world: &mut World, method: SortMethod, order: &mut Vec<Entity>,
 pub struct TeamField {
     cols: usize,
     rows: usize,
-    cell: f32,
     red: Vec<u16>,
     blue: Vec<u16>,
 }
@@ -89,7 +88,6 @@ impl TeamField {
     pub fn fill(&mut self, world: &World, arena: glam::Vec2, cell: f32) {
         use super::components::{Blue, Red};
         let cell = cell.max(1.0);
-        self.cell = cell;
         self.cols = ((arena.x / cell).ceil() as usize).max(1);
         self.rows = ((arena.y / cell).ceil() as usize).max(1);
         let n = self.cols * self.rows;
@@ -118,11 +116,6 @@ impl TeamField {
     /// Columns and rows of the grid.
     pub fn size(&self) -> (usize, usize) {
         (self.cols, self.rows)
-    }
-
-    /// The side of a cell, in arena units.
-    pub fn cell(&self) -> f32 {
-        self.cell
     }
 
     /// Red and blue fighters in each cell, row by row from the top left.
