@@ -27,8 +27,8 @@ pub use commands::{ApplyStats, CommandTotals, Commands};
 pub use component::{ComponentId, ComponentInfo, ComponentSet, MAX_BUNDLE, MAX_COMPONENTS};
 pub use entity::{AllocatorState, ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 pub use query::{
-    Filter, Or, Query, QueryData, QueryError, QueryOneError, QueryRef, ReadOnlyQueryData, ReadOnlyTerm, Term, With,
-    Without, MAX_QUERY_TYPES,
+    Filter, Or, Query, QueryData, QueryError, QueryOneError, QueryRef, ReadOnlyQueryData, With, Without,
+    MAX_QUERY_TYPES,
 };
 pub use snapshot::{
     checksum, Format, HoldsEntities, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION,

@@ -21,7 +21,7 @@ pub struct Access {
     pub required: ComponentSet,
     /// Types that must be absent (`Without`).
     pub excluded: ComponentSet,
-    /// Inside an [`Or`]: types are named (and checked for conflicts) but neither required nor excluded as such.
+    /// Inside an [`Or`](super::Or) or an `Option`: types are named (and checked for conflicts) but neither required nor excluded as such.
     pub(super) neutral: u8,
     /// A required type the world has never met (a query through `&World`, which registers nothing): no entity
     /// can match.

@@ -1,7 +1,7 @@
 //! The query cache: what a mutable world works out once per query shape (ids, access check, borrow order,
 //! matching archetype tables), keyed by the shape's type.
 
-use super::access::Access;
+use super::access::{Access, Names};
 use super::data::QueryData;
 use super::error::MAX_QUERY_TYPES;
 use super::filter::Filter;
@@ -24,8 +24,9 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
-    fn new<Q: QueryData, F: Filter>(components: &mut Registry) -> Self {
-        let access = Access::of::<Q, F>(components);
+    /// The shape of query `(Q, F)`, its types named through `names`; no table matched yet.
+    pub(super) fn new<Q: QueryData, F: Filter>(names: &mut impl Names) -> Self {
+        let access = Access::of::<Q, F>(names);
         let mut order: [u8; MAX_QUERY_TYPES] = std::array::from_fn(|k| k as u8);
         order[..access.len].sort_unstable_by_key(|&k| access.ids[k as usize]);
         Self { access, order, tables: TableMatches::default() }
@@ -65,14 +66,6 @@ impl TableMatches {
                 self.found.push(((self.seen + k) as u32, column_indices(table, access)));
             }
         }
-    }
-
-    /// The column indices of matching table `table`; `None` if it does not match.
-    #[inline]
-    pub(super) fn indices(&self, table: u32) -> Option<[u32; MAX_QUERY_TYPES]> {
-        // Found in creation order, so sorted by table number.
-        let at = self.found.binary_search_by_key(&table, |(t, _)| *t).ok()?;
-        Some(self.found[at].1)
     }
 }
 
@@ -124,9 +117,4 @@ pub(super) fn column_indices(table: &Table, access: &Access) -> [u32; MAX_QUERY_
         *index = table.column_index(id).unwrap_or(NO_INDEX);
     }
     indices
-}
-
-/// Whether the rows of `table` match: it is not empty and its set matches.
-pub(super) fn table_matches<F: Filter>(table: &Table, access: &Access) -> bool {
-    !table.is_empty() && set_matches::<F>(table.set(), access)
 }

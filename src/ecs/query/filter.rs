@@ -5,6 +5,7 @@
 #![allow(clippy::needless_lifetimes)]
 
 use super::access::{Access, Names, ABSENT};
+use super::term::Lent;
 use crate::ecs::component::{ComponentId, ComponentSet};
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::{AnyPool, ErasedPool, Layout, Pool};
@@ -27,14 +28,11 @@ pub trait Filter: 'static {
     /// Registers the filtered types and records them in `access`.
     fn access(names: &mut impl Names, access: &mut Access);
     #[doc(hidden)]
-    /// This filter's pools, shared, in access order (`None` where the world has no pool of the type); `None` if
-    /// no entity can pass.
-    fn pools_shared<'w, L: Layout>(
-        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    /// Takes this filter's pools from `lent`, in the order `access` recorded them (`None` where the world has no
+    /// pool of the type); `None` if no entity can pass. Every part takes its pools, so `lent` stays in step.
+    fn pools<'w, L: Layout>(
+        lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
     ) -> Option<Self::Pools<'w, L>>;
-    #[doc(hidden)]
-    /// Borrows this filter's pools from `taken`, in the order `access` recorded them.
-    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L>;
     #[doc(hidden)]
     /// Whether `index` passes.
     fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool;
@@ -56,12 +54,17 @@ pub trait Filter: 'static {
     fn table_passes(set: &ComponentSet, ids: &mut dyn Iterator<Item = ComponentId>) -> bool;
 }
 
+/// A filter's pool of `T`, read whichever way it was lent (filters only test membership).
+#[inline]
+fn pool<T: 'static, L: Layout>(pool: Lent<'_, dyn ErasedPool>) -> &L::Pool<T> {
+    L::pool_ref(AnyPool::<T>::downcast_ref(pool.shared()))
+}
+
 impl Filter for () {
     type Pools<'w, L: Layout> = ();
     const ALWAYS: bool = true;
     fn access(_: &mut impl Names, _: &mut Access) {}
-    fn pools<'w, L: Layout>(_: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) {}
-    fn pools_shared<'w, L: Layout>(_: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>) -> Option<()> {
+    fn pools<'w, L: Layout>(_: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>) -> Option<()> {
         Some(())
     }
     #[inline]
@@ -82,13 +85,11 @@ impl<T: 'static> Filter for With<T> {
     fn access(names: &mut impl Names, access: &mut Access) {
         access.name::<T>(names.id::<T>(), false, true, false);
     }
-    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> &'w L::Pool<T> {
-        L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("a pool per filter")))
-    }
-    fn pools_shared<'w, L: Layout>(
-        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    #[inline]
+    fn pools<'w, L: Layout>(
+        lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
     ) -> Option<&'w L::Pool<T>> {
-        pools.next().expect("a pool per filter").map(|pool| L::pool_ref(AnyPool::<T>::downcast_ref(pool)))
+        Some(pool::<T, L>(lent.next().expect("a pool per filter")?))
     }
     #[inline]
     fn matches<L: Layout>(pool: &&L::Pool<T>, index: u32) -> bool {
@@ -115,13 +116,11 @@ impl<T: 'static> Filter for Without<T> {
     fn access(names: &mut impl Names, access: &mut Access) {
         access.name::<T>(names.id::<T>(), false, false, true);
     }
-    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Option<&'w L::Pool<T>> {
-        Some(L::pool_mut(AnyPool::<T>::downcast_mut(taken.next().expect("a pool per filter"))))
-    }
-    fn pools_shared<'w, L: Layout>(
-        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    #[inline]
+    fn pools<'w, L: Layout>(
+        lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
     ) -> Option<Option<&'w L::Pool<T>>> {
-        Some(pools.next().expect("a pool per filter").map(|pool| L::pool_ref(AnyPool::<T>::downcast_ref(pool))))
+        Some(lent.next().expect("a pool per filter").map(pool::<T, L>))
     }
     #[inline]
     fn matches<L: Layout>(pool: &Option<&L::Pool<T>>, index: u32) -> bool {
@@ -144,16 +143,12 @@ impl<A: Filter, B: Filter> Filter for (A, B) {
         A::access(names, access);
         B::access(names, access);
     }
-    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
-        let a = A::pools::<L>(taken);
-        (a, B::pools::<L>(taken))
-    }
-    fn pools_shared<'w, L: Layout>(
-        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    #[inline]
+    fn pools<'w, L: Layout>(
+        lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
     ) -> Option<Self::Pools<'w, L>> {
-        // Both halves take their pools even if the first cannot match, so the iterator stays in step.
-        let a = A::pools_shared::<L>(pools);
-        let b = B::pools_shared::<L>(pools);
+        let a = A::pools::<L>(lent);
+        let b = B::pools::<L>(lent);
         Some((a?, b?))
     }
     #[inline]
@@ -206,15 +201,11 @@ impl<A: Filter, B: Filter> Filter for Or<A, B> {
         B::access(names, access);
         access.neutral -= 1;
     }
-    fn pools<'w, L: Layout>(taken: &mut impl Iterator<Item = &'w mut dyn ErasedPool>) -> Self::Pools<'w, L> {
-        let a = A::pools::<L>(taken);
-        (Some(a), Some(B::pools::<L>(taken)))
-    }
-    fn pools_shared<'w, L: Layout>(
-        pools: &mut dyn Iterator<Item = Option<&'w dyn ErasedPool>>,
+    fn pools<'w, L: Layout>(
+        lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
     ) -> Option<Self::Pools<'w, L>> {
-        let a = A::pools_shared::<L>(pools);
-        let b = B::pools_shared::<L>(pools);
+        let a = A::pools::<L>(lent);
+        let b = B::pools::<L>(lent);
         (a.is_some() || b.is_some()).then_some((a, b))
     }
     #[inline]

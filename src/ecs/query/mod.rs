@@ -35,23 +35,16 @@ mod filter;
 mod run;
 mod term;
 
-pub use access::Access;
 pub(crate) use cache::QueryCache;
 pub use data::{QueryData, ReadOnlyQueryData};
 pub use error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 pub use filter::{Filter, Or, With, Without};
 pub(crate) use run::QueryContext;
-pub use run::Visit;
-pub use term::{ReadOnlyTerm, Term};
 
 use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;
-use crate::ecs::storage::dispatch;
-use crate::ecs::storage::Storage;
 use crate::ecs::world::World;
-use access::{Lookup, ABSENT};
-use cache::{column_indices, table_matches};
-use run::{many_mut, one_mut, prepare, run_context, run_pools, run_tables_shared};
+use run::{exclusive, many, one, run, shared, Parts};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
 
@@ -99,55 +92,37 @@ pub struct Query<W, Q: QueryData, F: Filter = ()> {
 /// ```
 pub type QueryRef<'w, Q, F = ()> = Query<&'w World, Q, F>;
 
-/// The world a query runs on: borrowed mutably (any terms; the named pools are borrowed apart while the loop runs) or shared
-/// (read-only terms; pools are borrowed). Both end in the same generic loops.
-pub trait Source<Q: QueryData> {
+/// The world a query runs on: borrowed mutably (any terms; the named pools are borrowed apart while the loop
+/// runs) or shared (read-only terms). Both lend their storage to the same loops.
+pub trait Source<'w, Q: QueryData> {
     #[doc(hidden)]
-    /// Runs the query with filter `F`, handing the matches to `visit`.
-    fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError>;
+    /// What query `(Q, F)` runs on, or why it is refused.
+    fn parts<F: Filter>(self) -> Result<Parts<'w>, QueryError>;
+    #[doc(hidden)]
+    /// Whether `entity` is alive (a mutable world applies its command buffer first if `entity` was reserved).
+    fn settle(&mut self, entity: Entity) -> bool;
 }
 
-impl<Q: QueryData> Source<Q> for &mut World {
+impl<'w, Q: QueryData> Source<'w, Q> for &'w mut World {
     #[inline]
-    fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
-        let context = self.query_context();
-        let shape = prepare::<Q, F>(context.queries, context.components, context.storage)?;
-        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, shape, visit);
-        Ok(())
+    fn parts<F: Filter>(self) -> Result<Parts<'w>, QueryError> {
+        Ok(exclusive::<Q, F>(self)?.0)
+    }
+    fn settle(&mut self, entity: Entity) -> bool {
+        World::settle(self, entity)
     }
 }
 
-impl<Q: ReadOnlyQueryData> Source<Q> for &World {
-    fn visit<F: Filter>(self, visit: &mut impl Visit<Q>) -> Result<(), QueryError> {
-        let (entities, components, storage) = self.query_parts();
-        let access = Access::of::<Q, F>(&mut Lookup(components));
-        if let Some(error) = access.refusal() {
-            return Err(error.clone());
-        }
-        if access.unmatchable {
-            return Ok(());
-        }
-        match storage {
-            Storage::Pools { layout, pools } => {
-                let mut shared = access.ids().iter().map(|&id| match id {
-                    ABSENT => None,
-                    id => pools.get(id as usize).map(|pool| pool.as_ref()),
-                });
-                // Only a probing loop over an index-only layout copies handles: then this buffer grows.
-                let mut scratch = Vec::new();
-                dispatch!(*layout, L => {
-                    let Some(pools) = Q::pools_shared::<L>(&mut shared) else { return Ok(()) };
-                    let Some(filter) = F::pools_shared::<L>(&mut shared) else { return Ok(()) };
-                    run_pools::<Q, L, F, _>(pools, filter, entities, &mut scratch, visit)
-                })
-            }
-            Storage::Tables(archetypes) => run_tables_shared::<Q, F, _>(archetypes, &access, visit),
-        }
-        Ok(())
+impl<'w, Q: ReadOnlyQueryData> Source<'w, Q> for &'w World {
+    fn parts<F: Filter>(self) -> Result<Parts<'w>, QueryError> {
+        shared::<Q, F>(self)
+    }
+    fn settle(&mut self, entity: Entity) -> bool {
+        self.is_alive(entity)
     }
 }
 
-impl<W: Source<Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
+impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     pub(crate) fn new(world: W) -> Self {
         Self { world, _marker: PhantomData }
     }
@@ -180,7 +155,8 @@ impl<W: Source<Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
 
     /// Calls `f` with each matching entity and its components, or says why the query is refused.
     pub fn try_for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
-        self.world.visit::<F>(&mut Each(f))
+        run::<Q, F, _>(self.world.parts::<F>()?, &mut Each(f));
+        Ok(())
     }
 
     /// Calls `f` with runs of matching entities and their components as parallel slices (`entities[k]` owns
@@ -210,9 +186,45 @@ impl<W: Source<Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     /// # Panics
     /// If the query is refused, like [`Query::for_each`].
     pub fn for_each_run(self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
-        if let Err(error) = self.world.visit::<F>(&mut Runs(f)) {
-            panic!("{error}");
+        match self.world.parts::<F>() {
+            Ok(parts) => run::<Q, F, _>(parts, &mut Runs(f)),
+            Err(error) => panic!("{error}"),
         }
+    }
+
+    /// One entity's components, if it matches (bevy's `Query::get`, hecs's `query_one_mut` and `query_one`): its
+    /// own values of every fetched term, checked against the filter, borrowed for as long as the world. Through a
+    /// mutable world, a handle reserved by the command buffer applies the buffer first (see
+    /// [`World::reserve_entity`]); through a shared one it is not alive yet ([`QueryOneError::NoSuchEntity`]): a
+    /// shared borrow cannot apply the buffer.
+    ///
+    /// ```
+    /// use swarm::ecs::{QueryOneError, World, Without};
+    /// struct Pos(f32); struct Vel(f32); struct Frozen;
+    /// let mut world = World::new();
+    /// let a = world.spawn((Pos(0.0), Vel(2.0))).unwrap();
+    /// let b = world.spawn((Pos(0.0), Vel(2.0), Frozen)).unwrap();
+    /// let (pos, vel) = world.query::<(&mut Pos, &Vel)>().without::<Frozen>().get(a).unwrap();
+    /// pos.0 += vel.0;
+    /// assert_eq!(world.get::<Pos>(a).unwrap().0, 2.0);
+    /// assert_eq!(world.query::<(&Pos,)>().without::<Frozen>().get(b).err(), Some(QueryOneError::Unsatisfied(b)));
+    /// ```
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32); struct Name(&'static str);
+    /// let mut world = World::new();
+    /// let a = world.spawn((Pos(1.0), Name("a"))).unwrap();
+    /// let world = &world;
+    /// let (pos, name) = world.query_ref::<(&Pos, &Name)>().get(a).unwrap();
+    /// assert_eq!((pos.0, name.0), (1.0, "a"));
+    /// ```
+    pub fn get(mut self, entity: Entity) -> Result<Q::Item<'w>, QueryOneError> {
+        if !self.world.settle(entity) {
+            return Err(QueryOneError::NoSuchEntity(entity));
+        }
+        let parts = self.world.parts::<F>().map_err(QueryOneError::Refused)?;
+        one::<Q, F>(parts, entity.index()).ok_or(QueryOneError::Unsatisfied(entity))
     }
 
     /// Number of matching entities (a lock-step walk counts whole runs, without visiting their rows).
@@ -270,40 +282,13 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
         self,
         f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
     ) -> Result<(), QueryError> {
-        let context = self.world.query_context();
-        let shape = prepare::<Q, F>(context.queries, context.components, context.storage)?;
-        let mut visit = WithCommands { f, commands: Commands::keyed(context.commands) };
-        run_context::<Q, F, _>(context.storage, context.entities, context.scratch, shape, &mut visit);
+        let (parts, commands) = exclusive::<Q, F>(self.world)?;
+        run::<Q, F, _>(parts, &mut WithCommands { f, commands: Commands::keyed(commands) });
         Ok(())
     }
 }
 
 impl<'w, Q: QueryData, F: Filter> Query<&'w mut World, Q, F> {
-    /// One entity's components, if it matches (bevy's `Query::get`, hecs's `query_one_mut`): its own values of
-    /// every fetched term, checked against the filter, borrowed for as long as the world. A handle reserved by
-    /// the command buffer applies the buffer first (see [`World::reserve_entity`]).
-    ///
-    /// ```
-    /// use swarm::ecs::{QueryOneError, World, Without};
-    /// struct Pos(f32); struct Vel(f32); struct Frozen;
-    /// let mut world = World::new();
-    /// let a = world.spawn((Pos(0.0), Vel(2.0))).unwrap();
-    /// let b = world.spawn((Pos(0.0), Vel(2.0), Frozen)).unwrap();
-    /// let (pos, vel) = world.query::<(&mut Pos, &Vel)>().without::<Frozen>().get(a).unwrap();
-    /// pos.0 += vel.0;
-    /// assert_eq!(world.get::<Pos>(a).unwrap().0, 2.0);
-    /// assert_eq!(world.query::<(&Pos,)>().without::<Frozen>().get(b).err(), Some(QueryOneError::Unsatisfied(b)));
-    /// ```
-    pub fn get(self, entity: Entity) -> Result<Q::Item<'w>, QueryOneError> {
-        if !self.world.settle(entity) {
-            return Err(QueryOneError::NoSuchEntity(entity));
-        }
-        let context = self.world.query_context();
-        let shape =
-            prepare::<Q, F>(context.queries, context.components, context.storage).map_err(QueryOneError::Refused)?;
-        one_mut::<Q, F>(context.storage, shape, entity.index()).ok_or(QueryOneError::Unsatisfied(entity))
-    }
-
     /// Several distinct entities' components at once, mutably (hecs's `query_many_mut`): e.g. a hunter writes its
     /// own velocity while it reads its target's position. Refused with [`QueryOneError::Aliased`] if an entity is
     /// named twice, which would hand out two references to one value; otherwise the first entity that is not
@@ -331,74 +316,11 @@ impl<'w, Q: QueryData, F: Filter> Query<&'w mut World, Q, F> {
                 return Err(QueryOneError::NoSuchEntity(entity));
             }
         }
-        let context = self.world.query_context();
-        let shape =
-            prepare::<Q, F>(context.queries, context.components, context.storage).map_err(QueryOneError::Refused)?;
-        let items = many_mut::<Q, F, N>(context.storage, shape, entities.map(Entity::index));
+        let (parts, _) = exclusive::<Q, F>(self.world).map_err(QueryOneError::Refused)?;
+        let items = many::<Q, F, N>(parts, entities.map(Entity::index));
         if let Some(k) = items.iter().position(Option::is_none) {
             return Err(QueryOneError::Unsatisfied(entities[k]));
         }
         Ok(items.map(|item| item.expect("checked above")))
-    }
-}
-
-impl<'w, Q: ReadOnlyQueryData, F: Filter> Query<&'w World, Q, F> {
-    /// One entity's components through a shared world, if it matches (hecs's `query_one`). A handle reserved by
-    /// the command buffer is not alive yet here ([`QueryOneError::NoSuchEntity`]): a shared borrow cannot apply
-    /// the buffer.
-    ///
-    /// ```
-    /// use swarm::ecs::World;
-    /// struct Pos(f32); struct Name(&'static str);
-    /// let mut world = World::new();
-    /// let a = world.spawn((Pos(1.0), Name("a"))).unwrap();
-    /// let world = &world;
-    /// let (pos, name) = world.query_ref::<(&Pos, &Name)>().get(a).unwrap();
-    /// assert_eq!((pos.0, name.0), (1.0, "a"));
-    /// ```
-    pub fn get(self, entity: Entity) -> Result<Q::Item<'w>, QueryOneError> {
-        let world = self.world;
-        if !world.is_alive(entity) {
-            return Err(QueryOneError::NoSuchEntity(entity));
-        }
-        let unsatisfied = QueryOneError::Unsatisfied(entity);
-        let index = entity.index();
-        let (_, components, storage) = world.query_parts();
-        let access = Access::of::<Q, F>(&mut Lookup(components));
-        if let Some(error) = access.refusal() {
-            return Err(QueryOneError::Refused(error.clone()));
-        }
-        if access.unmatchable {
-            return Err(unsatisfied);
-        }
-        match storage {
-            Storage::Pools { layout, pools } => {
-                let mut shared = access.ids().iter().map(|&id| match id {
-                    ABSENT => None,
-                    id => pools.get(id as usize).map(|pool| pool.as_ref()),
-                });
-                dispatch!(*layout, L => {
-                    let Some(pools) = Q::pools_shared::<L>(&mut shared) else { return Err(unsatisfied) };
-                    let Some(filter) = F::pools_shared::<L>(&mut shared) else { return Err(unsatisfied) };
-                    if !F::matches::<L>(&filter, index) {
-                        return Err(unsatisfied);
-                    }
-                    Q::probe_into::<L>(pools, index).ok_or(unsatisfied)
-                })
-            }
-            Storage::Tables(archetypes) => {
-                let (table, row) = archetypes.location(index).ok_or(unsatisfied.clone())?;
-                let (tables, columns) = archetypes.parts();
-                let table = &tables[table as usize];
-                if !table_matches::<F>(table, &access) {
-                    return Err(unsatisfied);
-                }
-                // A matching table holds every required term's type, so each has columns.
-                let columns = Q::columns_shared(columns, &access).ok_or(unsatisfied)?;
-                let indices = column_indices(table, &access);
-                let (slices, _) = Q::split_table(columns, &indices, &mut [0; MAX_QUERY_TYPES]);
-                Ok(Q::row_into(slices, row))
-            }
-        }
     }
 }

@@ -1,24 +1,28 @@
-//! How a query runs: the one storage dispatch, the loops over per-component pools (lock-step or probing) and over
-//! archetype tables, one-entity and many-entity lookups, and the visitors the matches go to.
+//! How a query runs: what the world lends it, the one storage dispatch, the loops over per-component pools
+//! (lock-step or probing) and over archetype tables, one-entity and many-entity lookups, and the visitors the
+//! matches go to. A mutable and a shared world take the same path; only what they lend differs ([`Lent`]).
 
 // The impls spell out `'w` to read like the trait's signatures they implement.
 #![allow(clippy::needless_lifetimes)]
 
-use super::access::Access;
-use super::cache::{column_indices, table_matches, QueryCache, Shape};
-use super::data::{QueryData, ReadOnlyQueryData};
-use super::error::QueryError;
-use super::error::MAX_QUERY_TYPES;
+use super::access::Lookup;
+use super::cache::{column_indices, set_matches, QueryCache, Shape};
+use super::data::QueryData;
+use super::error::{QueryError, MAX_QUERY_TYPES};
 use super::filter::Filter;
+use super::term::Lent;
 use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::component::ComponentId;
 use crate::ecs::entity::{Entities, Entity};
-use crate::ecs::storage::archetype::Archetypes;
+use crate::ecs::storage::archetype::{Archetypes, Table, TypeColumns};
 use crate::ecs::storage::sparse_set::PackedOrder;
-use crate::ecs::storage::{dispatch, split_disjoint, ErasedPool, Layout, Registry};
+use crate::ecs::storage::{dispatch, split_disjoint, ErasedPool, Layout, PoolLayout, Registry};
 use crate::ecs::storage::{ensure_pools, Storage};
+use crate::ecs::world::World;
+use std::ops::{Deref, DerefMut};
 
-/// The storage a query runs on, split out of the world so the query can borrow its parts separately.
+/// A mutable world's parts a query borrows apart: its storage, allocator, scratch buffer, command buffer, registry
+/// and query cache.
 pub(crate) struct QueryContext<'w> {
     /// The allocator, to turn indices back into handles.
     pub(crate) entities: &'w Entities,
@@ -34,41 +38,187 @@ pub(crate) struct QueryContext<'w> {
     pub(crate) queries: &'w mut QueryCache,
 }
 
-/// The query's shape from the world's cache: on its first run in this world, its types are registered, its access
-/// checked and the result kept (a refusal too); every pool it names exists afterwards.
+/// What a query runs on, from a mutable world or a shared one: the storage lent exclusively or shared, the
+/// allocator, the query's shape (cached in a mutable world, worked out on the spot through a shared one) and a
+/// scratch buffer (the world's, or a new one).
+#[doc(hidden)]
+pub struct Parts<'w> {
+    pub(super) entities: &'w Entities,
+    pub(super) storage: Lent<'w, Storage>,
+    pub(super) shape: Held<'w, Shape>,
+    pub(super) scratch: Held<'w, Vec<Entity>>,
+}
+
+/// A part a query borrows from a mutable world, or holds itself when it runs through a shared one.
+#[doc(hidden)]
+pub enum Held<'w, T> {
+    Borrowed(&'w mut T),
+    Owned(T),
+}
+
+impl<T> Deref for Held<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        match self {
+            Held::Borrowed(value) => value,
+            Held::Owned(value) => value,
+        }
+    }
+}
+
+impl<T> DerefMut for Held<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        match self {
+            Held::Borrowed(value) => value,
+            Held::Owned(value) => value,
+        }
+    }
+}
+
+/// The parts of a mutable world for query `(Q, F)`, and its command buffer. The shape comes from the world's
+/// cache: on its first run in this world, its types are registered, its access checked and the result kept (a
+/// refusal too); every pool it names exists afterwards.
 #[inline(always)]
-pub(super) fn prepare<'c, Q: QueryData, F: Filter>(
-    queries: &'c mut QueryCache,
-    components: &mut Registry,
-    storage: &mut Storage,
-) -> Result<&'c mut Shape, QueryError> {
+pub(super) fn exclusive<'w, Q: QueryData, F: Filter>(
+    world: &'w mut World,
+) -> Result<(Parts<'w>, &'w mut CommandQueue), QueryError> {
+    let QueryContext { entities, storage, scratch, commands, components, queries } = world.query_context();
     let shape = queries.shape::<Q, F>(components);
-    if let Some(error) = &shape.access.error {
+    if let Some(error) = shape.access.refusal() {
         return Err(error.clone());
     }
-    if let Storage::Pools { layout, pools } = storage {
+    if let Storage::Pools { layout, pools } = &mut *storage {
         // Types registered elsewhere since (a refused query or spawn) may have no pool yet.
         if let Some(last) = components.len().checked_sub(1).filter(|&last| last >= pools.len()) {
             ensure_pools(pools, *layout, components, last as ComponentId);
         }
     }
-    Ok(shape)
+    let storage = Lent::Exclusive(storage);
+    Ok((Parts { entities, storage, shape: Held::Borrowed(shape), scratch: Held::Borrowed(scratch) }, commands))
 }
 
-/// The one storage dispatch of a query through a mutable world.
-#[inline]
-pub(super) fn run_context<Q: QueryData, F: Filter, V: Visit<Q>>(
-    storage: &mut Storage,
-    entities: &Entities,
-    scratch: &mut Vec<Entity>,
-    shape: &mut Shape,
-    visit: &mut V,
-) {
+/// The parts of a shared world for query `(Q, F)`: its shape is worked out now, registering nothing (a type the
+/// world never met has no id and no pool).
+pub(super) fn shared<'w, Q: QueryData, F: Filter>(world: &'w World) -> Result<Parts<'w>, QueryError> {
+    let (entities, components, storage) = world.query_parts();
+    let shape = Shape::new::<Q, F>(&mut Lookup(components));
+    if let Some(error) = shape.access.refusal() {
+        return Err(error.clone());
+    }
+    // Only a probing loop over an index-only layout copies handles: then this buffer grows.
+    let scratch = Held::Owned(Vec::new());
+    Ok(Parts { entities, storage: Lent::Shared(storage), shape: Held::Owned(shape), scratch })
+}
+
+/// The storage as it is lent, opened: pools of one layout, or archetype tables.
+enum Lending<'w> {
+    Pools(PoolLayout, Lent<'w, [Box<dyn ErasedPool>]>),
+    Tables(Lent<'w, Archetypes>),
+}
+
+#[inline(always)]
+fn lending(storage: Lent<'_, Storage>) -> Lending<'_> {
     match storage {
-        Storage::Pools { layout, pools } => {
-            dispatch!(*layout, L => run::<Q, F, L, _>(pools, entities, scratch, shape, visit))
+        Lent::Exclusive(Storage::Pools { layout, pools }) => Lending::Pools(*layout, Lent::Exclusive(pools)),
+        Lent::Shared(Storage::Pools { layout, pools }) => Lending::Pools(*layout, Lent::Shared(pools)),
+        Lent::Exclusive(Storage::Tables(archetypes)) => Lending::Tables(Lent::Exclusive(archetypes)),
+        Lent::Shared(Storage::Tables(archetypes)) => Lending::Tables(Lent::Shared(archetypes)),
+    }
+}
+
+/// Runs query `(Q, F)` on `parts`, handing the matches to `visit`: the one storage dispatch, then a loop
+/// monomorphized for the layout.
+#[inline]
+pub(super) fn run<Q: QueryData, F: Filter, V: Visit<Q>>(parts: Parts<'_>, visit: &mut V) {
+    let Parts { entities, storage, mut shape, mut scratch } = parts;
+    match lending(storage) {
+        Lending::Pools(layout, pools) => dispatch!(layout, L => {
+            if let Some((pools, filter)) = take_pools::<Q, F, L>(pools, &shape) {
+                run_pools::<Q, L, F, V>(pools, filter, entities, &mut scratch, visit);
+            }
+        }),
+        Lending::Tables(archetypes) => run_tables::<Q, F, V>(archetypes, &mut shape, visit),
+    }
+}
+
+/// The query's and its filter's typed pools, taken from the world's table all at once (they stay in it, so a
+/// panicking loop body leaves nothing to put back) and downcast once; `None` if no entity can match.
+#[inline]
+fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
+    pools: Lent<'w, [Box<dyn ErasedPool>]>,
+    shape: &Shape,
+) -> Option<(Q::Pools<'w, L>, F::Pools<'w, L>)> {
+    // The query's pools, then the filter's, from the pools lent in access order.
+    fn take<'w, Q: QueryData, F: Filter, L: Layout>(
+        mut lent: impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
+    ) -> Option<(Q::Pools<'w, L>, F::Pools<'w, L>)> {
+        let pools = Q::pools::<L>(&mut lent);
+        let filter = F::pools::<L>(&mut lent);
+        Some((pools?, filter?))
+    }
+    let ids = shape.access.ids();
+    let pools = match pools {
+        // A type the world never met (`ABSENT`) has no pool.
+        Lent::Shared(pools) => {
+            return take::<Q, F, L>(ids.iter().map(|&id| pools.get(id as usize).map(|pool| Lent::Shared(&**pool))))
         }
-        Storage::Tables(archetypes) => run_tables::<Q, F, _>(archetypes, shape, visit),
+        Lent::Exclusive(pools) => pools,
+    };
+    let lend = |pool: &'w mut Box<dyn ErasedPool>| Some(Lent::Exclusive(&mut **pool));
+    // One or two pools (most systems' queries) are borrowed directly; more are split off in ascending id order.
+    match *ids {
+        [a] => take::<Q, F, L>(std::iter::once(lend(&mut pools[a as usize]))),
+        [a, b] => {
+            let pair = pools.get_disjoint_mut([a as usize, b as usize]).expect("a query names distinct pools");
+            take::<Q, F, L>(pair.map(lend).into_iter())
+        }
+        _ => {
+            let mut picked: [Option<&'w mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
+            let picks = shape.order[..ids.len()].iter().map(|&k| (k as usize, ids[k as usize] as usize));
+            split_disjoint(pools, picks, &mut picked);
+            take::<Q, F, L>(picked.into_iter().take(ids.len()).map(|pool| lend(pool.expect("picked above"))))
+        }
+    }
+}
+
+/// The tables, and every table's columns of each type as lent.
+#[inline]
+fn lend_columns(archetypes: Lent<'_, Archetypes>) -> (&[Table], Lent<'_, [TypeColumns]>) {
+    match archetypes {
+        Lent::Exclusive(archetypes) => {
+            let (tables, columns) = archetypes.parts_mut();
+            (tables, Lent::Exclusive(columns))
+        }
+        Lent::Shared(archetypes) => {
+            let (tables, columns) = archetypes.parts();
+            (tables, Lent::Shared(columns))
+        }
+    }
+}
+
+/// The fetched terms' columns (all tables' columns of each term's type), taken all at once and downcast once;
+/// `None` if a required term's type is in no table.
+#[inline]
+fn take_columns<'w, Q: QueryData>(columns: Lent<'w, [TypeColumns]>, shape: &Shape) -> Option<Q::Columns<'w>> {
+    let ids = &shape.access.ids()[..shape.access.fetched];
+    match columns {
+        // A type the world never met (`ABSENT`), or that no table holds yet, has no columns.
+        Lent::Shared(columns) => {
+            Q::columns(&mut ids.iter().map(|&id| columns.get(id as usize)?.as_deref().map(Lent::Shared)))
+        }
+        Lent::Exclusive(columns) => {
+            let mut picked: [Option<&'w mut TypeColumns>; MAX_QUERY_TYPES] = Default::default();
+            let bound = columns.len();
+            let picks = shape.order[..shape.access.len]
+                .iter()
+                .map(|&k| (k as usize, shape.access.ids()[k as usize] as usize))
+                .filter(|&(k, id)| k < ids.len() && id < bound);
+            split_disjoint(columns, picks, &mut picked);
+            let lent = picked.into_iter().take(ids.len());
+            Q::columns(&mut lent.map(|columns| columns?.as_deref_mut().map(Lent::Exclusive)))
+        }
     }
 }
 
@@ -87,7 +237,7 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     visit: &mut V,
 ) {
     // A required pool (fetched or `With`) that is empty: nothing can match, so nothing to check or walk.
-    let fetched = Q::min_len::<L>(&pools);
+    let fetched = Q::terms::<L>(&pools).map(|term| term.len).min().unwrap_or(usize::MAX);
     let smallest = F::min_len::<L>(&filter).min(fetched);
     if smallest == 0 {
         return;
@@ -96,8 +246,8 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     {
         let mut first: Option<PackedOrder<'_>> = None;
         let mut checked = false;
-        for order in Q::orders::<L>(&pools) {
-            match (order, &first) {
+        for term in Q::terms::<L>(&pools) {
+            match (term.order, &first) {
                 (None, _) => aligned = false,
                 (Some(order), None) => first = Some(order),
                 (Some(order), Some(expected)) => {
@@ -108,11 +258,13 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
                 }
             }
         }
+        // No packed term at all (`()`, or only optional terms): the entities come from a driver below.
+        aligned &= first.is_some();
         if aligned && checked {
             // Remember the verdict: later checks look only at the positions changed since.
             let orders: [Option<PackedOrder<'_>>; MAX_QUERY_TYPES] = {
-                let mut all = Q::orders::<L>(&pools);
-                std::array::from_fn(|_| all.next().flatten())
+                let mut all = Q::terms::<L>(&pools);
+                std::array::from_fn(|_| all.next().and_then(|term| term.order))
             };
             PackedOrder::mark_same(orders.iter().flatten());
         }
@@ -120,8 +272,10 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
     if aligned && F::min_len::<L>(&filter) >= fetched {
         let (rows, slices) = Q::into_packed::<L>(pools);
+        let rows = rows.unwrap_or(&[]);
         let len = rows.len();
-        let mut rest = Q::truncate(slices, len);
+        // Cut to the rows' length, so the loop's bounds checks fold away.
+        let mut rest = Q::split_front(slices, len).0;
         if F::ALWAYS {
             visit.run(rows, rest);
             return;
@@ -148,8 +302,10 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     // Probe: the smallest pool drives.
     // A fetched pool with packed arrays drives by walking them: its own values come by row, and only the other
     // pools are probed by index (the textbook movement system).
-    if let Some(driver) = Q::packed_driver::<L>(&pools, smallest) {
+    let driver = Q::terms::<L>(&pools).position(|term| term.len == smallest && term.order.is_some());
+    if let Some(driver) = driver {
         let (rows, mut lanes) = Q::into_lanes::<L>(pools, driver);
+        let rows = rows.unwrap_or(&[]);
         for (row, &entity) in rows.iter().enumerate() {
             let index = entity.index();
             if !F::matches::<L>(&filter, index) {
@@ -168,16 +324,17 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     scratch.clear();
     if smallest == usize::MAX {
         scratch.extend(entities.iter());
+    } else if let Some(driver) = Q::terms::<L>(&pools).position(|term| term.len == smallest) {
+        Q::collect::<L>(&pools, driver, entities, scratch);
+    } else {
+        F::collect::<L>(&filter, smallest, &mut false, entities, scratch);
     }
-    let mut done = false;
-    Q::collect::<L>(&pools, smallest, &mut done, entities, scratch);
-    F::collect::<L>(&filter, smallest, &mut done, entities, scratch);
     for &entity in scratch.iter() {
         let index = entity.index();
         if !F::matches::<L>(&filter, index) {
             continue;
         }
-        if let Some(item) = Q::probe::<L>(&mut pools, index) {
+        if let Some(item) = Q::probe::<L>(Q::reborrow::<L>(&mut pools), index) {
             visit.one(entity, item);
         }
     }
@@ -186,40 +343,31 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
 /// The loop over archetype tables: every matching table is one run of column slices. Each term's columns (all
 /// tables' columns of its type) are downcast once per query; the shape's cache lists the matching tables with the
 /// index of each term's column among its type's columns (brought up to date with the tables made since), so a
-/// table costs an emptiness test, one indexed load per term and the visit: no set test, slot lookup or dynamic
-/// call per table.
-fn run_tables<Q: QueryData, F: Filter, V: Visit<Q>>(archetypes: &mut Archetypes, shape: &mut Shape, visit: &mut V) {
-    shape.tables.update::<F>(archetypes, &shape.access);
+/// table costs an emptiness test, a split per term and the visit: no set test, slot lookup or dynamic call per
+/// table.
+fn run_tables<Q: QueryData, F: Filter, V: Visit<Q>>(
+    archetypes: Lent<'_, Archetypes>,
+    shape: &mut Shape,
+    visit: &mut V,
+) {
+    shape.tables.update::<F>(archetypes.as_ref(), &shape.access);
     if shape.tables.found.is_empty() {
         return;
     }
-    let (tables, columns) = archetypes.parts_mut();
-    let Some(mut columns) = Q::columns(columns, shape.access.ids(), &shape.order[..shape.access.len]) else {
+    let (tables, columns) = lend_columns(archetypes);
+    let Some(mut columns) = take_columns::<Q>(columns, shape) else {
         return;
     };
+    // The matching tables come in ascending order, so each one's columns are split off the front of the rest.
     for (table, indices) in &shape.tables.found {
         let rows = tables[*table as usize].entities();
         if rows.is_empty() {
             continue;
         }
-        let slices = Q::table_slices(&mut columns, indices);
-        visit.run(rows, Q::truncate(slices, rows.len()));
-    }
-}
-
-/// The loop over archetype tables through a shared world.
-pub(super) fn run_tables_shared<Q: ReadOnlyQueryData, F: Filter, V: Visit<Q>>(
-    archetypes: &Archetypes,
-    access: &Access,
-    visit: &mut V,
-) {
-    let (tables, columns) = archetypes.parts();
-    let Some(mut columns) = Q::columns_shared(columns, access) else {
-        return;
-    };
-    for table in tables.iter().filter(|table| table_matches::<F>(table, access)) {
-        let slices = Q::table_slices(&mut columns, &column_indices(table, access));
-        visit.run(table.entities(), Q::truncate(slices, table.len()));
+        let (slices, _) = Q::split_table(Q::reborrow_columns(&mut columns), indices, &mut [0; MAX_QUERY_TYPES]);
+        if let Some(slices) = slices {
+            visit.run(rows, Q::split_front(slices, rows.len()).0);
+        }
     }
 }
 
@@ -254,7 +402,7 @@ pub(super) struct Runs<Func>(pub(super) Func);
 impl<Q: QueryData, Func: for<'a> FnMut(&[Entity], Q::Slices<'a>)> Visit<Q> for Runs<Func> {
     #[inline(always)]
     fn one(&mut self, entity: Entity, item: Q::Item<'_>) {
-        (self.0)(std::slice::from_ref(&entity), Q::one_slices(item))
+        (self.0)(std::slice::from_ref(&entity), Q::one(item))
     }
     #[inline(always)]
     fn run(&mut self, entities: &[Entity], slices: Q::Slices<'_>) {
@@ -293,72 +441,29 @@ impl<Q: QueryData, Func: for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c
     }
 }
 
-/// The loop over a per-component layout: the query's pools are borrowed from the world's table all at once (they
-/// stay in it, so a panicking loop body leaves nothing to put back), downcast once, and handed to `run_pools`.
-#[inline]
-fn run<Q: QueryData, F: Filter, L: Layout, V: Visit<Q>>(
-    pools: &mut [Box<dyn ErasedPool>],
-    entities: &Entities,
-    scratch: &mut Vec<Entity>,
-    shape: &Shape,
-    visit: &mut V,
-) {
-    let (pools, filter) = borrow_pools::<Q, F, L>(pools, shape);
-    run_pools::<Q, L, F, V>(pools, filter, entities, scratch, visit);
-}
-
-/// The query's and its filter's typed pools, borrowed from the world's table all at once.
-#[inline]
-fn borrow_pools<'w, Q: QueryData, F: Filter, L: Layout>(
-    pools: &'w mut [Box<dyn ErasedPool>],
-    shape: &Shape,
-) -> (Q::Pools<'w, L>, F::Pools<'w, L>) {
-    let ids = shape.access.ids();
-    // The query's pools, then the filter's, from the pools taken in access order.
-    fn split<'w, Q: QueryData, F: Filter, L: Layout>(
-        mut taken: impl Iterator<Item = &'w mut dyn ErasedPool>,
-    ) -> (Q::Pools<'w, L>, F::Pools<'w, L>) {
-        (Q::pools::<L>(&mut taken), F::pools::<L>(&mut taken))
-    }
-    // One or two pools (most systems' queries) are borrowed directly; more are split off in ascending id order.
-    match *ids {
-        [a] => split::<Q, F, L>(std::iter::once(pools[a as usize].as_mut())),
-        [a, b] => {
-            let [a, b] = pools.get_disjoint_mut([a as usize, b as usize]).expect("a query names distinct pools");
-            split::<Q, F, L>([a.as_mut(), b.as_mut()].into_iter())
-        }
-        _ => {
-            let mut picked: [Option<&'w mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
-            let picks = shape.order[..ids.len()].iter().map(|&k| (k as usize, ids[k as usize] as usize));
-            split_disjoint(pools, picks, &mut picked);
-            split::<Q, F, L>(picked.into_iter().take(ids.len()).map(|pool| pool.expect("picked above").as_mut()))
-        }
-    }
-}
-
-/// One entity's match through a mutable world (`None` if it has not every fetched component, or fails the
-/// filter): a probe of each pool, or its table's columns at its row.
-pub(super) fn one_mut<'w, Q: QueryData, F: Filter>(
-    storage: &'w mut Storage,
-    shape: &mut Shape,
-    index: u32,
-) -> Option<Q::Item<'w>> {
-    match storage {
-        Storage::Pools { layout, pools } => dispatch!(*layout, L => {
-            let (pools, filter) = borrow_pools::<Q, F, L>(pools, shape);
+/// One entity's match (`None` if it has not every fetched component, or fails the filter): a probe of each pool,
+/// or its table's columns at its row.
+pub(super) fn one<'w, Q: QueryData, F: Filter>(parts: Parts<'w>, index: u32) -> Option<Q::Item<'w>> {
+    let Parts { storage, shape, .. } = parts;
+    match lending(storage) {
+        Lending::Pools(layout, pools) => dispatch!(layout, L => {
+            let (pools, filter) = take_pools::<Q, F, L>(pools, &shape)?;
             if !F::matches::<L>(&filter, index) {
                 return None;
             }
-            Q::probe_into::<L>(pools, index)
+            Q::probe::<L>(pools, index)
         }),
-        Storage::Tables(archetypes) => {
-            let (table, row) = archetypes.location(index)?;
-            shape.tables.update::<F>(archetypes, &shape.access);
-            let indices = shape.tables.indices(table)?;
-            let (_, columns) = archetypes.parts_mut();
-            let columns = Q::columns(columns, shape.access.ids(), &shape.order[..shape.access.len])?;
+        Lending::Tables(archetypes) => {
+            let (table, row) = archetypes.as_ref().location(index)?;
+            let (tables, columns) = lend_columns(archetypes);
+            let table = &tables[table as usize];
+            if !set_matches::<F>(table.set(), &shape.access) {
+                return None;
+            }
+            let columns = take_columns::<Q>(columns, &shape)?;
+            let indices = column_indices(table, &shape.access);
             let (slices, _) = Q::split_table(columns, &indices, &mut [0; MAX_QUERY_TYPES]);
-            Some(Q::row_into(slices, row))
+            Some(Q::row(slices?, row))
         }
     }
 }
@@ -366,32 +471,29 @@ pub(super) fn one_mut<'w, Q: QueryData, F: Filter>(
 /// The matches of several distinct entities at once (each `None` if it does not match). Pools hand out their
 /// values for all the indices at once; archetype tables are split apart in ascending order, and within a table
 /// the rows are, so no value is borrowed twice and nothing needs `unsafe`.
-pub(super) fn many_mut<'w, Q: QueryData, F: Filter, const N: usize>(
-    storage: &'w mut Storage,
-    shape: &mut Shape,
+pub(super) fn many<'w, Q: QueryData, F: Filter, const N: usize>(
+    parts: Parts<'w>,
     indices: [u32; N],
 ) -> [Option<Q::Item<'w>>; N] {
-    match storage {
-        Storage::Pools { layout, pools } => dispatch!(*layout, L => {
-            let (pools, filter) = borrow_pools::<Q, F, L>(pools, shape);
-            let mut k = 0;
-            Q::probe_many::<L, N>(pools, indices).map(|item| {
-                let passes = F::matches::<L>(&filter, indices[k]);
-                k += 1;
-                item.filter(|_| passes)
-            })
+    let Parts { storage, shape, .. } = parts;
+    let mut out: [Option<Q::Item<'w>>; N] = std::array::from_fn(|_| None);
+    match lending(storage) {
+        Lending::Pools(layout, pools) => dispatch!(layout, L => {
+            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, &shape) else { return out };
+            for ((slot, item), &index) in out.iter_mut().zip(Q::probe_many::<L, N>(pools, indices)).zip(&indices) {
+                *slot = item.filter(|_| F::matches::<L>(&filter, index));
+            }
         }),
-        Storage::Tables(archetypes) => {
-            let mut out: [Option<Q::Item<'w>>; N] = std::array::from_fn(|_| None);
-            shape.tables.update::<F>(archetypes, &shape.access);
+        Lending::Tables(archetypes) => {
             // (table, row, k) of each entity that has a row, sorted.
-            let mut at: [(u32, usize, usize); N] = std::array::from_fn(|k| match archetypes.location(indices[k]) {
-                Some((table, row)) => (table, row, k),
-                None => (u32::MAX, 0, k),
-            });
+            let mut at: [(u32, usize, usize); N] =
+                std::array::from_fn(|k| match archetypes.as_ref().location(indices[k]) {
+                    Some((table, row)) => (table, row, k),
+                    None => (u32::MAX, 0, k),
+                });
             at.sort_unstable();
-            let (_, columns) = archetypes.parts_mut();
-            let Some(mut columns) = Q::columns(columns, shape.access.ids(), &shape.order[..shape.access.len]) else {
+            let (tables, columns) = lend_columns(archetypes);
+            let Some(mut columns) = take_columns::<Q>(columns, &shape) else {
                 return out;
             };
             // Tables in ascending order take ascending columns of every type: each table's are split off the front
@@ -399,11 +501,12 @@ pub(super) fn many_mut<'w, Q: QueryData, F: Filter, const N: usize>(
             let (mut bases, mut i) = ([0; MAX_QUERY_TYPES], 0);
             while i < N && at[i].0 != u32::MAX {
                 let number = at[i].0;
+                let table = &tables[number as usize];
                 let mut rest = None;
-                if let Some(indices) = shape.tables.indices(number) {
-                    let (slices, tail) = Q::split_table(columns, &indices, &mut bases);
+                if set_matches::<F>(table.set(), &shape.access) {
+                    let (slices, tail) = Q::split_table(columns, &column_indices(table, &shape.access), &mut bases);
                     columns = tail;
-                    rest = Some(slices);
+                    rest = slices;
                 }
                 let mut consumed = 0;
                 while i < N && at[i].0 == number {
@@ -411,14 +514,14 @@ pub(super) fn many_mut<'w, Q: QueryData, F: Filter, const N: usize>(
                     if let Some(slices) = rest.take() {
                         let (_, tail) = Q::split_front(slices, row - consumed);
                         let (one, tail) = Q::split_front(tail, 1);
-                        out[k] = Some(Q::row_into(one, 0));
+                        out[k] = Some(Q::row(one, 0));
                         rest = Some(tail);
                         consumed = row + 1;
                     }
                     i += 1;
                 }
             }
-            out
         }
     }
+    out
 }
