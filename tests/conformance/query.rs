@@ -313,6 +313,70 @@ fn aliasing_for_each_panics_with_a_clear_message(backend: Backend) {
     w.query::<(&Pos, &mut Pos)>().for_each(|_, _| {});
 }
 
+fn nested_and_optional_groups_match_like_their_flat_forms(backend: Backend) {
+    // `(&A, (&B, &C))` is the flat `(&A, &B, &C)` with its item nested; `Option<(&B, &C)>` is `Some` exactly where
+    // both are present, and restricts nothing. Through a mutable and a shared world, by loop, run and lookup.
+    let mut w = world(backend);
+    let mut expect = Vec::new();
+    for i in 0..60 {
+        let e = w.spawn((Pos(i as f32, 0.0),)).unwrap();
+        if i % 2 == 0 {
+            w.insert(e, Vel(1.0, i as f32)).unwrap();
+        }
+        if i % 3 == 0 {
+            w.insert(e, Red).unwrap();
+        }
+        // Some values churn, so pools differ in order and tables in membership.
+        if i % 7 == 0 {
+            w.remove::<Pos>(e).unwrap();
+            w.insert(e, Pos(i as f32, 0.0)).unwrap();
+        }
+        expect.push((e, i, i % 6 == 0));
+    }
+    let both = |world: &World| {
+        let mut seen = Vec::new();
+        world.query_ref::<(&Pos, Option<(&Vel, &Red)>)>().for_each(|e, (p, group)| {
+            if let Some((v, _)) = group {
+                assert_eq!(v.1, p.0, "the group's values are the entity's own");
+            }
+            seen.push((e, p.0 as i32, group.is_some()));
+        });
+        seen.sort_by_key(|&(e, ..)| e);
+        seen
+    };
+    let mut want: Vec<_> = expect.iter().map(|&(e, i, some)| (e, i, some)).collect();
+    want.sort_by_key(|&(e, ..)| e);
+    assert_eq!(both(&w), want, "shared, optional group");
+
+    // Mutable, nested tuple: only entities with all three, written through the inner tuple.
+    let mut n = 0;
+    w.query::<(&Pos, (&mut Vel, &Red))>().for_each(|_, (p, (v, _))| {
+        v.0 += p.0;
+        n += 1;
+    });
+    assert_eq!(n, 10, "0, 6, 12, ... 54");
+    let mut runs = 0;
+    w.query::<(&Pos, (&Vel, &Red))>().for_each_run(|entities, (positions, (velocities, reds))| {
+        assert_eq!((positions.len(), velocities.len(), reds.len()), (entities.len(), entities.len(), entities.len()));
+        runs += entities.len();
+    });
+    assert_eq!(runs, 10);
+    for &(e, i, some) in &expect {
+        let got = w.query::<(&Pos, Option<(&mut Vel, &Red)>)>().get(e).map(|(_, g)| g.map(|(v, _)| v.0));
+        let want = if some { Some(1.0 + i as f32) } else { None };
+        assert_eq!(got, Ok(want), "entity {i}");
+        assert_eq!(w.query_ref::<Option<(&Vel, &Red)>>().get(e).map(|g| g.is_some()), Ok(some));
+    }
+    let [a, b] = [expect[0].0, expect[1].0];
+    let [(_, ga), (_, gb)] = w.query::<(&Pos, Option<(&mut Vel, &Red)>)>().get_many([a, b]).unwrap();
+    assert!(ga.is_some() && gb.is_none());
+    // A group of a type the world never met reads `None` through a shared world, and restricts nothing.
+    struct Never;
+    assert_eq!(w.query_ref::<(&Pos, Option<(&Vel, &Never)>)>().count(), 60);
+    assert_eq!(w.query::<(&Pos, Option<(&Vel, &Never)>)>().count(), 60);
+    w.assert_invariants();
+}
+
 mod every_backend {
     use crate::backends;
 
@@ -325,6 +389,7 @@ mod every_backend {
         optional_terms_fetch_when_present_and_never_restrict,
         shared_queries_read_what_mutable_ones_read,
         aliasing_queries_are_refused,
+        nested_and_optional_groups_match_like_their_flat_forms,
     }
 
     panics_on_every_backend! {
