@@ -3,11 +3,12 @@
 use super::component::{BundleIds, ComponentId};
 use super::entity::{Entities, Entity};
 use super::storage::archetype::{typed_mut, Archetypes};
-use super::storage::{AnyPool, ErasedPool, Layout, Pool, Registry, SparseSetLayout};
-use super::world::World;
+use super::storage::{AnyPool, ErasedPool, Layout, Pool, PutBundle, Registry, SparseSetLayout, Storage};
 
+// The methods face the storage: a bundle's ids, and per-entity insert and remove given the storage and the
+// registry; placing the values of new entities is `PutBundle`'s, which the storage's spawns take.
 /// A tuple of up to 12 components, each of a distinct `'static` type.
-pub trait Bundle: 'static {
+pub trait Bundle: PutBundle + 'static {
     #[doc(hidden)]
     /// Panics if the tuple names a type twice (checked without a registry, e.g. when a command is recorded).
     fn assert_distinct();
@@ -25,58 +26,25 @@ pub trait Bundle: 'static {
     /// If the tuple names a type twice (then nothing is cached).
     fn register_ids(components: &mut Registry) -> BundleIds;
     #[doc(hidden)]
-    /// Inserts every component into its per-component pool of layout `L` (`ids` from [`Bundle::ids`]); `entity`
-    /// must hold no value in any pool yet (fresh from the allocator). The layout is matched once by the caller, so
-    /// each component costs a downcast and the pool's own insert, inlined.
-    fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity);
-    #[doc(hidden)]
-    /// Inserts each component into `entity` (alive) in turn, as [`World::insert`] does.
-    fn insert_each(self, world: &mut World, entity: Entity);
+    /// Inserts each component into `entity` (alive) in turn, registering its type, as `World::insert` does.
+    fn insert_each(self, storage: &mut Storage, components: &mut Registry, entity: Entity);
     #[doc(hidden)]
     /// The type name of the first component `entity` (alive) lacks, if any.
-    fn first_missing(world: &World, entity: Entity) -> Option<&'static str>;
+    fn first_missing(storage: &Storage, components: &Registry, entity: Entity) -> Option<&'static str>;
     #[doc(hidden)]
     /// Removes each component from `entity` (alive, holding them all) and returns them.
-    fn remove_each(world: &mut World, entity: Entity) -> Self
-    where
-        Self: Sized;
-    #[doc(hidden)]
-    /// Puts each bundle of `items` into a new row of `table` (the table of `ids`), finding and downcasting each
-    /// type's column once for the whole batch; `spawned` hears of each entity, in order. Every entity must be
-    /// newly alive, with no row yet.
-    fn put_rows(
-        items: impl Iterator<Item = (Entity, Self)>,
-        archetypes: &mut Archetypes,
-        table: u32,
-        ids: &[ComponentId],
-        spawned: impl FnMut(Entity),
-    ) where
-        Self: Sized;
-    #[doc(hidden)]
-    /// Puts each bundle of `items` into the per-component pools of layout `L` for its entity, downcasting each pool
-    /// once for the whole batch; `out` receives the entities in order. Every entity must be newly alive, holding
-    /// no value in any pool yet (the caller allocates or activates them as `items` is pulled).
-    fn put_batch<L: Layout>(
-        items: impl Iterator<Item = (Entity, Self)>,
-        pools: &mut [Box<dyn ErasedPool>],
-        ids: &[ComponentId],
-        out: &mut Vec<Entity>,
-    ) where
-        Self: Sized;
-    #[doc(hidden)]
-    /// Batch spawning into sparse-set pools: pushes the values of `items` onto the pools' packed value arrays as
-    /// plain streams, then allocates one entity per bundle at once and gives the pools their entities; `out`, if
-    /// given, receives the handles too. Returns how many were spawned. `items` must not yield more bundles than
-    /// `entities` has room for.
-    fn put_sparse_batch(
-        items: impl Iterator<Item = Self>,
-        pools: &mut [Box<dyn ErasedPool>],
-        ids: &[ComponentId],
-        entities: &mut Entities,
-        out: Option<&mut Vec<Entity>>,
-    ) -> usize
-    where
-        Self: Sized;
+    fn remove_each(storage: &mut Storage, components: &Registry, entity: Entity) -> Self;
+}
+
+/// Whether the live `entity` has `T`.
+fn has<T: 'static>(storage: &Storage, components: &Registry, entity: Entity) -> bool {
+    components.id::<T>().is_some_and(|id| storage.get::<T>(id, entity.index()).is_some())
+}
+
+/// Removes `T` from the live `entity`, which has it.
+fn take<T: 'static>(storage: &mut Storage, components: &Registry, entity: Entity) -> T {
+    let id = components.id::<T>().expect("checked present");
+    storage.remove::<T>(id, components, entity.index()).expect("checked present")
 }
 
 fn pool<T: 'static>(pools: &mut [Box<dyn ErasedPool>], id: ComponentId) -> &mut AnyPool<T> {
@@ -113,25 +81,31 @@ macro_rules! impl_bundle {
                 components.cache_group::<Self>(ids);
                 ids
             }
-            #[inline]
-            fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity) {
+            fn insert_each(self, storage: &mut Storage, components: &mut Registry, entity: Entity) {
                 let ($($v,)+) = self;
-                $(L::pool_mut(pool::<$T>(pools, ids[$k])).insert_fresh(entity, $v);)+
-            }
-            fn insert_each(self, world: &mut World, entity: Entity) {
-                let ($($v,)+) = self;
-                $(let _ = world.insert(entity, $v);)+
-            }
-            fn first_missing(world: &World, entity: Entity) -> Option<&'static str> {
                 $(
-                    if !world.has::<$T>(entity) {
+                    let (id, _) = components.register::<$T>();
+                    storage.insert(id, components, entity, $v);
+                )+
+            }
+            fn first_missing(storage: &Storage, components: &Registry, entity: Entity) -> Option<&'static str> {
+                $(
+                    if !has::<$T>(storage, components, entity) {
                         return Some(std::any::type_name::<$T>());
                     }
                 )+
                 None
             }
-            fn remove_each(world: &mut World, entity: Entity) -> Self {
-                ($(world.remove::<$T>(entity).expect("checked present"),)+)
+            fn remove_each(storage: &mut Storage, components: &Registry, entity: Entity) -> Self {
+                ($(take::<$T>(storage, components, entity),)+)
+            }
+        }
+
+        impl<$($T: 'static),+> PutBundle for ($($T,)+) {
+            #[inline]
+            fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity) {
+                let ($($v,)+) = self;
+                $(L::pool_mut(pool::<$T>(pools, ids[$k])).insert_fresh(entity, $v);)+
             }
             #[inline]
             fn put_rows(
@@ -222,13 +196,16 @@ impl Bundle for () {
     fn register_ids(components: &mut Registry) -> BundleIds {
         Self::ids(components)
     }
-    #[inline]
-    fn put_pools<L: Layout>(self, _: &mut [Box<dyn ErasedPool>], _: &[ComponentId], _: Entity) {}
-    fn insert_each(self, _: &mut World, _: Entity) {}
-    fn first_missing(_: &World, _: Entity) -> Option<&'static str> {
+    fn insert_each(self, _: &mut Storage, _: &mut Registry, _: Entity) {}
+    fn first_missing(_: &Storage, _: &Registry, _: Entity) -> Option<&'static str> {
         None
     }
-    fn remove_each(_: &mut World, _: Entity) {}
+    fn remove_each(_: &mut Storage, _: &Registry, _: Entity) {}
+}
+
+impl PutBundle for () {
+    #[inline]
+    fn put_pools<L: Layout>(self, _: &mut [Box<dyn ErasedPool>], _: &[ComponentId], _: Entity) {}
     fn put_rows(
         items: impl Iterator<Item = (Entity, Self)>,
         archetypes: &mut Archetypes,

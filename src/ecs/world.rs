@@ -7,11 +7,9 @@ use super::component::ComponentId;
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
 use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryOneError, QueryRef, ReadOnlyQueryData};
 use super::resources::{missing, Resources};
-use super::storage::archetype::Archetypes;
+use super::storage::sparse_set::SparseSet;
 use super::storage::values::ComponentValues;
-use super::storage::{
-    bundle_pools, dispatch, ensure_pools, AnyPool, Backend, ErasedPool, Layout, Pool, PoolLayout, Registry, Storage,
-};
+use super::storage::{Backend, Registry, Storage};
 use super::view::ViewMut;
 
 /// Bytes held by one component type's storage.
@@ -52,23 +50,6 @@ pub struct World {
     handle_scratch: Vec<Entity>,
     /// What queries worked out per query shape (ids, access check, matching tables), for this registry.
     queries: QueryCache,
-}
-
-/// Puts each bundle of `items` into a new row of the table for `ids` (the entities are newly alive), with room
-/// made for `expected` rows first; `spawned` hears of each entity, in order.
-fn spawn_rows<B: Bundle>(
-    archetypes: &mut Archetypes,
-    components: &Registry,
-    ids: &BundleIds,
-    expected: usize,
-    items: impl Iterator<Item = (Entity, B)>,
-    spawned: impl FnMut(Entity),
-) {
-    let table = archetypes.table_for(ids.set, components);
-    if expected > 1 {
-        archetypes.reserve_rows(table, expected);
-    }
-    B::put_rows(items, archetypes, table, ids.ids(), spawned);
 }
 
 /// The default capacity of [`World::new`]: about a million entities.
@@ -140,11 +121,7 @@ impl World {
     #[inline]
     fn register<T: 'static>(&mut self) -> ComponentId {
         let (id, _) = self.components.register::<T>();
-        if let Storage::Pools { layout, pools } = &mut self.storage {
-            if pools.len() <= id as usize {
-                ensure_pools(pools, *layout, &self.components, id);
-            }
-        }
+        self.storage.init_component(id, &self.components);
         id
     }
 
@@ -203,7 +180,7 @@ impl World {
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
         let ids = B::ids(&mut self.components);
         let entity = self.entities.alloc()?;
-        self.place(entity, bundle, &ids);
+        self.storage.spawn(&self.components, &ids, entity, bundle);
         Ok(entity)
     }
 
@@ -245,12 +222,10 @@ impl World {
             out.reserve(hint);
         }
         self.entities.reserve_indices(hint);
-        let Storage::Pools { layout: PoolLayout::SparseSet, pools } = &mut self.storage else {
-            unreachable!("called on the sparse-set backend only")
-        };
         let room = self.entities.room();
-        bundle_pools(pools, PoolLayout::SparseSet, &self.components, ids.ids(), hint);
-        let spawned = B::put_sparse_batch(bundles.by_ref().take(room), pools, ids.ids(), &mut self.entities, out);
+        let bundles_that_fit = bundles.by_ref().take(room);
+        let spawned =
+            self.storage.spawn_sparse_batch(&self.components, &ids, hint, bundles_that_fit, &mut self.entities, out);
         match bundles.next() {
             Some(_) => Err(WorldFull { capacity: self.capacity() }),
             None => Ok(spawned),
@@ -282,14 +257,7 @@ impl World {
                 None
             }
         });
-        match &mut self.storage {
-            Storage::Tables(archetypes) => spawn_rows(archetypes, &self.components, &ids, hint, items, |e| out.push(e)),
-            Storage::Pools { layout, pools } => {
-                bundle_pools(pools, *layout, &self.components, ids.ids(), hint);
-                // One layout dispatch for the batch; each pool is downcast once.
-                dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out));
-            }
-        }
+        self.storage.spawn_batch(&self.components, &ids, hint, hint, items, out);
         full
     }
 
@@ -336,27 +304,8 @@ impl World {
         let entities = &mut self.entities;
         let items = reserved.iter().zip(bundles).filter(|(entity, _)| entities.activate(**entity));
         let items = items.map(|(&entity, bundle)| (entity, bundle));
-        match &mut self.storage {
-            Storage::Tables(archetypes) => {
-                spawn_rows(archetypes, &self.components, ids, reserved.len(), items, |e| out.push(e))
-            }
-            Storage::Pools { layout, pools } => {
-                bundle_pools(pools, *layout, &self.components, ids.ids(), 0);
-                dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out))
-            }
-        }
-    }
-
-    fn place<B: Bundle>(&mut self, entity: Entity, bundle: B, ids: &BundleIds) {
-        match &mut self.storage {
-            Storage::Tables(archetypes) => {
-                spawn_rows(archetypes, &self.components, ids, 1, std::iter::once((entity, bundle)), |_| {})
-            }
-            Storage::Pools { layout, pools } => {
-                bundle_pools(pools, *layout, &self.components, ids.ids(), 0);
-                dispatch!(*layout, L => bundle.put_pools::<L>(pools, ids.ids(), entity));
-            }
-        }
+        // Rows for every reservation in the table; the pools grow as the values come.
+        self.storage.spawn_batch(&self.components, ids, reserved.len(), 0, items, out);
     }
 
     /// The component ids of bundle type `B`, registering its types.
@@ -399,27 +348,8 @@ impl World {
                 return before + self.despawn_batch(&targets[k..]);
             }
         }
-        let Storage::Pools { pools, .. } = &mut self.storage else {
-            return targets.iter().filter(|&&entity| self.despawn(entity).is_ok()).count();
-        };
-        if let [entity] = targets {
-            // A run of one (a command loop's despawns come one per visited entity between its other commands):
-            // the per-entity path skips the batch's setup in every pool.
-            return self.despawn(*entity).is_ok() as usize;
-        }
-        // Components go first and handles are freed after, as in `despawn`: if a component's `drop` panics, the
-        // entities are still alive (partly stripped), never freed with values left behind for the index's next
-        // owner. A repeated target is removed twice (the second finds nothing) and freed once (`free` refuses a
-        // handle whose generation has moved on).
-        let mut live = std::mem::take(&mut self.handle_scratch);
-        live.clear();
-        live.extend(targets.iter().filter(|&&entity| self.entities.is_alive(entity)));
-        for pool in pools.iter_mut() {
-            pool.remove_entities(&live);
-        }
-        let despawned = live.iter().filter(|&&entity| self.entities.free(entity)).count();
-        self.handle_scratch = live;
-        despawned
+        // With no reserved target left to settle, a target is despawned if it is alive.
+        self.storage.despawn_batch(&mut self.entities, targets, &mut self.handle_scratch)
     }
 
     /// Sets component `T` of `entity`; returns the previous value.
@@ -427,8 +357,8 @@ impl World {
         if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
         }
-        let id = self.register::<T>();
-        Ok(self.store::<T>(id).expect("register made the pool").insert(entity, value))
+        let (id, _) = self.components.register::<T>();
+        Ok(self.storage.insert(id, &self.components, entity, value))
     }
 
     /// Removes component `T` from `entity` and returns it.
@@ -463,64 +393,14 @@ impl World {
     /// returns how many were skipped.
     pub fn insert_many<T: 'static>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
         let id = self.register::<T>();
-        let entities = &self.entities;
-        fn run<L: Layout, T: 'static>(
-            pool: &mut AnyPool<T>,
-            entities: &Entities,
-            items: impl IntoIterator<Item = (Entity, T)>,
-        ) -> usize {
-            let pool = L::pool_mut(pool);
-            let items = items.into_iter();
-            pool.reserve(items.size_hint().0);
-            let mut skipped = 0;
-            for (entity, value) in items {
-                if entities.is_alive(entity) {
-                    pool.insert(entity, value);
-                } else {
-                    skipped += 1;
-                }
-            }
-            skipped
-        }
-        match &mut self.storage {
-            Storage::Tables(archetypes) => {
-                let mut skipped = 0;
-                for (entity, value) in items {
-                    if entities.is_alive(entity) {
-                        archetypes.insert(entity, id, value, &self.components);
-                    } else {
-                        skipped += 1;
-                    }
-                }
-                skipped
-            }
-            Storage::Pools { layout, pools } => {
-                let pool = AnyPool::downcast_mut(pools[id as usize].as_mut());
-                dispatch!(*layout, L => run::<L, T>(pool, entities, items))
-            }
-        }
+        self.storage.insert_many(id, &self.components, &self.entities, items)
     }
 
     /// Removes component `T` from many entities, dropping the values, with one dispatch for the batch. Returns how
     /// many had it (dead handles and entities without `T` are passed over).
     pub fn remove_many<T: 'static>(&mut self, targets: &[Entity]) -> usize {
         let Some(id) = self.components.id::<T>() else { return 0 };
-        let entities = &self.entities;
-        fn run<L: Layout, T: 'static>(pool: &mut AnyPool<T>, entities: &Entities, targets: &[Entity]) -> usize {
-            let pool = L::pool_mut(pool);
-            pool.remove_many(targets.iter().filter(|e| entities.is_alive(**e)).map(|e| e.index()))
-        }
-        match &mut self.storage {
-            Storage::Tables(archetypes) => targets
-                .iter()
-                .filter(|e| entities.is_alive(**e) && archetypes.remove_erased(e.index(), id, &self.components))
-                .count(),
-            Storage::Pools { layout, pools } => {
-                // A type registered by a refused query or spawn has no pool yet: then nobody has it.
-                let Some(pool) = pools.get_mut(id as usize) else { return 0 };
-                dispatch!(*layout, L => run::<L, T>(AnyPool::downcast_mut(pool.as_mut()), entities, targets))
-            }
-        }
+        self.storage.remove_many::<T>(id, &self.components, &self.entities, targets)
     }
 
     /// Component `T` of `entity`; `None` if the handle is stale or the component absent.
@@ -611,7 +491,7 @@ impl World {
         if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
         }
-        bundle.insert_each(self, entity);
+        bundle.insert_each(&mut self.storage, &mut self.components, entity);
         Ok(())
     }
 
@@ -625,10 +505,10 @@ impl World {
         if !self.settle(entity) {
             return Err(ComponentError::NoSuchEntity(entity));
         }
-        if let Some(component) = B::first_missing(self, entity) {
+        if let Some(component) = B::first_missing(&self.storage, &self.components, entity) {
             return Err(ComponentError::MissingComponent { entity, component });
         }
-        Ok(B::remove_each(self, entity))
+        Ok(B::remove_each(&mut self.storage, &self.components, entity))
     }
 
     /// One entity's components through a mutable world, any terms, checked for aliasing like a query:
@@ -705,13 +585,8 @@ impl World {
     }
 
     /// The packed sparse-set pool of `T`, when the backend is [`Backend::SparseSet`] (for sorting, inspection).
-    pub fn sparse_set<T: 'static>(&self) -> Option<&super::storage::sparse_set::SparseSet<T>> {
-        let id = self.components.id::<T>()?;
-        let Storage::Pools { pools, .. } = &self.storage else { return None };
-        match pools.get(id as usize)?.as_any().downcast_ref::<AnyPool<T>>()? {
-            AnyPool::SparseSet(set) => Some(set),
-            _ => None,
-        }
+    pub fn sparse_set<T: 'static>(&self) -> Option<&SparseSet<T>> {
+        self.storage.sparse_set(self.components.id::<T>()?)
     }
 
     /// The packed sparse-set pool of `T`, mutably: for its values and for sorting (see
@@ -719,13 +594,8 @@ impl World {
     /// checks (liveness, the other pools) and is the caller's responsibility. The world keeps values only under live
     /// handles and relies on it: a value held under exactly the handle given to [`World::remove`] (or a view's
     /// `remove`) is taken without asking the allocator whether the handle is live.
-    pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut super::storage::sparse_set::SparseSet<T>> {
-        let id = self.components.id::<T>()?;
-        let Storage::Pools { pools, .. } = &mut self.storage else { return None };
-        match pools.get_mut(id as usize)?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
-            AnyPool::SparseSet(set) => Some(set),
-            _ => None,
-        }
+    pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut SparseSet<T>> {
+        self.storage.sparse_set_mut(self.components.id::<T>()?)
     }
 
     /// Moves every component to `backend`'s layout. Every live handle stays valid with the same index and
@@ -882,26 +752,13 @@ impl World {
     /// buffer discarded, every handle freed) and then the first panic goes on: the world is empty either way, and
     /// no index's next owner can meet an old value.
     pub fn clear(&mut self) {
-        let mut first_panic = None;
-        let mut guard = |step: &mut dyn FnMut()| {
-            if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
-                first_panic.get_or_insert(panic);
-            }
-        };
-        guard(&mut || self.commands.discard(&mut self.entities));
-        match &mut self.storage {
-            Storage::Tables(archetypes) => guard(&mut || archetypes.clear()),
-            Storage::Pools { pools, .. } => {
-                for pool in pools.iter_mut() {
-                    // Every layout takes a value out before dropping it, so each retry makes progress.
-                    while !pool.is_empty() {
-                        guard(&mut || pool.clear());
-                    }
-                }
-            }
-        }
+        let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.commands.discard(&mut self.entities);
+        }));
+        let cleared = self.storage.clear();
         self.entities.clear();
-        if let Some(panic) = first_panic {
+        // The first panic goes on; a later one is dropped.
+        if let Err(panic) = discarded.and(cleared) {
             std::panic::resume_unwind(panic);
         }
     }
@@ -909,28 +766,6 @@ impl World {
     /// Panics with a message naming the broken invariant (allocator, pools, tables all agree). For tests.
     #[doc(hidden)]
     pub fn assert_invariants(&self) {
-        match &self.storage {
-            Storage::Tables(archetypes) => {
-                archetypes.assert_invariants();
-                let rows: usize = archetypes.tables().iter().map(|t| t.len()).sum();
-                assert_eq!(rows, self.entities.len() as usize, "archetype rows differ from live entities");
-            }
-            Storage::Pools { layout, pools } => self.assert_pools(*layout, pools),
-        }
-    }
-
-    fn assert_pools(&self, layout: PoolLayout, pools: &[Box<dyn ErasedPool>]) {
-        {
-            assert!(pools.len() <= self.components.len(), "more pools than registered components");
-            for (id, pool) in pools.iter().enumerate() {
-                assert_eq!(pool.layout(), layout, "pool {id} is in another layout");
-                let mut indices = Vec::new();
-                pool.collect_indices(&mut indices);
-                assert_eq!(indices.len(), pool.len(), "pool {id} length disagrees with its indices");
-                for index in indices {
-                    assert!(self.entities.alive_at(index).is_some(), "pool {id} holds a value for dead index {index}");
-                }
-            }
-        }
+        self.storage.assert_invariants(&self.entities, &self.components);
     }
 }

@@ -274,6 +274,48 @@ pub trait Layout: 'static {
     fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut Self::Pool<T>;
 }
 
+/// A bundle as storage places it: values of distinct component types, one of each, put for entities that hold
+/// nothing yet, into each type's pool or into new rows of the bundle's table. `ids` are the bundle's component
+/// ids ([`BundleIds::ids`]), in the order of its values. [`Storage`]'s spawns are generic over it; the bundle
+/// itself (ids, per-entity insert and remove) is `ecs::Bundle`, which requires it.
+#[doc(hidden)]
+pub trait PutBundle: Sized {
+    /// Inserts every component into its per-component pool of layout `L`; `entity` must hold no value in any pool
+    /// yet (fresh from the allocator). The layout is matched once by the caller, so each component costs a
+    /// downcast and the pool's own insert, inlined.
+    fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity);
+    /// Puts each bundle of `items` into a new row of `table` (the table of `ids`), finding and downcasting each
+    /// type's column once for the whole batch; `spawned` hears of each entity, in order. Every entity must be
+    /// newly alive, with no row yet.
+    fn put_rows(
+        items: impl Iterator<Item = (Entity, Self)>,
+        archetypes: &mut Archetypes,
+        table: u32,
+        ids: &[ComponentId],
+        spawned: impl FnMut(Entity),
+    );
+    /// Puts each bundle of `items` into the per-component pools of layout `L` for its entity, downcasting each pool
+    /// once for the whole batch; `out` receives the entities in order. Every entity must be newly alive, holding
+    /// no value in any pool yet (the caller allocates or activates them as `items` is pulled).
+    fn put_batch<L: Layout>(
+        items: impl Iterator<Item = (Entity, Self)>,
+        pools: &mut [Box<dyn ErasedPool>],
+        ids: &[ComponentId],
+        out: &mut Vec<Entity>,
+    );
+    /// Batch spawning into sparse-set pools: pushes the values of `items` onto the pools' packed value arrays as
+    /// plain streams, then allocates one entity per bundle at once and gives the pools their entities; `out`, if
+    /// given, receives the handles too. Returns how many were spawned. `items` must not yield more bundles than
+    /// `entities` has room for.
+    fn put_sparse_batch(
+        items: impl Iterator<Item = Self>,
+        pools: &mut [Box<dyn ErasedPool>],
+        ids: &[ComponentId],
+        entities: &mut Entities,
+        out: Option<&mut Vec<Entity>>,
+    ) -> usize;
+}
+
 /// Matches a [`PoolLayout`] once and runs `$body` with the type `$L` naming that [`Layout`]: the single layout
 /// dispatch of a query or a batch, after which the loops are monomorphized.
 macro_rules! dispatch {
@@ -527,8 +569,11 @@ pub(crate) fn handle(entities: &Entities, index: u32) -> Entity {
 }
 
 /// Where a world's component values live: one pool per component type in one per-component layout, or the
-/// archetype tables. Every world operation matches this once.
-pub(crate) enum Storage {
+/// archetype tables. It owns the operations on values (placing, inserting, removing, despawning, clearing,
+/// converting), each matching the layout once; the world keeps the handles and the registry and passes them in.
+// Public but hidden because `Bundle`'s methods name it.
+#[doc(hidden)]
+pub enum Storage {
     /// Pools by [`ComponentId`], all in `layout`.
     Pools { layout: PoolLayout, pools: Vec<Box<dyn ErasedPool>> },
     /// One table per set of component types.
@@ -564,6 +609,79 @@ impl Storage {
         }
     }
 
+    /// Makes sure component `id` has its pool (a table makes its columns when it is made).
+    #[inline]
+    pub(crate) fn init_component(&mut self, id: ComponentId, components: &Registry) {
+        if let Storage::Pools { layout, pools } = self {
+            ensure_pools(pools, *layout, components, id);
+        }
+    }
+
+    /// Puts the values of `bundle` (component ids `ids`) for `entity`, newly alive and holding nothing yet.
+    pub(crate) fn spawn<B: PutBundle>(&mut self, components: &Registry, ids: &BundleIds, entity: Entity, bundle: B) {
+        match self {
+            Storage::Tables(archetypes) => {
+                let table = archetypes.table_for(ids.set, components);
+                B::put_rows(std::iter::once((entity, bundle)), archetypes, table, ids.ids(), |_| {});
+            }
+            Storage::Pools { layout, pools } => {
+                bundle_pools(pools, *layout, components, ids.ids(), 0);
+                dispatch!(*layout, L => bundle.put_pools::<L>(pools, ids.ids(), entity));
+            }
+        }
+    }
+
+    /// Puts each bundle of `items` (component ids `ids`) for its entity, each newly alive and holding nothing yet
+    /// (the caller allocates or activates them as `items` is pulled); `out` receives the entities in order. Room is
+    /// made first for `rows` more rows in the bundle's table (when more than one), or for `values` more values in
+    /// each of its pools (when any). One layout dispatch for the batch; each pool or column is downcast once.
+    pub(crate) fn spawn_batch<B: PutBundle>(
+        &mut self,
+        components: &Registry,
+        ids: &BundleIds,
+        rows: usize,
+        values: usize,
+        items: impl Iterator<Item = (Entity, B)>,
+        out: &mut Vec<Entity>,
+    ) {
+        match self {
+            Storage::Tables(archetypes) => {
+                let table = archetypes.table_for(ids.set, components);
+                if rows > 1 {
+                    archetypes.reserve_rows(table, rows);
+                }
+                B::put_rows(items, archetypes, table, ids.ids(), |entity| out.push(entity));
+            }
+            Storage::Pools { layout, pools } => {
+                bundle_pools(pools, *layout, components, ids.ids(), values);
+                dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out));
+            }
+        }
+    }
+
+    /// The sparse-set batch spawn: stages the values of `bundles` (component ids `ids`) before their handles
+    /// exist, then allocates one handle per bundle from `entities` in one run ([`PutBundle::put_sparse_batch`]);
+    /// `out`, if given, receives them. Room for `reserve` more values is made first in each pool. Returns how many
+    /// were spawned; `bundles` must not yield more than `entities` has room for.
+    ///
+    /// # Panics
+    /// If the layout is not the sparse set.
+    pub(crate) fn spawn_sparse_batch<B: PutBundle>(
+        &mut self,
+        components: &Registry,
+        ids: &BundleIds,
+        reserve: usize,
+        bundles: impl Iterator<Item = B>,
+        entities: &mut Entities,
+        out: Option<&mut Vec<Entity>>,
+    ) -> usize {
+        let Storage::Pools { layout: PoolLayout::SparseSet, pools } = self else {
+            unreachable!("a sparse-set batch spawn on the {:?} layout", self.backend())
+        };
+        bundle_pools(pools, PoolLayout::SparseSet, components, ids.ids(), reserve);
+        B::put_sparse_batch(bundles, pools, ids.ids(), entities, out)
+    }
+
     /// Where component `id`'s values live, for per-entity operations on them; `None` if the type was registered (by
     /// a refused query or spawn) but never given a pool, which means no entity has it.
     #[inline]
@@ -590,6 +708,116 @@ impl Storage {
                 let pool = pools.get(id as usize)?;
                 AnyPool::<T>::downcast_ref(pool.as_ref()).get(index)
             }
+        }
+    }
+
+    /// Sets component `T` (id `id`) of the live `entity`, making its pool if need be; returns the previous value.
+    #[inline]
+    pub(crate) fn insert<T: 'static>(
+        &mut self,
+        id: ComponentId,
+        components: &Registry,
+        entity: Entity,
+        value: T,
+    ) -> Option<T> {
+        self.init_component(id, components);
+        self.values(id, components).expect("init_component made the pool").insert(entity, value)
+    }
+
+    /// Removes and returns component `T` (id `id`) of the live entity at `index`, if it has one.
+    #[inline]
+    pub(crate) fn remove<T: 'static>(&mut self, id: ComponentId, components: &Registry, index: u32) -> Option<T> {
+        self.values(id, components)?.remove(index)
+    }
+
+    /// Sets component `T` (id `id`, whose pool exists) on each entity of `items` that `entities` says is alive;
+    /// the others are skipped, their values dropped. Returns how many were skipped. One layout dispatch and one
+    /// downcast for the batch.
+    pub(crate) fn insert_many<T: 'static>(
+        &mut self,
+        id: ComponentId,
+        components: &Registry,
+        entities: &Entities,
+        items: impl IntoIterator<Item = (Entity, T)>,
+    ) -> usize {
+        fn run<L: Layout, T: 'static>(
+            pool: &mut AnyPool<T>,
+            entities: &Entities,
+            items: impl IntoIterator<Item = (Entity, T)>,
+        ) -> usize {
+            let pool = L::pool_mut(pool);
+            let items = items.into_iter();
+            pool.reserve(items.size_hint().0);
+            let mut skipped = 0;
+            for (entity, value) in items {
+                if entities.is_alive(entity) {
+                    pool.insert(entity, value);
+                } else {
+                    skipped += 1;
+                }
+            }
+            skipped
+        }
+        match self {
+            Storage::Tables(archetypes) => {
+                let mut skipped = 0;
+                for (entity, value) in items {
+                    if entities.is_alive(entity) {
+                        archetypes.insert(entity, id, value, components);
+                    } else {
+                        skipped += 1;
+                    }
+                }
+                skipped
+            }
+            Storage::Pools { layout, pools } => {
+                let pool = AnyPool::downcast_mut(pools[id as usize].as_mut());
+                dispatch!(*layout, L => run::<L, T>(pool, entities, items))
+            }
+        }
+    }
+
+    /// Removes component `T` (id `id`) from each entity of `targets` that `entities` says is alive, dropping the
+    /// values; returns how many had it. One layout dispatch for the batch.
+    pub(crate) fn remove_many<T: 'static>(
+        &mut self,
+        id: ComponentId,
+        components: &Registry,
+        entities: &Entities,
+        targets: &[Entity],
+    ) -> usize {
+        fn run<L: Layout, T: 'static>(pool: &mut AnyPool<T>, entities: &Entities, targets: &[Entity]) -> usize {
+            let pool = L::pool_mut(pool);
+            pool.remove_many(targets.iter().filter(|e| entities.is_alive(**e)).map(|e| e.index()))
+        }
+        match self {
+            Storage::Tables(archetypes) => targets
+                .iter()
+                .filter(|e| entities.is_alive(**e) && archetypes.remove_erased(e.index(), id, components))
+                .count(),
+            Storage::Pools { layout, pools } => {
+                // A type registered by a refused query or spawn has no pool yet: then nobody has it.
+                let Some(pool) = pools.get_mut(id as usize) else { return 0 };
+                dispatch!(*layout, L => run::<L, T>(AnyPool::downcast_mut(pool.as_mut()), entities, targets))
+            }
+        }
+    }
+
+    /// Component `id`'s pool, when the layout is the sparse set and `T` is its type.
+    pub(crate) fn sparse_set<T: 'static>(&self, id: ComponentId) -> Option<&SparseSet<T>> {
+        let Storage::Pools { pools, .. } = self else { return None };
+        match pools.get(id as usize)?.as_any().downcast_ref::<AnyPool<T>>()? {
+            AnyPool::SparseSet(set) => Some(set),
+            _ => None,
+        }
+    }
+
+    /// Component `id`'s pool, mutably, when the layout is the sparse set and `T` is its type.
+    pub(crate) fn sparse_set_mut<T: 'static>(&mut self, id: ComponentId) -> Option<&mut SparseSet<T>> {
+        let Storage::Pools { pools, .. } = self else { return None };
+        match pools.get_mut(id as usize)?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
+            AnyPool::SparseSet(set) => Some(set),
+            _ => None,
         }
     }
 
@@ -621,6 +849,69 @@ impl Storage {
                 entities.free(entity);
             }
         }
+    }
+
+    /// Despawns every entity of `targets` that `entities` says is alive (dead or stale handles, and repeats, are
+    /// passed over) and returns how many: [`Storage::despawn`] on each in turn (pools see the removals in the same
+    /// order), but on the per-component layouts with one dynamic call per pool for the whole batch instead of one
+    /// per entity and pool. `live` is a reused buffer.
+    pub(crate) fn despawn_batch(
+        &mut self,
+        entities: &mut Entities,
+        targets: &[Entity],
+        live: &mut Vec<Entity>,
+    ) -> usize {
+        match self {
+            // A run of one (a command loop's despawns come one per visited entity between its other commands)
+            // takes the per-entity path, which skips the batch's setup in every pool.
+            Storage::Pools { pools, .. } if targets.len() != 1 => {
+                // Components go first and handles are freed after, as in `despawn`: if a component's `drop`
+                // panics, the entities are still alive (partly stripped), never freed with values left behind for
+                // the index's next owner. A repeated target is removed twice (the second finds nothing) and freed
+                // once (`free` refuses a handle whose generation has moved on).
+                live.clear();
+                live.extend(targets.iter().filter(|&&entity| entities.is_alive(entity)));
+                for pool in pools.iter_mut() {
+                    pool.remove_entities(live);
+                }
+                live.iter().filter(|&&entity| entities.free(entity)).count()
+            }
+            _ => {
+                let mut despawned = 0;
+                for &entity in targets {
+                    if entities.is_alive(entity) {
+                        self.despawn(entities, entity);
+                        despawned += 1;
+                    }
+                }
+                despawned
+            }
+        }
+    }
+
+    /// Drops every value (the handles are the caller's to free). A `drop` that panics does not stop it: every
+    /// value goes, and the first panic is returned.
+    pub(crate) fn clear(&mut self) -> std::thread::Result<()> {
+        let mut first_panic = Ok(());
+        let mut guard = |step: &mut dyn FnMut()| {
+            if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
+                if first_panic.is_ok() {
+                    first_panic = Err(panic);
+                }
+            }
+        };
+        match self {
+            Storage::Tables(archetypes) => guard(&mut || archetypes.clear()),
+            Storage::Pools { pools, .. } => {
+                for pool in pools.iter_mut() {
+                    // Every layout takes a value out before dropping it, so each retry makes progress.
+                    while !pool.is_empty() {
+                        guard(&mut || pool.clear());
+                    }
+                }
+            }
+        }
+        first_panic
     }
 
     /// How many entities hold component `id`: its pool's length, or the rows of the tables with its column.
@@ -709,6 +1000,30 @@ impl Storage {
             (Storage::Tables(_), None) => return,
         };
         *self = storage;
+    }
+
+    /// Panics with a message naming the broken invariant: the tables' own and one row per live entity, or every
+    /// pool in the layout, with values at live indices only (`entities` says which are live).
+    pub(crate) fn assert_invariants(&self, entities: &Entities, components: &Registry) {
+        match self {
+            Storage::Tables(archetypes) => {
+                archetypes.assert_invariants();
+                let rows: usize = archetypes.tables().iter().map(|t| t.len()).sum();
+                assert_eq!(rows, entities.len() as usize, "archetype rows differ from live entities");
+            }
+            Storage::Pools { layout, pools } => {
+                assert!(pools.len() <= components.len(), "more pools than registered components");
+                for (id, pool) in pools.iter().enumerate() {
+                    assert_eq!(pool.layout(), *layout, "pool {id} is in another layout");
+                    let mut indices = Vec::new();
+                    pool.collect_indices(&mut indices);
+                    assert_eq!(indices.len(), pool.len(), "pool {id} length disagrees with its indices");
+                    for index in indices {
+                        assert!(entities.alive_at(index).is_some(), "pool {id} holds a value for dead index {index}");
+                    }
+                }
+            }
+        }
     }
 }
 
