@@ -1,0 +1,516 @@
+//! [`Storage`]: the value a world keeps its components in (one layout's pools, or the archetype tables) and the
+//! operations on it, each matching the layout once.
+
+use super::*;
+
+/// Where a world's component values live: one pool per component type in one per-component layout, or the
+/// archetype tables. It owns the operations on values (placing, inserting, removing, despawning, clearing,
+/// converting), each matching the layout once; the world keeps the handles and the registry and passes them in.
+// Public but hidden because `Bundle`'s methods name it.
+#[doc(hidden)]
+pub enum Storage {
+    /// Pools by [`ComponentId`], all in `layout`.
+    Pools { layout: PoolLayout, pools: Vec<Box<dyn ErasedPool>> },
+    /// One table per set of component types.
+    Tables(Archetypes),
+}
+
+impl Storage {
+    /// Empty storage in `backend`'s layout.
+    pub(crate) fn new(backend: Backend) -> Self {
+        match backend.pool_layout() {
+            Some(layout) => Storage::Pools { layout, pools: Vec::new() },
+            None => Storage::Tables(Archetypes::new()),
+        }
+    }
+
+    /// The backend whose layout this is.
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Storage::Pools { layout, .. } => layout.backend(),
+            Storage::Tables(_) => Backend::Archetype,
+        }
+    }
+
+    /// Makes room for `additional` more entities with the component set `ids`: in each type's pool, or in the
+    /// set's table.
+    pub(crate) fn reserve(&mut self, components: &Registry, ids: &BundleIds, additional: usize) {
+        match self {
+            Storage::Tables(archetypes) => {
+                let table = archetypes.table_for(ids.set, components);
+                archetypes.reserve_rows(table, additional);
+            }
+            Storage::Pools { layout, pools } => bundle_pools(pools, *layout, components, ids.ids(), additional),
+        }
+    }
+
+    /// Makes sure component `id` has its pool (a table makes its columns when it is made).
+    #[inline]
+    pub(crate) fn init_component(&mut self, id: ComponentId, components: &Registry) {
+        if let Storage::Pools { layout, pools } = self {
+            ensure_pools(pools, *layout, components, id);
+        }
+    }
+
+    /// Puts the values of `bundle` (component ids `ids`) for `entity`, newly alive and holding nothing yet.
+    pub(crate) fn spawn<B: PutBundle>(&mut self, components: &Registry, ids: &BundleIds, entity: Entity, bundle: B) {
+        match self {
+            Storage::Tables(archetypes) => {
+                let table = archetypes.table_for(ids.set, components);
+                B::put_rows(std::iter::once((entity, bundle)), archetypes, table, ids.ids(), |_| {});
+            }
+            Storage::Pools { layout, pools } => {
+                bundle_pools(pools, *layout, components, ids.ids(), 0);
+                dispatch!(*layout, L => bundle.put_pools::<L>(pools, ids.ids(), entity));
+            }
+        }
+    }
+
+    /// Puts each bundle of `items` (component ids `ids`) for its entity, each newly alive and holding nothing yet
+    /// (the caller allocates or activates them as `items` is pulled); `out` receives the entities in order. Room is
+    /// made first for `rows` more rows in the bundle's table (when more than one), or for `values` more values in
+    /// each of its pools (when any). One layout dispatch for the batch; each pool or column is downcast once.
+    pub(crate) fn spawn_batch<B: PutBundle>(
+        &mut self,
+        components: &Registry,
+        ids: &BundleIds,
+        rows: usize,
+        values: usize,
+        items: impl Iterator<Item = (Entity, B)>,
+        out: &mut Vec<Entity>,
+    ) {
+        match self {
+            Storage::Tables(archetypes) => {
+                let table = archetypes.table_for(ids.set, components);
+                if rows > 1 {
+                    archetypes.reserve_rows(table, rows);
+                }
+                B::put_rows(items, archetypes, table, ids.ids(), |entity| out.push(entity));
+            }
+            Storage::Pools { layout, pools } => {
+                bundle_pools(pools, *layout, components, ids.ids(), values);
+                dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out));
+            }
+        }
+    }
+
+    /// The sparse-set batch spawn: stages the values of `bundles` (component ids `ids`) before their handles
+    /// exist, then allocates one handle per bundle from `entities` in one run ([`PutBundle::put_sparse_batch`]);
+    /// `out`, if given, receives them. Room for `reserve` more values is made first in each pool. Returns how many
+    /// were spawned; `bundles` must not yield more than `entities` has room for.
+    ///
+    /// # Panics
+    /// If the layout is not the sparse set.
+    pub(crate) fn spawn_sparse_batch<B: PutBundle>(
+        &mut self,
+        components: &Registry,
+        ids: &BundleIds,
+        reserve: usize,
+        bundles: impl Iterator<Item = B>,
+        entities: &mut Entities,
+        out: Option<&mut Vec<Entity>>,
+    ) -> usize {
+        let Storage::Pools { layout: PoolLayout::SparseSet, pools } = self else {
+            unreachable!("a sparse-set batch spawn on the {:?} layout", self.backend())
+        };
+        bundle_pools(pools, PoolLayout::SparseSet, components, ids.ids(), reserve);
+        B::put_sparse_batch(bundles, pools, ids.ids(), entities, out)
+    }
+
+    /// Where component `id`'s values live, for per-entity operations on them; `None` if the type was registered (by
+    /// a refused query or spawn) but never given a pool, which means no entity has it.
+    #[inline]
+    pub(crate) fn values<'w, T: 'static>(
+        &'w mut self,
+        id: ComponentId,
+        components: &'w Registry,
+    ) -> Option<values::ComponentValues<'w, T>> {
+        match self {
+            Storage::Tables(archetypes) => Some(values::ComponentValues::Tables { archetypes, components, id }),
+            Storage::Pools { pools, .. } => pools
+                .get_mut(id as usize)
+                .map(|pool| values::ComponentValues::Pool(AnyPool::downcast_mut(pool.as_mut()))),
+        }
+    }
+
+    /// Component `T` (id `id`) of the entity at `index`, if it has one.
+    #[inline]
+    pub(crate) fn get<T: 'static>(&self, id: ComponentId, index: u32) -> Option<&T> {
+        match self {
+            Storage::Tables(archetypes) => archetypes.get::<T>(index, id),
+            Storage::Pools { pools, .. } => {
+                // A type registered by a refused query or spawn may have no pool yet: then nobody has it.
+                let pool = pools.get(id as usize)?;
+                AnyPool::<T>::downcast_ref(pool.as_ref()).get(index)
+            }
+        }
+    }
+
+    /// Sets component `T` (id `id`) of the live `entity`, making its pool if need be; returns the previous value.
+    #[inline]
+    pub(crate) fn insert<T: 'static>(
+        &mut self,
+        id: ComponentId,
+        components: &Registry,
+        entity: Entity,
+        value: T,
+    ) -> Option<T> {
+        self.init_component(id, components);
+        self.values(id, components).expect("init_component made the pool").insert(entity, value)
+    }
+
+    /// Removes and returns component `T` (id `id`) of the live entity at `index`, if it has one.
+    #[inline]
+    pub(crate) fn remove<T: 'static>(&mut self, id: ComponentId, components: &Registry, index: u32) -> Option<T> {
+        self.values(id, components)?.remove(index)
+    }
+
+    /// Sets component `T` (id `id`, whose pool exists) on each entity of `items` that `entities` says is alive;
+    /// the others are skipped, their values dropped. Returns how many were skipped. One layout dispatch and one
+    /// downcast for the batch.
+    pub(crate) fn insert_many<T: 'static>(
+        &mut self,
+        id: ComponentId,
+        components: &Registry,
+        entities: &Entities,
+        items: impl IntoIterator<Item = (Entity, T)>,
+    ) -> usize {
+        fn run<L: Layout, T: 'static>(
+            pool: &mut AnyPool<T>,
+            entities: &Entities,
+            items: impl IntoIterator<Item = (Entity, T)>,
+        ) -> usize {
+            let pool = L::pool_mut(pool);
+            let items = items.into_iter();
+            pool.reserve(items.size_hint().0);
+            let mut skipped = 0;
+            for (entity, value) in items {
+                if entities.is_alive(entity) {
+                    pool.insert(entity, value);
+                } else {
+                    skipped += 1;
+                }
+            }
+            skipped
+        }
+        match self {
+            Storage::Tables(archetypes) => {
+                let mut skipped = 0;
+                for (entity, value) in items {
+                    if entities.is_alive(entity) {
+                        archetypes.insert(entity, id, value, components);
+                    } else {
+                        skipped += 1;
+                    }
+                }
+                skipped
+            }
+            Storage::Pools { layout, pools } => {
+                let pool = AnyPool::downcast_mut(pools[id as usize].as_mut());
+                dispatch!(*layout, L => run::<L, T>(pool, entities, items))
+            }
+        }
+    }
+
+    /// Removes component `T` (id `id`) from each entity of `targets` that `entities` says is alive, dropping the
+    /// values; returns how many had it. One layout dispatch for the batch.
+    pub(crate) fn remove_many<T: 'static>(
+        &mut self,
+        id: ComponentId,
+        components: &Registry,
+        entities: &Entities,
+        targets: &[Entity],
+    ) -> usize {
+        fn run<L: Layout, T: 'static>(pool: &mut AnyPool<T>, entities: &Entities, targets: &[Entity]) -> usize {
+            let pool = L::pool_mut(pool);
+            pool.remove_many(targets.iter().filter(|e| entities.is_alive(**e)).map(|e| e.index()))
+        }
+        match self {
+            Storage::Tables(archetypes) => targets
+                .iter()
+                .filter(|e| entities.is_alive(**e) && archetypes.remove_erased(e.index(), id, components))
+                .count(),
+            Storage::Pools { layout, pools } => {
+                // A type registered by a refused query or spawn has no pool yet: then nobody has it.
+                let Some(pool) = pools.get_mut(id as usize) else { return 0 };
+                dispatch!(*layout, L => run::<L, T>(AnyPool::downcast_mut(pool.as_mut()), entities, targets))
+            }
+        }
+    }
+
+    /// Component `id`'s pool, when the layout is the sparse set and `T` is its type.
+    pub(crate) fn sparse_set<T: 'static>(&self, id: ComponentId) -> Option<&SparseSet<T>> {
+        let Storage::Pools { pools, .. } = self else { return None };
+        match pools.get(id as usize)?.as_any().downcast_ref::<AnyPool<T>>()? {
+            AnyPool::SparseSet(set) => Some(set),
+            _ => None,
+        }
+    }
+
+    /// Component `id`'s pool, mutably, when the layout is the sparse set and `T` is its type.
+    pub(crate) fn sparse_set_mut<T: 'static>(&mut self, id: ComponentId) -> Option<&mut SparseSet<T>> {
+        let Storage::Pools { pools, .. } = self else { return None };
+        match pools.get_mut(id as usize)?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
+            AnyPool::SparseSet(set) => Some(set),
+            _ => None,
+        }
+    }
+
+    /// Drops every value of the live `entity` and frees its handle in `entities`.
+    #[inline]
+    pub(crate) fn despawn(&mut self, entities: &mut Entities, entity: Entity) {
+        match self {
+            Storage::Tables(archetypes) => {
+                // The row goes whole even if a component's `drop` panics (`Archetypes::despawn` finishes first),
+                // so the handle can be freed first.
+                entities.free(entity);
+                archetypes.despawn(entity.index());
+            }
+            Storage::Pools { pools, layout } => {
+                // Values first: if a `drop` panics, the entity stays alive (partly stripped), and is never freed
+                // with values left behind for the index's next owner.
+                // A sparse-set removal starts with a lookup of the sparse entry, a cache miss in a large pool, and
+                // stalls on it before its writes. Asking every pool first (`contains`, one load each) issues those
+                // loads back to back, so their misses overlap and the removals find the lines loaded. On the other
+                // layouts asking is the removal's own work done twice (a hash probe, a tree search, the one slot).
+                let index = entity.index();
+                if *layout == PoolLayout::SparseSet {
+                    let held = pools.iter().fold(0usize, |held, pool| held + pool.contains(index) as usize);
+                    std::hint::black_box(held);
+                }
+                for pool in pools.iter_mut() {
+                    pool.remove_index(index);
+                }
+                entities.free(entity);
+            }
+        }
+    }
+
+    /// Despawns every entity of `targets` that `entities` says is alive (dead or stale handles, and repeats, are
+    /// passed over) and returns how many: [`Storage::despawn`] on each in turn (pools see the removals in the same
+    /// order), but on the per-component layouts with one dynamic call per pool for the whole batch instead of one
+    /// per entity and pool. `live` is a reused buffer.
+    pub(crate) fn despawn_batch(
+        &mut self,
+        entities: &mut Entities,
+        targets: &[Entity],
+        live: &mut Vec<Entity>,
+    ) -> usize {
+        match self {
+            // A run of one (a command loop's despawns come one per visited entity between its other commands)
+            // takes the per-entity path, which skips the batch's setup in every pool.
+            Storage::Pools { pools, .. } if targets.len() != 1 => {
+                // Components go first and handles are freed after, as in `despawn`: if a component's `drop`
+                // panics, the entities are still alive (partly stripped), never freed with values left behind for
+                // the index's next owner. A repeated target is removed twice (the second finds nothing) and freed
+                // once (`free` refuses a handle whose generation has moved on).
+                live.clear();
+                live.extend(targets.iter().filter(|&&entity| entities.is_alive(entity)));
+                for pool in pools.iter_mut() {
+                    pool.remove_entities(live);
+                }
+                live.iter().filter(|&&entity| entities.free(entity)).count()
+            }
+            _ => {
+                let mut despawned = 0;
+                for &entity in targets {
+                    if entities.is_alive(entity) {
+                        self.despawn(entities, entity);
+                        despawned += 1;
+                    }
+                }
+                despawned
+            }
+        }
+    }
+
+    /// Drops every value (the handles are the caller's to free). A `drop` that panics does not stop it: every
+    /// value goes, and the first panic is returned.
+    pub(crate) fn clear(&mut self) -> std::thread::Result<()> {
+        let mut first_panic = Ok(());
+        let mut guard = |step: &mut dyn FnMut()| {
+            if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
+                if first_panic.is_ok() {
+                    first_panic = Err(panic);
+                }
+            }
+        };
+        match self {
+            Storage::Tables(archetypes) => guard(&mut || archetypes.clear()),
+            Storage::Pools { pools, .. } => {
+                for pool in pools.iter_mut() {
+                    // Every layout takes a value out before dropping it, so each retry makes progress.
+                    while !pool.is_empty() {
+                        guard(&mut || pool.clear());
+                    }
+                }
+            }
+        }
+        first_panic
+    }
+
+    /// How many entities hold component `id`: its pool's length, or the rows of the tables with its column.
+    pub(crate) fn count_of(&self, id: ComponentId) -> usize {
+        match self {
+            Storage::Tables(archetypes) => {
+                archetypes.tables().iter().filter(|t| t.column_slot(id).is_some()).map(|t| t.len()).sum()
+            }
+            // A type registered by a refused query or spawn may have no pool yet: then nobody has it.
+            Storage::Pools { pools, .. } => pools.get(id as usize).map_or(0, |p| p.len()),
+        }
+    }
+
+    /// Bytes held by component `id`'s values (capacity, not length).
+    pub(crate) fn component_bytes(&self, id: ComponentId) -> usize {
+        match self {
+            Storage::Tables(archetypes) => archetypes.component_bytes(id),
+            Storage::Pools { pools, .. } => pools.get(id as usize).map_or(0, |p| p.bytes()),
+        }
+    }
+
+    /// Bytes held by the layout's bookkeeping beyond component values (archetype tables and records, the pool
+    /// table of per-component layouts).
+    pub(crate) fn overhead_bytes(&self) -> usize {
+        match self {
+            Storage::Tables(archetypes) => archetypes.overhead_bytes(),
+            Storage::Pools { pools, .. } => pools.capacity() * std::mem::size_of::<Box<dyn ErasedPool>>(),
+        }
+    }
+
+    /// Bytes of every type's values and the bookkeeping, for a registry of `types` types. Allocates nothing.
+    pub(crate) fn bytes(&self, types: usize) -> usize {
+        let components: usize = match self {
+            Storage::Tables(archetypes) => (0..types).map(|id| archetypes.component_bytes(id as ComponentId)).sum(),
+            Storage::Pools { pools, .. } => pools.iter().map(|p| p.bytes()).sum(),
+        };
+        components + self.overhead_bytes()
+    }
+
+    /// Moves every component to `backend`'s layout, keeping every live entity's values under its handle
+    /// (`entities` says which are live); `scratch` is a reused index buffer.
+    pub(crate) fn convert(
+        &mut self,
+        backend: Backend,
+        entities: &Entities,
+        components: &Registry,
+        scratch: &mut Vec<u32>,
+    ) {
+        let storage = match (&mut *self, backend.pool_layout()) {
+            (Storage::Tables(archetypes), Some(to)) => {
+                let pools = (0..components.len() as ComponentId)
+                    .map(|id| (components.data(id).tables_into_pool)(archetypes, id, to))
+                    .collect();
+                Storage::Pools { layout: to, pools }
+            }
+            (Storage::Pools { pools, .. }, None) => {
+                // Rows first: every live entity gets its row in the table of its component set...
+                let mut archetypes = Archetypes::new();
+                let mut sets = vec![ComponentSet::EMPTY; entities.index_bound() as usize];
+                for (id, pool) in pools.iter().enumerate() {
+                    scratch.clear();
+                    pool.collect_indices(scratch);
+                    for &index in scratch.iter() {
+                        sets[index as usize].insert(id as ComponentId);
+                    }
+                }
+                for entity in entities.iter() {
+                    let table = archetypes.table_for(sets[entity.index() as usize], components);
+                    archetypes.push_row(entity, table);
+                }
+                // ...then each type's values fill their columns in row order.
+                for (id, pool) in std::mem::take(pools).into_iter().enumerate() {
+                    (components.data(id as ComponentId).pool_into_tables)(pool, &mut archetypes, id as ComponentId);
+                }
+                Storage::Tables(archetypes)
+            }
+            (Storage::Pools { layout, pools }, Some(to)) => {
+                let entity_at = |index: u32| entities.alive_at(index).expect("a pool holds a value for a dead entity");
+                for pool in pools.iter_mut() {
+                    pool.convert(to, &entity_at);
+                }
+                *layout = to;
+                return;
+            }
+            // There is one layout of tables, the current one.
+            (Storage::Tables(_), None) => return,
+        };
+        *self = storage;
+    }
+
+    /// Panics with a message naming the broken invariant: the tables' own and one row per live entity, or every
+    /// pool in the layout, with values at live indices only (`entities` says which are live).
+    pub(crate) fn assert_invariants(&self, entities: &Entities, components: &Registry) {
+        match self {
+            Storage::Tables(archetypes) => {
+                archetypes.assert_invariants();
+                let rows: usize = archetypes.tables().iter().map(|t| t.len()).sum();
+                assert_eq!(rows, entities.len() as usize, "archetype rows differ from live entities");
+            }
+            Storage::Pools { layout, pools } => {
+                assert!(pools.len() <= components.len(), "more pools than registered components");
+                for (id, pool) in pools.iter().enumerate() {
+                    assert_eq!(pool.layout(), *layout, "pool {id} is in another layout");
+                    let mut indices = Vec::new();
+                    pool.collect_indices(&mut indices);
+                    assert_eq!(indices.len(), pool.len(), "pool {id} length disagrees with its indices");
+                    for index in indices {
+                        assert!(entities.alive_at(index).is_some(), "pool {id} holds a value for dead index {index}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Makes sure `pools` has a pool for every id up to `id`.
+#[inline]
+pub(crate) fn ensure_pools(
+    pools: &mut Vec<Box<dyn ErasedPool>>,
+    layout: PoolLayout,
+    components: &Registry,
+    id: ComponentId,
+) {
+    if pools.len() <= id as usize {
+        grow_pools(pools, layout, components, id);
+    }
+}
+
+/// Makes sure every type of `ids` has its pool, and with `reserve > 0` room for that many more values in each: what a
+/// spawn of a bundle asks of the per-component layouts before it places the values.
+#[inline]
+pub(crate) fn bundle_pools(
+    pools: &mut Vec<Box<dyn ErasedPool>>,
+    layout: PoolLayout,
+    components: &Registry,
+    ids: &[ComponentId],
+    reserve: usize,
+) {
+    for &id in ids {
+        ensure_pools(pools, layout, components, id);
+        if reserve > 0 {
+            pools[id as usize].reserve(reserve);
+        }
+    }
+}
+
+#[cold]
+fn grow_pools(pools: &mut Vec<Box<dyn ErasedPool>>, layout: PoolLayout, components: &Registry, id: ComponentId) {
+    while pools.len() <= id as usize {
+        pools.push((components.data(pools.len() as ComponentId).new_pool)(layout));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_names_round_trip() {
+        for b in Backend::ALL {
+            assert_eq!(b.name().parse::<Backend>(), Ok(b));
+        }
+        let err = "sparse".parse::<Backend>().unwrap_err();
+        assert!(err.to_string().contains("sparse-set, hash-map"), "{err}");
+        assert_eq!(Backend::Archetype.next(), Backend::SparseSet);
+    }
+}
