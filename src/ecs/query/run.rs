@@ -12,12 +12,11 @@ use super::error::{QueryError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::term::Lent;
 use crate::ecs::commands::{CommandQueue, Commands};
-use crate::ecs::component::ComponentId;
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::archetype::{Archetypes, Table, TypeColumns};
 use crate::ecs::storage::sparse_set::PackedOrder;
+use crate::ecs::storage::Storage;
 use crate::ecs::storage::{dispatch, split_disjoint, ErasedPool, Layout, PoolLayout, Registry};
-use crate::ecs::storage::{ensure_pools, Storage};
 use crate::ecs::world::World;
 use std::ops::{Deref, DerefMut};
 
@@ -89,12 +88,7 @@ pub(super) fn exclusive<'w, Q: QueryData, F: Filter>(
     if let Some(error) = shape.access.refusal() {
         return Err(error.clone());
     }
-    if let Storage::Pools { layout, pools } = &mut *storage {
-        // Types registered elsewhere since (a refused query or spawn) may have no pool yet.
-        if let Some(last) = components.len().checked_sub(1).filter(|&last| last >= pools.len()) {
-            ensure_pools(pools, *layout, components, last as ComponentId);
-        }
-    }
+    storage.catch_up(components);
     let storage = Lent::Exclusive(storage);
     Ok((Parts { entities, storage, shape: Held::Borrowed(shape), scratch: Held::Borrowed(scratch) }, commands))
 }

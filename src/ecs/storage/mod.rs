@@ -140,7 +140,6 @@ use archetype::Archetypes;
 use sparse_set::{PackedOrder, SparseSet};
 use std::any::Any;
 
-pub(crate) use world_storage::ensure_pools;
 pub use world_storage::Storage;
 
 #[doc(hidden)]

@@ -52,6 +52,17 @@ impl Storage {
         }
     }
 
+    /// Makes sure every registered type has its pool: a query's first run may have registered types, and a refused
+    /// query or spawn may have registered some without placing anything.
+    #[inline(always)]
+    pub(crate) fn catch_up(&mut self, components: &Registry) {
+        if let Storage::Pools { layout, pools } = self {
+            if let Some(last) = components.len().checked_sub(1).filter(|&last| last >= pools.len()) {
+                ensure_pools(pools, *layout, components, last as ComponentId);
+            }
+        }
+    }
+
     /// Puts the values of `bundle` (component ids `ids`) for `entity`, newly alive and holding nothing yet.
     pub(crate) fn spawn<B: PutBundle>(&mut self, components: &Registry, ids: &BundleIds, entity: Entity, bundle: B) {
         match self {
@@ -464,12 +475,7 @@ impl Storage {
 
 /// Makes sure `pools` has a pool for every id up to `id`.
 #[inline]
-pub(crate) fn ensure_pools(
-    pools: &mut Vec<Box<dyn ErasedPool>>,
-    layout: PoolLayout,
-    components: &Registry,
-    id: ComponentId,
-) {
+fn ensure_pools(pools: &mut Vec<Box<dyn ErasedPool>>, layout: PoolLayout, components: &Registry, id: ComponentId) {
     if pools.len() <= id as usize {
         grow_pools(pools, layout, components, id);
     }
