@@ -58,6 +58,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// The derives name the library `::swarm`, which this makes true inside it too.
+extern crate self as swarm;
+
 pub mod app;
 pub mod art;
 #[cfg(feature = "window")]

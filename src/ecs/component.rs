@@ -224,14 +224,18 @@ impl<D: TypeData, G: Copy> Components<D, G> {
     }
 }
 
-/// Room for the ids of one bundle (bundles are implemented for tuples of up to 12).
+/// Room for the ids of one bundle: a bundle (a tuple, or a derived struct with its nested bundles flattened) holds
+/// at most 12 components.
 pub const MAX_BUNDLE: usize = 12;
 
-/// The component ids of a bundle, in tuple order: what a world's registry caches per bundle type, and what the
-/// storage is told when a bundle is placed.
+/// The component ids of a bundle, in the order of its values: what a world's registry caches per bundle type, and
+/// what the storage is told when a bundle is placed.
 #[derive(Clone, Copy)]
 pub struct BundleIds {
     ids: [ComponentId; MAX_BUNDLE],
+    /// Positions into `ids[..len]` by ascending id: `ids[ascending[k]] < ids[ascending[k + 1]]`, the order in which
+    /// a batch splits the bundle's pools or columns off one slice.
+    ascending: [u8; MAX_BUNDLE],
     len: usize,
     /// The same ids as a set.
     pub set: ComponentSet,
@@ -240,24 +244,35 @@ pub struct BundleIds {
 impl BundleIds {
     /// No ids yet.
     pub(crate) fn new() -> Self {
-        Self { ids: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY }
+        Self { ids: [0; MAX_BUNDLE], ascending: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY }
     }
 
-    /// Appends `id`, refusing a type named twice (by its name in `components`).
+    /// Appends `id`, refusing a type named twice (by its name in `components`) and a thirteenth component.
     pub(crate) fn push<D: TypeData, G: Copy>(&mut self, components: &Components<D, G>, id: ComponentId) {
         assert!(
             self.set.insert(id),
             "a bundle names `{}` twice; each component type may appear once per entity",
             components.info(id).name
         );
+        assert!(self.len < MAX_BUNDLE, "a bundle holds more than {MAX_BUNDLE} components");
+        // Insertion into the ascending order: registration is cold, and a bundle is short.
+        let at = self.ascending[..self.len].partition_point(|&k| self.ids[k as usize] < id);
+        self.ascending.copy_within(at..self.len, at + 1);
+        self.ascending[at] = self.len as u8;
         self.ids[self.len] = id;
         self.len += 1;
     }
 
-    /// The ids in tuple order.
+    /// The ids in the order of the bundle's values.
     #[inline]
     pub fn ids(&self) -> &[ComponentId] {
         &self.ids[..self.len]
+    }
+
+    /// The positions of [`BundleIds::ids`] by ascending id.
+    #[inline]
+    pub fn ascending(&self) -> &[u8] {
+        &self.ascending[..self.len]
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! - [`World`]: spawn, despawn, insert, remove, get, resources, live backend switch ([`World::set_backend`]);
 //! - [`Entity`] handles with generations, from an allocator with a capacity ([`Entities`]);
-//! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`Query`]);
+//! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`Query`](struct@Query));
 //! - [`ViewMut`]: one component type's storage found once, for many per-entity operations;
 //! - [`Commands`]: structural changes recorded now and applied together ([`World::apply_commands`]);
 //! - [`Backend`] and the [`storage`] layouts, with "Choosing a backend"; [`SparseSet`], the default pool, and its
@@ -36,5 +36,23 @@ pub use snapshot::{
 pub use sort::SortMethod;
 pub use storage::sparse_set::{PackedOrder, SparseSet, PAGE_SIZE};
 pub use storage::{Backend, UnknownBackend};
+/// Derives [`Bundle`](trait@Bundle) (the trait of the same name, with the example) for a struct of components.
+pub use swarm_derive::Bundle;
+/// Derives [`QueryData`] (with the example) for a struct of query terms with one lifetime. The derive macro
+/// shares its name with the struct [`Query`](struct@Query), in another namespace.
+pub use swarm_derive::Query;
 pub use view::ViewMut;
 pub use world::{ComponentBytes, World, DEFAULT_CAPACITY};
+
+/// What the derives' output names: not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use super::bundle::{Compose, One, Parts, TypeList};
+    pub use super::component::BundleIds;
+    pub use super::query::{is_query_data, Access, ComposeQuery, ComposedRows, Lent, Names, TermPool, TupleOf};
+    pub use super::storage::archetype::ErasedColumns;
+    pub use super::storage::archetype::TypeColumns;
+    pub use super::storage::{ErasedPool, Layout, PutBundle, Registry, SparseSetLayout, Storage};
+    pub use crate::__delegate_bundle as delegate_bundle;
+    pub use crate::__delegate_query as delegate_query;
+}

@@ -1,6 +1,6 @@
 //! The simulation's components. Tags (`Red`, `Blue`, `Hunter`, `Particle`) are zero-sized: membership only.
 
-use crate::ecs::Entity;
+use crate::ecs::{Bundle, Entity};
 use glam::Vec2;
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +45,42 @@ pub struct Particle;
 /// Frames left before a particle disappears.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lifetime(pub u16);
+
+/// A fighter as spawned: where it is, how it moves, its health, and its team's tag `T` (`Red` or `Blue`).
+#[derive(Bundle)]
+pub struct FighterBundle<T: 'static> {
+    /// Where it starts.
+    pub position: Position,
+    /// Its heading times its speed.
+    pub velocity: Velocity,
+    /// Full health.
+    pub health: Health,
+    /// `Red` or `Blue`.
+    pub team: T,
+}
+
+/// A hunter as spawned: a fighter that also hunts.
+#[derive(Bundle)]
+pub struct HunterBundle<T: 'static> {
+    /// The fighter it is.
+    #[bundle]
+    pub fighter: FighterBundle<T>,
+    /// The tag.
+    pub hunter: Hunter,
+}
+
+/// A particle as spawned where a fighter died.
+#[derive(Bundle)]
+pub struct ParticleBundle {
+    /// Where the fighter died.
+    pub position: Position,
+    /// Its drift.
+    pub velocity: Velocity,
+    /// Frames it lives.
+    pub lifetime: Lifetime,
+    /// The tag.
+    pub particle: Particle,
+}
 
 /// Which side a fighter is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

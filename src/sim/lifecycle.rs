@@ -1,7 +1,7 @@
 //! Life and death: the dead are despawned with a burst of particles; particles age and disappear.
 
 use super::collision::Broadphase;
-use super::components::{Health, Lifetime, Particle, Position, Velocity};
+use super::components::{Health, Lifetime, Particle, ParticleBundle, Position, Velocity};
 use super::config::{Draw, SimConfig, SimRng, SimStats};
 use crate::app::{App, Stage};
 use crate::ecs::World;
@@ -42,7 +42,12 @@ pub fn despawn_dead(world: &mut World) {
                 let v = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(20.0..90.0);
                 let life = config.particle_life - rng.gen_range(0..=config.particle_life / 3);
                 // Deferred: never refused here; a full world refuses it when applied (counted there).
-                let _ = commands.spawn((Position(at), Velocity(v), Lifetime(life), Particle));
+                let _ = commands.spawn(ParticleBundle {
+                    position: Position(at),
+                    velocity: Velocity(v),
+                    lifetime: Lifetime(life),
+                    particle: Particle,
+                });
                 particles += 1;
             }
         });

@@ -3,7 +3,7 @@
 use super::components::{Health, Position, Velocity};
 use super::config::{SimConfig, DT};
 use crate::app::{App, Stage};
-use crate::ecs::World;
+use crate::ecs::{Query, World};
 use glam::Vec2;
 
 /// Adds [`align_pools`] and [`integrate_velocity`] to `Update`, in the group "movement" (after steering).
@@ -15,6 +15,13 @@ pub fn plugin(app: &mut App) {
     );
 }
 
+/// What [`integrate_velocity`] reads and writes of each moving entity.
+#[derive(Query)]
+struct Mover<'a> {
+    position: &'a mut Position,
+    velocity: &'a mut Velocity,
+}
+
 /// Moves everything with a velocity; fighters and particles alike bounce off the walls: a step that ends
 /// outside the arena is clamped to its edge, and the velocity component across that wall flips.
 ///
@@ -22,11 +29,11 @@ pub fn plugin(app: &mut App) {
 /// position, which nothing here makes, would be clamped to the wall at 0.)
 pub fn integrate_velocity(world: &mut World) {
     let arena = world.resource::<SimConfig>().arena;
-    world.query::<(&mut Position, &mut Velocity)>().for_each(|_, (p, v)| {
-        let moved = p.0 + v.0 * DT;
+    world.query::<Mover>().for_each(|_, Mover { position, velocity }| {
+        let moved = position.0 + velocity.0 * DT;
         let inside = moved.clamp(Vec2::ZERO, arena);
-        v.0 = Vec2::select(moved.cmpne(inside), -v.0, v.0);
-        p.0 = inside;
+        velocity.0 = Vec2::select(moved.cmpne(inside), -velocity.0, velocity.0);
+        position.0 = inside;
     });
 }
 

@@ -2,7 +2,7 @@
 //! scenario decides where refills go: anywhere (`churn`), or each team on its own side heading for the middle
 //! (`armies`).
 
-use super::components::{Blue, Health, Hunter, Position, Red, Team, Velocity};
+use super::components::{Blue, FighterBundle, Health, Hunter, HunterBundle, Position, Red, Team, Velocity};
 use super::config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests};
 use crate::app::{App, Stage};
 use crate::ecs::{Commands, World, WorldFull};
@@ -102,13 +102,14 @@ fn spawn_one(
         _ => (at, Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU))),
     };
     let speed = if hunter { config.hunter_speed } else { config.fighter_speed };
-    let body = (Position(at), Velocity(heading * speed), Health(config.max_health));
-    let (p, v, h) = body;
+    let (position, velocity, health) = (Position(at), Velocity(heading * speed), Health(config.max_health));
     match (team, hunter) {
-        (Team::Red, false) => commands.spawn((p, v, h, Red)),
-        (Team::Blue, false) => commands.spawn((p, v, h, Blue)),
-        (Team::Red, true) => commands.spawn((p, v, h, Red, Hunter)),
-        (Team::Blue, true) => commands.spawn((p, v, h, Blue, Hunter)),
+        (Team::Red, false) => commands.spawn(FighterBundle { position, velocity, health, team: Red }),
+        (Team::Blue, false) => commands.spawn(FighterBundle { position, velocity, health, team: Blue }),
+        (Team::Red, true) => commands
+            .spawn(HunterBundle { fighter: FighterBundle { position, velocity, health, team: Red }, hunter: Hunter }),
+        (Team::Blue, true) => commands
+            .spawn(HunterBundle { fighter: FighterBundle { position, velocity, health, team: Blue }, hunter: Hunter }),
     }
     .map(|_| ())
 }

@@ -30,6 +30,7 @@ macro_rules! panics_on_every_backend {
 
 mod commands;
 mod components;
+mod derive;
 mod filters;
 mod handles;
 mod lookups;

@@ -73,7 +73,7 @@ impl Access {
 }
 
 /// How a query learns its types' ids: a mutable world registers a type it meets for the first time ([`Registry`]);
-/// a shared one only looks it up ([`Lookup`]), and a type it never met has no id. The one code path both kinds of
+/// a shared one only looks it up (`Lookup`), and a type it never met has no id. The one code path both kinds of
 /// query take to name their types.
 pub trait Names {
     /// The id of `T`, if it has one.

@@ -32,6 +32,38 @@ use crate::ecs::storage::{ErasedPool, Layout};
 /// assert_eq!(world.query_ref::<Option<&Pos>>().count(), 1);
 /// ```
 ///
+/// `#[derive(Query)]` names the terms of a struct with one lifetime: the struct is the item, the query is the
+/// tuple of its field types (any query each: a term, an `Option`, a tuple, another derived query), and it runs the
+/// tuple's loops. It is a [`ReadOnlyQueryData`] when every field only reads.
+///
+/// ```
+/// use swarm::ecs::{Query, World};
+/// struct Pos(f32);
+/// struct Vel(f32);
+/// struct Hunter;
+///
+/// #[derive(Query)]
+/// struct Mover<'a> {
+///     pos: &'a mut Pos,
+///     vel: &'a Vel,
+///     hunter: Option<&'a Hunter>,
+/// }
+///
+/// #[derive(Query)]
+/// struct Look<'a> {
+///     pos: &'a Pos,
+/// }
+///
+/// let mut world = World::new();
+/// let e = world.spawn((Pos(0.0), Vel(2.0), Hunter)).unwrap();
+/// world.spawn((Pos(0.0), Vel(1.0))).unwrap();
+/// world.query::<Mover>().for_each(|_, m| m.pos.0 += if m.hunter.is_some() { 2.0 * m.vel.0 } else { m.vel.0 });
+/// assert_eq!(world.query_ref::<Look>().get(e).map(|look| look.pos.0), Ok(4.0));
+/// let mut total = 0.0;
+/// world.query_ref::<Look>().for_each(|_, look| total += look.pos.0);
+/// assert_eq!(total, 5.0);
+/// ```
+///
 /// The empty query, `()`, fetches entities alone. `world.query::<()>()` visits every live entity (those with no
 /// components too), and with filters only the entities that pass them: the driver is a `With` pool if there is
 /// one, else the list of live entities (or every archetype table).
@@ -49,6 +81,11 @@ use crate::ecs::storage::{ErasedPool, Layout};
 /// assert_eq!(live_red, [b]);
 /// assert!(world.query_ref::<()>().get(a).is_ok());
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a query",
+    label = "not a query",
+    note = "a query is `&T`, `&mut T`, `Option<Q>` of a query, a tuple of queries, or a struct that derives `Query`"
+)]
 pub trait QueryData {
     /// What the loop body receives: a reference, an option, or a tuple of them.
     type Item<'a>;
@@ -400,3 +437,219 @@ macro_rules! smaller_tuples_too {
 }
 
 smaller_tuples_too!(impl_query_data A B C D E G);
+
+/// A query that is a struct deriving `Query`: the tuple of its field types (its lifetime made `'static`), and the
+/// moves between the tuple's items and the struct's. Its [`QueryData`] methods are the tuple's
+/// (`__delegate_query!`), converting items where they come out, so the loops are the tuple's.
+#[doc(hidden)]
+pub trait ComposeQuery {
+    /// The field types as a tuple (nested past six fields).
+    type Tuple: QueryData;
+    /// The struct with the world's lifetime.
+    type Item<'w>;
+    /// The tuple's item as the struct.
+    fn from_tuple<'w>(item: <Self::Tuple as QueryData>::Item<'w>) -> Self::Item<'w>;
+    /// The struct as the tuple's item.
+    fn into_tuple<'w>(item: Self::Item<'w>) -> <Self::Tuple as QueryData>::Item<'w>;
+}
+
+/// The field types of a derived query, as a tuple.
+#[doc(hidden)]
+pub type TupleOf<Q> = <Q as ComposeQuery>::Tuple;
+
+/// A derived query's rows: the tuple's rows, converted.
+#[doc(hidden)]
+pub struct ComposedRows<'w, Q, R>(R, std::marker::PhantomData<RowsOf<'w, Q>>);
+
+/// What [`ComposedRows`] yields, for its type only: the query and the world's lifetime.
+type RowsOf<'w, Q> = (&'w (), fn() -> Q);
+
+impl<'w, Q: ComposeQuery, R: Iterator<Item = <Q::Tuple as QueryData>::Item<'w>>> ComposedRows<'w, Q, R> {
+    #[doc(hidden)]
+    #[inline]
+    pub fn new(rows: R) -> Self {
+        Self(rows, std::marker::PhantomData)
+    }
+}
+
+impl<'w, Q: ComposeQuery, R: Iterator<Item = <Q::Tuple as QueryData>::Item<'w>>> Iterator for ComposedRows<'w, Q, R> {
+    type Item = Q::Item<'w>;
+    #[inline]
+    fn next(&mut self) -> Option<Q::Item<'w>> {
+        self.0.next().map(Q::from_tuple)
+    }
+}
+
+/// Names a derived query's field type, so a field that is not a query is reported at the field.
+#[doc(hidden)]
+pub fn is_query_data<Q: QueryData>() {}
+
+/// Implements [`QueryData`] for a type that implements [`ComposeQuery`], handing every method to its tuple and
+/// converting items: what `#[derive(Query)]` emits. `each_row` calls the tuple's own, so the loop stays the zip of
+/// the tuple's slices.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __delegate_query {
+    (impl [$($generics:tt)*] $ty:ty) => {
+        // The bound makes every step below generic over `ComposeQuery::Tuple`, so a field that is not a query is
+        // reported where the tuple is named, not once per step.
+        impl $($generics)* $crate::ecs::QueryData for $ty
+        where
+            Self: $crate::ecs::__private::ComposeQuery,
+        {
+            type Item<'__a> = <Self as $crate::ecs::__private::ComposeQuery>::Item<'__a>;
+            type Slices<'__a> =
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::Slices<'__a>;
+            type Pools<'__w, __L: $crate::ecs::__private::Layout> =
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::Pools<'__w, __L>;
+            type Lanes<'__w, __L: $crate::ecs::__private::Layout> =
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::Lanes<'__w, __L>;
+            type Columns<'__w> =
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::Columns<'__w>;
+            type Rows<'__w> = $crate::ecs::__private::ComposedRows<
+                '__w,
+                Self,
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::Rows<'__w>,
+            >;
+            type Key = <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::Key;
+            const TERMS: usize = <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::TERMS;
+
+            fn access(
+                names: &mut impl $crate::ecs::__private::Names,
+                access: &mut $crate::ecs::__private::Access,
+            ) {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::access(names, access)
+            }
+            #[inline]
+            fn pools<'__w, __L: $crate::ecs::__private::Layout>(
+                lent: &mut impl ::core::iter::Iterator<
+                    Item = ::core::option::Option<
+                        $crate::ecs::__private::Lent<'__w, dyn $crate::ecs::__private::ErasedPool>,
+                    >,
+                >,
+            ) -> ::core::option::Option<Self::Pools<'__w, __L>> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::pools::<__L>(lent)
+            }
+            #[inline]
+            fn terms<'__a, __L: $crate::ecs::__private::Layout>(
+                pools: &'__a Self::Pools<'_, __L>,
+            ) -> impl ::core::iter::Iterator<Item = $crate::ecs::__private::TermPool<'__a>> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::terms::<__L>(pools)
+            }
+            fn collect<__L: $crate::ecs::__private::Layout>(
+                pools: &Self::Pools<'_, __L>,
+                term: usize,
+                entities: &$crate::ecs::Entities,
+                out: &mut ::std::vec::Vec<$crate::ecs::Entity>,
+            ) {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::collect::<__L>(
+                    pools, term, entities, out,
+                )
+            }
+            #[inline]
+            fn into_packed<'__w, __L: $crate::ecs::__private::Layout>(
+                pools: Self::Pools<'__w, __L>,
+            ) -> (::core::option::Option<&'__w [$crate::ecs::Entity]>, Self::Slices<'__w>) {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::into_packed::<__L>(pools)
+            }
+            #[inline]
+            fn into_lanes<'__w, __L: $crate::ecs::__private::Layout>(
+                pools: Self::Pools<'__w, __L>,
+                driver: usize,
+            ) -> (::core::option::Option<&'__w [$crate::ecs::Entity]>, Self::Lanes<'__w, __L>) {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::into_lanes::<__L>(pools, driver)
+            }
+            #[inline(always)]
+            fn lane_get<'__a, __L: $crate::ecs::__private::Layout>(
+                lanes: &'__a mut Self::Lanes<'_, __L>,
+                row: usize,
+                index: u32,
+            ) -> ::core::option::Option<Self::Item<'__a>> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::lane_get::<__L>(lanes, row, index)
+                    .map(<Self as $crate::ecs::__private::ComposeQuery>::from_tuple)
+            }
+            #[inline(always)]
+            fn reborrow<'__a, __L: $crate::ecs::__private::Layout>(
+                pools: &'__a mut Self::Pools<'_, __L>,
+            ) -> Self::Pools<'__a, __L> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::reborrow::<__L>(pools)
+            }
+            #[inline(always)]
+            fn probe<'__w, __L: $crate::ecs::__private::Layout>(
+                pools: Self::Pools<'__w, __L>,
+                index: u32,
+            ) -> ::core::option::Option<Self::Item<'__w>> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::probe::<__L>(pools, index)
+                    .map(<Self as $crate::ecs::__private::ComposeQuery>::from_tuple)
+            }
+            fn probe_many<'__w, __L: $crate::ecs::__private::Layout, const __N: usize>(
+                pools: Self::Pools<'__w, __L>,
+                indices: [u32; __N],
+            ) -> [::core::option::Option<Self::Item<'__w>>; __N] {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::probe_many::<__L, __N>(
+                    pools, indices,
+                )
+                .map(|item| item.map(<Self as $crate::ecs::__private::ComposeQuery>::from_tuple))
+            }
+            #[inline]
+            fn columns<'__w>(
+                lent: &mut impl ::core::iter::Iterator<
+                    Item = ::core::option::Option<
+                        $crate::ecs::__private::Lent<'__w, dyn $crate::ecs::__private::ErasedColumns>,
+                    >,
+                >,
+            ) -> ::core::option::Option<Self::Columns<'__w>> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::columns(lent)
+            }
+            #[inline]
+            fn split_table<'__w>(
+                columns: Self::Columns<'__w>,
+                indices: &[u32],
+                bases: &mut [u32],
+            ) -> (::core::option::Option<Self::Slices<'__w>>, Self::Columns<'__w>) {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::split_table(columns, indices, bases)
+            }
+            #[inline(always)]
+            fn reborrow_columns<'__a>(columns: &'__a mut Self::Columns<'_>) -> Self::Columns<'__a> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::reborrow_columns(columns)
+            }
+            #[inline]
+            fn split_front<'__w>(slices: Self::Slices<'__w>, n: usize) -> (Self::Slices<'__w>, Self::Slices<'__w>) {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::split_front(slices, n)
+            }
+            #[inline(always)]
+            fn reborrow_slices<'__a>(slices: &'__a mut Self::Slices<'_>) -> Self::Slices<'__a> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::reborrow_slices(slices)
+            }
+            #[inline(always)]
+            fn row<'__w>(slices: Self::Slices<'__w>, row: usize) -> Self::Item<'__w> {
+                <Self as $crate::ecs::__private::ComposeQuery>::from_tuple(
+                    <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::row(slices, row),
+                )
+            }
+            #[inline]
+            fn rows<'__w>(slices: Self::Slices<'__w>) -> Self::Rows<'__w> {
+                $crate::ecs::__private::ComposedRows::new(
+                    <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::rows(slices),
+                )
+            }
+            #[inline]
+            fn one<'__a>(item: Self::Item<'__a>) -> Self::Slices<'__a> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::one(
+                    <Self as $crate::ecs::__private::ComposeQuery>::into_tuple(item),
+                )
+            }
+            #[inline]
+            fn each_row<__F>(entities: &[$crate::ecs::Entity], slices: Self::Slices<'_>, f: &mut __F)
+            where
+                __F: for<'__a> ::core::ops::FnMut($crate::ecs::Entity, Self::Item<'__a>),
+            {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::each_row(
+                    entities,
+                    slices,
+                    &mut |entity, item| f(entity, <Self as $crate::ecs::__private::ComposeQuery>::from_tuple(item)),
+                )
+            }
+        }
+    };
+}

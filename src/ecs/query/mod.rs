@@ -35,11 +35,17 @@ mod filter;
 mod run;
 mod term;
 
+#[doc(hidden)]
+pub use access::{Access, Names};
 pub(crate) use cache::QueryCache;
+#[doc(hidden)]
+pub use data::{is_query_data, ComposeQuery, ComposedRows, TermPool, TupleOf};
 pub use data::{QueryData, ReadOnlyQueryData};
 pub use error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 pub use filter::{Filter, Or, With, Without};
 pub(crate) use run::QueryContext;
+#[doc(hidden)]
+pub use term::Lent;
 
 use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;

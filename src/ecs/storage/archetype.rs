@@ -53,7 +53,7 @@ impl<T> Default for Columns<T> {
 }
 
 /// The columns of one component type, with the type erased (upcast to `dyn Any` to downcast to `Columns<T>`). A
-/// column is named by its index (see [`Columns`]).
+/// column is named by its index (see `Columns`).
 pub trait ErasedColumns: Any {
     /// Adds an empty column (for a new table) and returns its index.
     fn push_column(&mut self) -> u32;
@@ -102,7 +102,7 @@ impl<T: 'static> ErasedColumns for Columns<T> {
     }
 }
 
-/// One component type's columns (see [`Columns`]), `None` until a table holds the type.
+/// One component type's columns (see `Columns`), `None` until a table holds the type.
 pub type TypeColumns = Option<Box<dyn ErasedColumns>>;
 
 /// The columns of `T` in `columns` (which must be `Columns<T>`), shared: one `TypeId` comparison (the upcast to
@@ -231,7 +231,7 @@ impl Archetypes {
         &self.tables
     }
 
-    /// The tables, and every component type's columns by id (see [`Columns`]), for a query to borrow apart.
+    /// The tables, and every component type's columns by id (see `Columns`), for a query to borrow apart.
     pub(crate) fn parts(&self) -> (&[Table], &[TypeColumns]) {
         (&self.tables, &self.columns)
     }

@@ -129,6 +129,7 @@ pub(crate) mod archetype;
 mod btree;
 mod direct_array;
 mod hash_map;
+mod put;
 pub(crate) mod sparse_set;
 pub(crate) mod values;
 mod world_storage;
@@ -140,6 +141,8 @@ use archetype::Archetypes;
 use sparse_set::{PackedOrder, SparseSet};
 use std::any::Any;
 
+pub use put::PutBundle;
+pub(crate) use put::{put_batch, put_rows, put_sparse_batch};
 pub use world_storage::Storage;
 
 #[doc(hidden)]
@@ -275,48 +278,6 @@ pub trait Layout: 'static {
     fn pool_ref<T: 'static>(any: &AnyPool<T>) -> &Self::Pool<T>;
     /// The pool inside an [`AnyPool`] of this layout.
     fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut Self::Pool<T>;
-}
-
-/// A bundle as storage places it: values of distinct component types, one of each, put for entities that hold
-/// nothing yet, into each type's pool or into new rows of the bundle's table. `ids` are the bundle's component
-/// ids ([`BundleIds::ids`]), in the order of its values. [`Storage`]'s spawns are generic over it; the bundle
-/// itself (ids, per-entity insert and remove) is `ecs::Bundle`, which requires it.
-#[doc(hidden)]
-pub trait PutBundle: Sized {
-    /// Inserts every component into its per-component pool of layout `L`; `entity` must hold no value in any pool
-    /// yet (fresh from the allocator). The layout is matched once by the caller, so each component costs a
-    /// downcast and the pool's own insert, inlined.
-    fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity);
-    /// Puts each bundle of `items` into a new row of `table` (the table of `ids`), finding and downcasting each
-    /// type's column once for the whole batch; `spawned` hears of each entity, in order. Every entity must be
-    /// newly alive, with no row yet.
-    fn put_rows(
-        items: impl Iterator<Item = (Entity, Self)>,
-        archetypes: &mut Archetypes,
-        table: u32,
-        ids: &[ComponentId],
-        spawned: impl FnMut(Entity),
-    );
-    /// Puts each bundle of `items` into the per-component pools of layout `L` for its entity, downcasting each pool
-    /// once for the whole batch; `out` receives the entities in order. Every entity must be newly alive, holding
-    /// no value in any pool yet (the caller allocates or activates them as `items` is pulled).
-    fn put_batch<L: Layout>(
-        items: impl Iterator<Item = (Entity, Self)>,
-        pools: &mut [Box<dyn ErasedPool>],
-        ids: &[ComponentId],
-        out: &mut Vec<Entity>,
-    );
-    /// Batch spawning into sparse-set pools: pushes the values of `items` onto the pools' packed value arrays as
-    /// plain streams, then allocates one entity per bundle at once and gives the pools their entities; `out`, if
-    /// given, receives the handles too. Returns how many were spawned. `items` must not yield more bundles than
-    /// `entities` has room for.
-    fn put_sparse_batch(
-        items: impl Iterator<Item = Self>,
-        pools: &mut [Box<dyn ErasedPool>],
-        ids: &[ComponentId],
-        entities: &mut Entities,
-        out: Option<&mut Vec<Entity>>,
-    ) -> usize;
 }
 
 /// Matches a [`PoolLayout`] once and runs `$body` with the type `$L` naming that [`Layout`]: the single layout

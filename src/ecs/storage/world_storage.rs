@@ -68,7 +68,7 @@ impl Storage {
         match self {
             Storage::Tables(archetypes) => {
                 let table = archetypes.table_for(ids.set, components);
-                B::put_rows(std::iter::once((entity, bundle)), archetypes, table, ids.ids(), |_| {});
+                put_rows(std::iter::once((entity, bundle)), archetypes, table, ids, |_| {});
             }
             Storage::Pools { layout, pools } => {
                 bundle_pools(pools, *layout, components, ids.ids(), 0);
@@ -96,17 +96,17 @@ impl Storage {
                 if rows > 1 {
                     archetypes.reserve_rows(table, rows);
                 }
-                B::put_rows(items, archetypes, table, ids.ids(), |entity| out.push(entity));
+                put_rows(items, archetypes, table, ids, |entity| out.push(entity));
             }
             Storage::Pools { layout, pools } => {
                 bundle_pools(pools, *layout, components, ids.ids(), values);
-                dispatch!(*layout, L => B::put_batch::<L>(items, pools, ids.ids(), out));
+                dispatch!(*layout, L => put_batch::<B, L>(items, pools, ids, out));
             }
         }
     }
 
     /// The sparse-set batch spawn: stages the values of `bundles` (component ids `ids`) before their handles
-    /// exist, then allocates one handle per bundle from `entities` in one run ([`PutBundle::put_sparse_batch`]);
+    /// exist, then allocates one handle per bundle from `entities` in one run ([`put_sparse_batch`]);
     /// `out`, if given, receives them. Room for `reserve` more values is made first in each pool. Returns how many
     /// were spawned; `bundles` must not yield more than `entities` has room for.
     ///
@@ -125,7 +125,7 @@ impl Storage {
             unreachable!("a sparse-set batch spawn on the {:?} layout", self.backend())
         };
         bundle_pools(pools, PoolLayout::SparseSet, components, ids.ids(), reserve);
-        B::put_sparse_batch(bundles, pools, ids.ids(), entities, out)
+        put_sparse_batch(bundles, pools, ids, entities, out)
     }
 
     /// Where component `id`'s values live, for per-entity operations on them; `None` if the type was registered (by
