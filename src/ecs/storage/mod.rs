@@ -140,6 +140,7 @@ use archetype::Archetypes;
 use sparse_set::{PackedOrder, SparseSet};
 use std::any::Any;
 
+pub(crate) use world_storage::ErasedValue;
 pub use world_storage::Storage;
 
 #[doc(hidden)]
