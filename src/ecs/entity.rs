@@ -20,6 +20,7 @@
 
 use std::fmt;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A handle to an entity: 8 bytes, and `Option<Entity>` is 8 bytes too (the generation is never zero).
 ///
@@ -160,6 +161,78 @@ impl fmt::Display for NoSuchEntity {
 
 impl std::error::Error for NoSuchEntity {}
 
+/// Why [`World::spawn_at`](super::World::spawn_at) refused a handle; nothing in the world changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpawnAtError {
+    /// The index is taken by this live entity (the same handle, or another generation of it).
+    Live(Entity),
+    /// The generation is behind the one the allocator holds for the index: handles of that generation were
+    /// handed out and retired, and must stay dead.
+    Stale {
+        /// The handle asked for.
+        entity: Entity,
+        /// The lowest generation the index may still take.
+        current: NonZeroU32,
+    },
+    /// The index's generations are used up: it is never handed out again.
+    Retired(Entity),
+    /// The index is reserved for a spawn that cannot be applied now (the command buffer is being applied).
+    Reserved(Entity),
+    /// The generation is past the allocator's `max_generation`.
+    GenerationOutOfRange {
+        /// The handle asked for.
+        entity: Entity,
+        /// The allocator's maximum generation.
+        max: u32,
+    },
+    /// The index is past what this world can hand out: `capacity + retired` indices (the allocator never holds
+    /// more slots than that), and never the deferred marker `u32::MAX`.
+    IndexOutOfRange {
+        /// The handle asked for.
+        entity: Entity,
+        /// One past the highest index the world accepts now.
+        bound: u32,
+    },
+    /// The world holds its capacity.
+    WorldFull(WorldFull),
+}
+
+impl fmt::Display for SpawnAtError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnAtError::Live(live) => {
+                write!(f, "cannot spawn at index {}: the live entity {live:?} holds it", live.index)
+            }
+            SpawnAtError::Stale { entity, current } => write!(
+                f,
+                "cannot spawn at {entity:?}: generation {} is behind generation {current} of index {}",
+                entity.generation, entity.index
+            ),
+            SpawnAtError::Retired(entity) => {
+                write!(f, "cannot spawn at {entity:?}: index {} is retired (its generations are used up)", entity.index)
+            }
+            SpawnAtError::Reserved(entity) => {
+                write!(f, "cannot spawn at {entity:?}: the index is reserved by the command buffer being applied")
+            }
+            SpawnAtError::GenerationOutOfRange { entity, max } => {
+                write!(f, "cannot spawn at {entity:?}: generation {} is past the maximum {max}", entity.generation)
+            }
+            SpawnAtError::IndexOutOfRange { entity, bound } => {
+                write!(f, "cannot spawn at {entity:?}: index {} is past this world's bound of {bound}", entity.index)
+            }
+            SpawnAtError::WorldFull(full) => full.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SpawnAtError {}
+
+impl From<WorldFull> for SpawnAtError {
+    fn from(full: WorldFull) -> Self {
+        SpawnAtError::WorldFull(full)
+    }
+}
+
 /// Why a component could not be removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ComponentError {
@@ -233,7 +306,7 @@ pub struct AllocatorState {
 /// The entity allocator: a slot per index, a free list, a capacity and a count of retired indices.
 ///
 /// Similar to `Vec<Option<u32>>` plus a `Vec<u32>` of holes; spawn and despawn are O(1).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Entities {
     slots: Vec<Slot>,
     free: Vec<u32>,
@@ -242,6 +315,30 @@ pub struct Entities {
     live: u32,
     reserved: u32,
     retired: u32,
+    /// Handles reserved through `&self` ([`Entities::reserve_many`]) and not yet given slots: positions
+    /// `0..pending` name `free`'s entries from the top down, then new indices from `slots.len()` up, each at the
+    /// generation its slot holds (1 for a new one). Every `&mut self` method gives them their `Reserved` slots
+    /// first ([`Entities::flush_pending`]), so the rest of the allocator never sees them.
+    pending: AtomicU32,
+    /// Reserved handles no command buffer holds (from `pending`): the world makes them alive when it applies its
+    /// buffer, before the buffer's commands.
+    unrecorded: Vec<Entity>,
+}
+
+impl Clone for Entities {
+    fn clone(&self) -> Self {
+        Self {
+            slots: self.slots.clone(),
+            free: self.free.clone(),
+            capacity: self.capacity,
+            max_generation: self.max_generation,
+            live: self.live,
+            reserved: self.reserved,
+            retired: self.retired,
+            pending: AtomicU32::new(self.pending.load(Ordering::Acquire)),
+            unrecorded: self.unrecorded.clone(),
+        }
+    }
 }
 
 impl Entities {
@@ -261,6 +358,8 @@ impl Entities {
             live: 0,
             reserved: 0,
             retired: 0,
+            pending: AtomicU32::new(0),
+            unrecorded: Vec::new(),
         }
     }
 
@@ -275,6 +374,7 @@ impl Entities {
     /// A free index (recycled, else new) put in `state`; counters are the caller's.
     #[inline]
     fn take(&mut self, state: State) -> Result<Entity, WorldFull> {
+        self.flush_pending();
         if self.live + self.reserved >= self.capacity {
             return Err(WorldFull { capacity: self.capacity });
         }
@@ -298,8 +398,58 @@ impl Entities {
         Ok(Entity { index, generation: slot.generation })
     }
 
+    /// Makes `entity` alive under exactly its index and generation (see
+    /// [`World::spawn_at`](super::World::spawn_at)): the index leaves the free list wherever it is on it (the
+    /// others keep their order), and an index past [`Entities::index_bound`] grows the allocator, putting the
+    /// indices skipped on the free list so that the lowest is handed out first. Refused with the reason, and
+    /// nothing changed, if the index is live, reserved or retired, the generation is behind the index's or past
+    /// `max_generation`, the index is past `capacity + retired`, or the world is full.
+    pub(crate) fn alloc_at(&mut self, entity: Entity) -> Result<(), SpawnAtError> {
+        self.flush_pending();
+        let index = entity.index as usize;
+        if let Some(slot) = self.slots.get(index) {
+            match slot.state {
+                State::Alive => {
+                    return Err(SpawnAtError::Live(Entity { index: entity.index, generation: slot.generation }))
+                }
+                State::Reserved => return Err(SpawnAtError::Reserved(entity)),
+                State::Retired => return Err(SpawnAtError::Retired(entity)),
+                State::Free if entity.generation < slot.generation => {
+                    return Err(SpawnAtError::Stale { entity, current: slot.generation })
+                }
+                State::Free => {}
+            }
+        }
+        if entity.generation.get() > self.max_generation {
+            return Err(SpawnAtError::GenerationOutOfRange { entity, max: self.max_generation });
+        }
+        if self.live + self.reserved >= self.capacity {
+            return Err(WorldFull { capacity: self.capacity }.into());
+        }
+        // A new slot is pushed only while every slot is live, reserved or retired, so `slots <= capacity + retired`
+        // holds for `alloc`; it holds here too, and bounds what a handle from a file can make the allocator hold.
+        // (At most `u32::MAX`, so the deferred marker is always past it.)
+        let bound = self.capacity.saturating_add(self.retired);
+        if entity.index >= bound.max(self.slots.len() as u32) {
+            return Err(SpawnAtError::IndexOutOfRange { entity, bound });
+        }
+        if index < self.slots.len() {
+            // Free lists are short next to the entities; the search runs from the end, where recent frees are.
+            let at = self.free.iter().rposition(|&i| i == entity.index).expect("a free slot is on the free list");
+            self.free.remove(at);
+        } else {
+            let start = self.slots.len() as u32;
+            self.slots.resize(index + 1, Slot { generation: NonZeroU32::MIN, state: State::Free });
+            self.free.extend((start..entity.index).rev());
+        }
+        self.slots[index] = Slot { generation: entity.generation, state: State::Alive };
+        self.live += 1;
+        Ok(())
+    }
+
     /// Turns a reserved handle into a live entity. Returns `false` (and changes nothing) if `entity` is not reserved.
     pub(crate) fn activate(&mut self, entity: Entity) -> bool {
+        self.flush_pending();
         match self.slots.get_mut(entity.index as usize) {
             Some(slot) if slot.state == State::Reserved && slot.generation == entity.generation => {
                 slot.state = State::Alive;
@@ -314,9 +464,96 @@ impl Entities {
     /// How many entities [`Entities::alloc`] would hand out before refusing: the capacity left, and the indices
     /// left (free ones, then never-used ones below the deferred marker).
     pub(crate) fn room(&self) -> usize {
-        let capacity_left = self.capacity.saturating_sub(self.live + self.reserved) as usize;
+        self.room_after(self.pending.load(Ordering::Acquire))
+    }
+
+    /// [`Entities::room`] with `pending` handles reserved through `&self` taken from it.
+    fn room_after(&self, pending: u32) -> usize {
+        let capacity_left = self.capacity.saturating_sub(self.live + self.reserved + pending) as usize;
         let unused = (DEFERRED_INDEX as usize).saturating_sub(self.slots.len());
-        capacity_left.min(self.free.len().saturating_add(unused))
+        capacity_left.min(self.free.len().saturating_add(unused).saturating_sub(pending as usize))
+    }
+
+    /// Reserves up to `count` handles through a shared borrow and returns them (fewer if the world fills up; the
+    /// iterator's `len()` says how many): the handles [`Entities::reserve`] would hand out one after another.
+    /// Their slots are taken by the next `&mut self` call, and they come alive when the world applies its
+    /// command buffer. Safe to call from several threads at once: each call gets its own run of positions.
+    pub(crate) fn reserve_many(&self, count: u32) -> ReservedHandles<'_> {
+        let mut start = 0;
+        let mut taken = 0;
+        // A run of positions past `pending`, as long as the room left allows.
+        let _ = self.pending.fetch_update(Ordering::AcqRel, Ordering::Acquire, |pending| {
+            start = pending;
+            taken = count.min(self.room_after(pending).min(u32::MAX as usize) as u32);
+            Some(pending + taken)
+        });
+        ReservedHandles { entities: self, next: start, end: start + taken }
+    }
+
+    /// The handle at position `position` of the reservations made through `&self` (see `pending`).
+    fn pending_handle(&self, position: u32) -> Entity {
+        let position = position as usize;
+        match self.free.len().checked_sub(position + 1) {
+            Some(k) => {
+                let index = self.free[k];
+                Entity { index, generation: self.slots[index as usize].generation }
+            }
+            None => {
+                Entity { index: (self.slots.len() + position - self.free.len()) as u32, generation: NonZeroU32::MIN }
+            }
+        }
+    }
+
+    /// Gives the handles reserved through `&self` their `Reserved` slots (in the order they were handed out, which
+    /// is the order `reserve` takes indices) and records them as unrecorded.
+    #[inline]
+    pub(crate) fn flush_pending(&mut self) {
+        if *self.pending.get_mut() != 0 {
+            self.flush_pending_cold();
+        }
+    }
+
+    #[cold]
+    fn flush_pending_cold(&mut self) {
+        let pending = std::mem::take(self.pending.get_mut());
+        for _ in 0..pending {
+            let expected = self.next_taken();
+            let entity = self.take(State::Reserved).expect("a pending reservation was counted against the room");
+            debug_assert_eq!(entity, expected, "a pending reservation got another slot than it was handed out");
+            self.reserved += 1;
+            self.unrecorded.push(entity);
+        }
+    }
+
+    /// The handle `take` hands out next (the free list's top, else a new index), for the flush's check.
+    fn next_taken(&self) -> Entity {
+        match self.free.last() {
+            Some(&index) => Entity { index, generation: self.slots[index as usize].generation },
+            None => Entity { index: self.slots.len() as u32, generation: NonZeroU32::MIN },
+        }
+    }
+
+    /// Whether handles reserved through `&self` wait to come alive.
+    #[inline]
+    pub(crate) fn has_unrecorded(&self) -> bool {
+        !self.unrecorded.is_empty() || self.pending.load(Ordering::Acquire) != 0
+    }
+
+    /// Moves the reserved handles no command buffer holds into `out` (for the world to make alive).
+    pub(crate) fn take_unrecorded(&mut self, out: &mut Vec<Entity>) {
+        self.flush_pending();
+        out.append(&mut self.unrecorded);
+    }
+
+    /// Frees the reserved handles no command buffer holds (the buffer was discarded).
+    pub(crate) fn release_unrecorded(&mut self) {
+        self.flush_pending();
+        let unrecorded = std::mem::take(&mut self.unrecorded);
+        for &entity in &unrecorded {
+            self.release(entity);
+        }
+        self.unrecorded = unrecorded;
+        self.unrecorded.clear();
     }
 
     /// Allocates `count` live entities at once and appends their handles to `out`: the same handles, in the same
@@ -326,6 +563,7 @@ impl Entities {
     /// # Panics
     /// If `count` exceeds [`Entities::room`] (nothing is allocated then).
     pub(crate) fn alloc_many(&mut self, count: usize, out: &mut Vec<Entity>) {
+        self.flush_pending();
         assert!(count <= self.room(), "alloc_many of {count} entities with room for {}", self.room());
         out.reserve(count);
         let recycled = count.min(self.free.len());
@@ -354,6 +592,7 @@ impl Entities {
     /// Frees a live or reserved entity: bumps the index's generation and puts it on the free list, or retires the
     /// index when its generations are used up. Returns `false` for a stale or unknown handle (nothing changes).
     pub fn free(&mut self, entity: Entity) -> bool {
+        self.flush_pending();
         let Some(slot) = self.slots.get_mut(entity.index as usize) else {
             return false;
         };
@@ -390,8 +629,36 @@ impl Entities {
 
     /// Whether `entity` is reserved by a command buffer and not applied yet.
     pub fn is_reserved(&self, entity: Entity) -> bool {
-        matches!(self.slots.get(entity.index as usize),
-            Some(slot) if slot.state == State::Reserved && slot.generation == entity.generation)
+        match self.slots.get(entity.index as usize) {
+            Some(slot) if slot.generation != entity.generation => false,
+            Some(slot) if slot.state == State::Reserved => true,
+            _ => self.is_pending(entity),
+        }
+    }
+
+    /// Whether `entity` was reserved through `&self` and has no slot yet.
+    #[cold]
+    fn is_pending(&self, entity: Entity) -> bool {
+        let pending = self.pending.load(Ordering::Acquire) as usize;
+        if pending == 0 {
+            return false;
+        }
+        let from_free = pending.min(self.free.len());
+        let index = entity.index as usize;
+        if index < self.slots.len() {
+            self.slots[index].state == State::Free && self.free[self.free.len() - from_free..].contains(&entity.index)
+        } else {
+            entity.generation == NonZeroU32::MIN && index - self.slots.len() < pending - from_free
+        }
+    }
+
+    /// Whether `index` is reserved by a command buffer, under any generation.
+    pub(crate) fn index_is_reserved(&self, index: u32) -> bool {
+        match self.slots.get(index as usize) {
+            Some(slot) if slot.state == State::Reserved => true,
+            Some(slot) => self.is_reserved(Entity { index, generation: slot.generation }),
+            None => self.is_reserved(Entity { index, generation: NonZeroU32::MIN }),
+        }
     }
 
     /// The live entity at `index`, if any.
@@ -424,7 +691,7 @@ impl Entities {
 
     /// Number of handles reserved and not yet activated.
     pub fn reserved(&self) -> u32 {
-        self.reserved
+        self.reserved + self.pending.load(Ordering::Acquire)
     }
 
     /// The maximum number of live plus reserved entities.
@@ -454,6 +721,8 @@ impl Entities {
 
     /// Frees every entity at once (generations bumped as by [`Entities::free`]).
     pub fn clear(&mut self) {
+        self.flush_pending();
+        self.unrecorded.clear();
         for index in 0..self.slots.len() as u32 {
             let slot = self.slots[index as usize];
             if matches!(slot.state, State::Alive | State::Reserved) {
@@ -466,7 +735,7 @@ impl Entities {
     /// next spawns take its indices from the end), the retired indices and the capacity. `None` while handles are
     /// reserved by a command buffer (apply or discard it first: a reserved handle belongs to no saved entity).
     pub fn state(&self) -> Option<AllocatorState> {
-        if self.reserved > 0 {
+        if self.reserved() > 0 {
             return None;
         }
         Some(AllocatorState {
@@ -532,6 +801,8 @@ impl Entities {
             live,
             reserved: 0,
             retired,
+            pending: AtomicU32::new(0),
+            unrecorded: Vec::new(),
         })
     }
 
@@ -547,13 +818,15 @@ impl Entities {
 
     #[cfg(test)]
     pub(crate) fn force_generation(&mut self, index: u32, generation: NonZeroU32) {
+        self.flush_pending();
         let slot = &mut self.slots[index as usize];
         assert_eq!(slot.state, State::Free, "force_generation only on free slots");
         slot.generation = generation;
     }
 
-    #[cfg(test)]
-    pub(crate) fn assert_invariants(&self) {
+    /// Panics with a message naming the broken invariant (free list, counters, capacity, reservations). For tests.
+    #[doc(hidden)]
+    pub fn assert_invariants(&self) {
         let mut seen = vec![false; self.slots.len()];
         for &index in &self.free {
             let slot = self.slots[index as usize];
@@ -566,9 +839,39 @@ impl Entities {
         assert_eq!(count(State::Reserved), self.reserved, "reserved count drifted");
         assert_eq!(count(State::Retired), self.retired, "retired count drifted");
         assert_eq!(count(State::Free) as usize, self.free.len(), "a free slot is missing from the free list");
-        assert!(self.live + self.reserved <= self.capacity, "more entities than the capacity");
+        let pending = self.pending.load(Ordering::Acquire);
+        assert!(self.live + self.reserved + pending <= self.capacity, "more entities than the capacity");
+        for &entity in &self.unrecorded {
+            assert!(self.is_reserved(entity), "unrecorded reservation {entity:?} is not reserved");
+        }
     }
 }
+
+/// Handles reserved through a shared borrow ([`World::reserve_entities`](super::World::reserve_entities)), in
+/// the order the allocator hands them out; `len()` is how many were reserved.
+#[derive(Clone, Debug)]
+pub struct ReservedHandles<'a> {
+    entities: &'a Entities,
+    next: u32,
+    end: u32,
+}
+
+impl Iterator for ReservedHandles<'_> {
+    type Item = Entity;
+    fn next(&mut self) -> Option<Entity> {
+        if self.next == self.end {
+            return None;
+        }
+        self.next += 1;
+        Some(self.entities.pending_handle(self.next - 1))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = (self.end - self.next) as usize;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for ReservedHandles<'_> {}
 
 #[cfg(test)]
 mod tests {
@@ -603,6 +906,49 @@ mod tests {
     fn alloc_many_refuses_more_than_the_room() {
         let mut entities = Entities::new(2);
         entities.alloc_many(3, &mut Vec::new());
+    }
+
+    #[test]
+    fn reserve_many_hands_out_what_reserve_would() {
+        let mut one = Entities::new(10);
+        let handles: Vec<Entity> = (0..5).map(|_| one.alloc().unwrap()).collect();
+        one.free(handles[1]);
+        one.free(handles[3]);
+        let mut many = one.clone();
+        let expected: Vec<Entity> = (0..4).map(|_| one.reserve().unwrap()).collect();
+        let got: Vec<Entity> = many.reserve_many(3).chain(many.reserve_many(1)).collect();
+        assert_eq!(got, expected);
+        assert!(got.iter().all(|&e| many.is_reserved(e) && !many.is_alive(e)));
+        assert_eq!((many.reserved(), many.room()), (4, one.room()));
+        many.assert_invariants();
+        many.flush_pending();
+        assert_eq!(many.unrecorded, expected);
+        assert_eq!(many.alloc(), one.alloc(), "the flush took the slots `reserve` would");
+        many.assert_invariants();
+        many.release_unrecorded();
+        assert_eq!(many.reserved(), 0);
+        many.assert_invariants();
+    }
+
+    #[test]
+    fn alloc_at_keeps_the_free_list_consistent() {
+        let mut entities = Entities::new(10);
+        let all: Vec<Entity> = (0..4).map(|_| entities.alloc().unwrap()).collect();
+        for &e in &all[..3] {
+            entities.free(e);
+        }
+        let at = Entity::from_parts(1, NonZeroU32::new(4).unwrap());
+        assert_eq!(entities.alloc_at(at), Ok(()));
+        assert_eq!(entities.free, [0, 2], "index 1 left the middle of the list, the others kept their order");
+        entities.assert_invariants();
+        let far = Entity::from_parts(7, NonZeroU32::MIN);
+        assert_eq!(entities.alloc_at(far), Ok(()));
+        assert_eq!(entities.free, [0, 2, 6, 5, 4]);
+        assert_eq!(entities.index_bound(), 8);
+        entities.assert_invariants();
+        assert_eq!(entities.alloc_at(far), Err(SpawnAtError::Live(far)));
+        let err = SpawnAtError::Live(far).to_string();
+        assert_eq!(err, "cannot spawn at index 7: the live entity 7v1 holds it");
     }
 
     #[test]

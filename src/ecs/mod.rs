@@ -10,10 +10,12 @@
 //!
 //! The app with its stages, plugins and profiler is [`crate::app`].
 
+mod builder;
 mod bundle;
 mod commands;
 mod component;
 mod entity;
+mod entity_ref;
 mod query;
 mod resources;
 mod snapshot;
@@ -22,10 +24,14 @@ pub mod storage;
 mod view;
 mod world;
 
+pub use builder::EntityBuilder;
 pub use bundle::Bundle;
 pub use commands::{ApplyStats, CommandTotals, Commands};
 pub use component::{ComponentId, ComponentInfo, ComponentSet, MAX_BUNDLE, MAX_COMPONENTS};
-pub use entity::{AllocatorState, ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
+pub use entity::{
+    AllocatorState, ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull,
+};
+pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use query::{
     Filter, Or, Query, QueryData, QueryError, QueryOneError, QueryRef, ReadOnlyQueryData, With, Without,
     MAX_QUERY_TYPES,

@@ -1,10 +1,12 @@
 //! The world: entities, their components in the chosen storage backend, resources and the command buffer.
 
+use super::builder::EntityBuilder;
 use super::bundle::Bundle;
 use super::commands::{ApplyStats, CommandQueue, CommandTotals, Commands};
 use super::component::BundleIds;
-use super::component::ComponentId;
-use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, WorldFull};
+use super::component::{ComponentId, ComponentInfo};
+use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull};
+use super::entity_ref::{EntityRef, EntityWorldMut};
 use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryOneError, QueryRef, ReadOnlyQueryData};
 use super::resources::{missing, Resources};
 use super::storage::sparse_set::SparseSet;
@@ -132,11 +134,18 @@ impl World {
         self.entities.is_alive(entity) || self.settle_reserved(entity)
     }
 
+    /// Whether a command buffer waits to be applied: reserved handles can be settled only then. While the buffer is
+    /// being applied it is out of the world, and this is `false`.
+    #[inline]
+    fn has_buffered_commands(&self) -> bool {
+        !self.commands.is_empty() || self.entities.has_unrecorded()
+    }
+
     #[cold]
     fn settle_reserved(&mut self, entity: Entity) -> bool {
         // While the buffer is being applied it is out of the world (`self.commands` is empty): nothing to settle
         // then, and the apply's own order decides.
-        if self.entities.is_reserved(entity) && !self.commands.is_empty() {
+        if self.entities.is_reserved(entity) && self.has_buffered_commands() {
             self.apply_commands();
         }
         self.entities.is_alive(entity)
@@ -171,6 +180,47 @@ impl World {
         self.commands().spawn(())
     }
 
+    /// Reserves up to `count` handles through a shared borrow (hecs's `reserve_entities`), for code that holds
+    /// `&World` (a system reading the world, several threads at once) and must name entities before they exist.
+    /// Each comes alive with no components when the command buffer is applied ([`World::apply_commands`], or
+    /// any `&mut World` call handed one, by the rule of [`World::reserve_entity`]), before the commands in the
+    /// buffer; [`World::discard_commands`] releases them. Until then they are reserved
+    /// ([`Entities::is_reserved`]) and count against the capacity.
+    ///
+    /// A full world hands out fewer: the iterator yields as many handles as fitted, and its `len()` says how
+    /// many before it is walked (0 when the world is full).
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// let mut world = World::with_capacity(3);
+    /// world.spawn(()).unwrap();
+    /// let shared: &World = &world;
+    /// let handles: Vec<_> = shared.reserve_entities(5).collect();
+    /// assert_eq!(handles.len(), 2); // room for two more
+    /// assert!(world.entities().is_reserved(handles[0]) && !world.is_alive(handles[0]));
+    /// world.insert(handles[1], 7u8).unwrap(); // applies the buffer: both are alive
+    /// assert!(world.is_alive(handles[0]) && world.get::<u8>(handles[1]) == Some(&7));
+    /// ```
+    pub fn reserve_entities(&self, count: u32) -> ReservedHandles<'_> {
+        self.entities.reserve_many(count)
+    }
+
+    /// Makes alive, with no components, the handles reserved through `&World` ([`World::reserve_entities`]);
+    /// returns how many.
+    fn spawn_unrecorded(&mut self) -> u32 {
+        if !self.entities.has_unrecorded() {
+            return 0;
+        }
+        let mut handles = std::mem::take(&mut self.handle_scratch);
+        handles.clear();
+        self.entities.take_unrecorded(&mut handles);
+        let ids = self.bundle_ids::<()>();
+        let mut spawned = Vec::with_capacity(handles.len());
+        self.spawn_reserved_batch(&handles, std::iter::repeat(()), &ids, &mut spawned);
+        self.handle_scratch = handles;
+        spawned.len() as u32
+    }
+
     /// Spawns an entity with the components of `bundle` (a tuple).
     ///
     /// Fails with [`WorldFull`] if the world holds its capacity; nothing in the world changes then.
@@ -180,6 +230,41 @@ impl World {
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
         let ids = B::ids(&mut self.components);
         let entity = self.entities.alloc()?;
+        self.storage.spawn(&self.components, &ids, entity, bundle);
+        Ok(entity)
+    }
+
+    /// Spawns an entity with the components of `bundle` under exactly the handle `entity`: the handle a server,
+    /// a file or another world gave it (hecs's `spawn_at`). Returns the handle.
+    ///
+    /// The index must not be live, retired, or past `capacity + retired` (the most indices a world of that
+    /// capacity holds), and the generation must be neither behind the allocator's for that index (handles of
+    /// older generations stay dead) nor past its maximum. A reserved index follows the rule of
+    /// [`World::reserve_entity`]: the command buffer is applied first, after which the index is live (refused,
+    /// naming the live handle) or, if the buffer despawned it, free. The index leaves the free list wherever it
+    /// is on it, the others keeping their order; an index past [`Entities::index_bound`] grows the allocator and
+    /// puts the indices skipped on the free list, lowest first out. Refused with the reason (and nothing changed,
+    /// `bundle` dropped) otherwise; [`SpawnAtError::WorldFull`] if the world holds its capacity.
+    ///
+    /// ```
+    /// use swarm::ecs::{SpawnAtError, World};
+    /// #[derive(Debug, PartialEq)] struct Pos(i32);
+    /// let mut server = World::new();
+    /// let e = server.spawn((Pos(1),)).unwrap();
+    /// let mut client = World::new();
+    /// assert_eq!(client.spawn_at(e, (Pos(1),)), Ok(e));
+    /// assert_eq!(client.get::<Pos>(e), Some(&Pos(1)));
+    /// assert_eq!(client.spawn_at(e, (Pos(2),)), Err(SpawnAtError::Live(e)));
+    /// ```
+    ///
+    /// # Panics
+    /// If the tuple names a component type twice (before anything changes).
+    pub fn spawn_at<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<Entity, SpawnAtError> {
+        let ids = B::ids(&mut self.components);
+        if self.entities.index_is_reserved(entity.index()) && self.has_buffered_commands() {
+            self.apply_commands();
+        }
+        self.entities.alloc_at(entity)?;
         self.storage.spawn(&self.components, &ids, entity, bundle);
         Ok(entity)
     }
@@ -341,7 +426,7 @@ impl World {
         // A reserved target is settled where it comes, as `despawn` one by one would (see `World::reserve_entity`):
         // the targets before it, then the buffer, then the rest. While the buffer is being applied it is out of the
         // world, so its own batches skip the scan.
-        if !self.commands.is_empty() {
+        if self.has_buffered_commands() {
             if let Some(k) = targets.iter().position(|&entity| self.entities.is_reserved(entity)) {
                 let before = self.despawn_batch(&targets[..k]);
                 self.apply_commands();
@@ -390,15 +475,54 @@ impl World {
 
     /// Sets component `T` on many entities: the type lookup, the pool's downcast and the backend dispatch happen
     /// once for the batch instead of once per entity. Dead or stale handles are skipped (their values dropped);
-    /// returns how many were skipped.
+    /// returns how many were skipped. A reserved handle applies the command buffer first, as [`World::insert`]
+    /// would one by one: the items before it, then the buffer, then the rest (see [`World::reserve_entity`]).
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// let mut world = World::new();
+    /// let a = world.spawn(()).unwrap();
+    /// let r = world.reserve_entity().unwrap();
+    /// assert_eq!(world.insert_many([(a, 1u8), (r, 2u8)]), 0); // `r` comes alive, then gets its value
+    /// assert_eq!(world.get::<u8>(r), Some(&2));
+    /// ```
     pub fn insert_many<T: 'static>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
         let id = self.register::<T>();
-        self.storage.insert_many(id, &self.components, &self.entities, items)
+        let mut items = items.into_iter().peekable();
+        let mut skipped = 0;
+        // A reserved target is settled where it comes: the run before it goes in, then the buffer is applied.
+        while self.has_buffered_commands() {
+            let entities = &self.entities;
+            let run = std::iter::from_fn(|| items.next_if(|(entity, _)| !entities.is_reserved(*entity)));
+            skipped += self.storage.insert_many(id, &self.components, &self.entities, run);
+            if items.peek().is_none() {
+                return skipped;
+            }
+            self.apply_commands();
+        }
+        skipped + self.storage.insert_many(id, &self.components, &self.entities, items)
     }
 
     /// Removes component `T` from many entities, dropping the values, with one dispatch for the batch. Returns how
-    /// many had it (dead handles and entities without `T` are passed over).
+    /// many had it (dead handles and entities without `T` are passed over). A reserved handle applies the command
+    /// buffer first, as [`World::remove`] would one by one: the targets before it, then the buffer, then the rest.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// let mut world = World::new();
+    /// let a = world.spawn((1u8,)).unwrap();
+    /// let r = world.commands().spawn((2u8,)).unwrap();
+    /// assert_eq!(world.remove_many::<u8>(&[a, r]), 2); // `r` is spawned with its `u8`, then loses it
+    /// assert!(world.is_alive(r) && !world.has::<u8>(r));
+    /// ```
     pub fn remove_many<T: 'static>(&mut self, targets: &[Entity]) -> usize {
+        if self.has_buffered_commands() {
+            if let Some(k) = targets.iter().position(|&entity| self.entities.is_reserved(entity)) {
+                let before = self.remove_many::<T>(&targets[..k]);
+                self.apply_commands();
+                return before + self.remove_many::<T>(&targets[k..]);
+            }
+        }
         let Some(id) = self.components.id::<T>() else { return 0 };
         self.storage.remove_many::<T>(id, &self.components, &self.entities, targets)
     }
@@ -462,6 +586,89 @@ impl World {
     /// ```
     pub fn count_of<T: 'static>(&self) -> usize {
         self.components.id::<T>().map_or(0, |id| self.storage.count_of(id))
+    }
+
+    /// A read-only view of the live `entity`: [`EntityRef::get`], [`EntityRef::has`], its component types.
+    /// A reserved handle is not alive yet to a shared world ([`World::reserve_entity`]): `NoSuchEntity`.
+    ///
+    /// ```
+    /// use swarm::ecs::{NoSuchEntity, World};
+    /// let mut world = World::new();
+    /// let e = world.spawn((1u8,)).unwrap();
+    /// assert_eq!(world.entity(e).unwrap().get::<u8>(), Some(&1));
+    /// world.despawn(e).unwrap();
+    /// assert_eq!(world.entity(e).err(), Some(NoSuchEntity(e)));
+    /// ```
+    pub fn entity(&self, entity: Entity) -> Result<EntityRef<'_>, NoSuchEntity> {
+        if !self.is_alive(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        Ok(EntityRef::new(self, entity))
+    }
+
+    /// A view of the live `entity` that changes it: get_mut, insert, remove, despawn (see [`EntityWorldMut`]).
+    /// A reserved handle applies the command buffer first ([`World::reserve_entity`]).
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// let mut world = World::new();
+    /// let e = world.reserve_entity().unwrap();
+    /// world.entity_mut(e).unwrap().insert(2u8).insert('x'); // `e` comes alive first
+    /// assert_eq!(world.get::<char>(e), Some(&'x'));
+    /// ```
+    pub fn entity_mut(&mut self, entity: Entity) -> Result<EntityWorldMut<'_>, NoSuchEntity> {
+        if !self.settle(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        Ok(EntityWorldMut::new(self, entity))
+    }
+
+    /// The types of the components the live `entity` has, in registry order (see [`EntityRef::component_types`]).
+    pub(crate) fn component_types_of(&self, entity: Entity) -> impl Iterator<Item = &ComponentInfo> + '_ {
+        let alive = self.is_alive(entity);
+        let infos = self.components.infos().iter().enumerate();
+        infos.filter(move |(id, _)| alive && self.storage.contains(*id as ComponentId, entity.index())).map(|(_, i)| i)
+    }
+
+    /// Spawns an entity with the components gathered in `builder` and leaves the builder empty, its slots kept for
+    /// the next entity (see [`EntityBuilder`]). On the archetype backend the entity lands in its table at once.
+    /// Fails with [`WorldFull`] if the world holds its capacity: then the builder keeps its values.
+    ///
+    /// ```
+    /// use swarm::ecs::{EntityBuilder, World};
+    /// let mut world = World::new();
+    /// let mut builder = EntityBuilder::new();
+    /// builder.add(1u8).add('a').add(2u8); // the second `u8` replaces the first
+    /// let e = world.spawn_built(&mut builder).unwrap();
+    /// assert_eq!((world.get::<u8>(e), world.get::<char>(e)), (Some(&2), Some(&'a')));
+    /// assert!(builder.is_empty());
+    /// ```
+    pub fn spawn_built(&mut self, builder: &mut EntityBuilder) -> Result<Entity, WorldFull> {
+        builder.register(&mut self.components);
+        let entity = self.entities.alloc()?;
+        builder.move_into(&mut self.storage, &self.components, entity, true);
+        Ok(entity)
+    }
+
+    /// Moves the components gathered in `builder` into `entity` (replacing those it has, as
+    /// [`World::insert_bundle`]) and leaves the builder empty. A reserved handle applies the command buffer first
+    /// ([`World::reserve_entity`]). On the archetype backend the entity moves to its new table once. A stale
+    /// handle is an error, and then the builder keeps its values.
+    ///
+    /// ```
+    /// use swarm::ecs::{EntityBuilder, World};
+    /// let mut world = World::new();
+    /// let e = world.spawn((1u8,)).unwrap();
+    /// world.insert_built(e, EntityBuilder::new().add(2u8).add('b')).unwrap();
+    /// assert_eq!((world.get::<u8>(e), world.get::<char>(e)), (Some(&2), Some(&'b')));
+    /// ```
+    pub fn insert_built(&mut self, entity: Entity, builder: &mut EntityBuilder) -> Result<(), NoSuchEntity> {
+        if !self.settle(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        builder.register(&mut self.components);
+        builder.move_into(&mut self.storage, &self.components, entity, false);
+        Ok(())
     }
 
     /// Whether `entity` is alive and has `T`.
@@ -640,6 +847,8 @@ impl World {
     /// with their values, the handles reserved for their spawns are released, and the panic goes on: the world
     /// holds what was applied before it, and the next buffer starts empty.
     pub fn apply_commands(&mut self) -> ApplyStats {
+        // Handles reserved through `&World` come alive first: no command recorded before them can name them.
+        let reserved = self.spawn_unrecorded();
         let mut queue = std::mem::take(&mut self.commands);
         let stats = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| queue.apply(self))) {
             Ok(stats) => stats,
@@ -655,6 +864,7 @@ impl World {
         // Commands recorded while applying (none today) would be in `self.commands`; keep both.
         let recorded = std::mem::replace(&mut self.commands, queue);
         debug_assert!(recorded.is_empty(), "a command recorded another while applying");
+        let stats = ApplyStats { applied: stats.applied + reserved, ..stats };
         self.totals.add(stats);
         stats
     }
@@ -662,6 +872,7 @@ impl World {
     /// Drops the recorded commands without applying them; handles they reserved are released. If a value's
     /// `drop` panics, every reservation is released and every value dropped first, then the panic goes on.
     pub fn discard_commands(&mut self) {
+        self.entities.release_unrecorded();
         self.commands.discard(&mut self.entities);
     }
 
@@ -766,6 +977,7 @@ impl World {
     /// Panics with a message naming the broken invariant (allocator, pools, tables all agree). For tests.
     #[doc(hidden)]
     pub fn assert_invariants(&self) {
+        self.entities.assert_invariants();
         self.storage.assert_invariants(&self.entities, &self.components);
     }
 }

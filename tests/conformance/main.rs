@@ -40,6 +40,7 @@ mod resources;
 mod snapshot;
 mod spawn;
 mod switch;
+mod world_api;
 
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Pos(f32, f32);

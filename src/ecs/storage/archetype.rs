@@ -475,6 +475,32 @@ impl Archetypes {
         new_row
     }
 
+    /// Moves the row of `index` to table `to`, whose set holds every component of its current table: each value
+    /// moves to its column there (no value is dropped, so nothing can panic). The caller pushes the values of
+    /// the components `to` adds.
+    pub(crate) fn move_row_to(&mut self, index: u32, to: u32) {
+        let r = self.record(index).expect("moving an entity with no record");
+        let row = r.row as usize;
+        let (src, dst) = pair_mut(&mut self.tables, r.table as usize, to as usize);
+        for &(id, column) in &src.columns[..] {
+            let dst_column = dst.column_index(id).expect("moving a row to a table that lacks one of its columns");
+            columns_at(&mut self.columns, id).move_row(column, row, dst_column);
+        }
+        let entity = src.entities.swap_remove(row);
+        debug_assert_eq!(entity.index(), index, "the record of {entity:?} points at another entity's row");
+        if let Some(&moved) = src.entities.get(row) {
+            self.records[moved.index() as usize].row = row as u32;
+        }
+        let new_row = dst.entities.len();
+        dst.entities.push(entity);
+        self.records[index as usize] = Record { table: to, row: new_row as u32 };
+    }
+
+    /// Pushes `value` onto column `column` of component `id` (the caller keeps rows and columns aligned).
+    pub(crate) fn push_value<T: 'static>(&mut self, id: ComponentId, column: u32, value: T) {
+        typed_mut::<T>(self.columns_of(id))[column as usize].push(value);
+    }
+
     /// Removes component `id` from `index`, dropping the value; whether there was one.
     pub fn remove_erased(&mut self, index: u32, id: ComponentId, components: &Registry) -> bool {
         let Some(r) = self.record(index) else {

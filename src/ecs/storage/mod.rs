@@ -143,6 +143,7 @@ use std::any::Any;
 
 pub use put::PutBundle;
 pub(crate) use put::{put_batch, put_rows, put_sparse_batch};
+pub(crate) use world_storage::ErasedValue;
 pub use world_storage::Storage;
 
 #[doc(hidden)]

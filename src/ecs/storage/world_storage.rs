@@ -128,6 +128,60 @@ impl Storage {
         put_sparse_batch(bundles, pools, ids, entities, out)
     }
 
+    /// Whether the entity at `index` (alive) has component `id`.
+    pub(crate) fn contains(&self, id: ComponentId, index: u32) -> bool {
+        match self {
+            Storage::Tables(archetypes) => archetypes.contains(index, id),
+            Storage::Pools { pools, .. } => pools.get(id as usize).is_some_and(|pool| pool.contains(index)),
+        }
+    }
+
+    /// Puts the values of `values` (component set `set`, types registered) into the live `entity`, which holds
+    /// nothing yet when `fresh` (a spawn) and otherwise keeps what it has; a value of a type it holds replaces the
+    /// old one, which goes back into its [`ErasedValue`] (no `drop` runs here). On the archetype layout the row
+    /// lands in its final table at once: one move, not one per component.
+    pub(crate) fn insert_erased<'v>(
+        &mut self,
+        components: &Registry,
+        entity: Entity,
+        set: ComponentSet,
+        fresh: bool,
+        values: impl Iterator<Item = &'v mut dyn ErasedValue>,
+    ) {
+        let Storage::Tables(archetypes) = self else {
+            for value in values {
+                value.insert(self, components, entity);
+            }
+            return;
+        };
+        let index = entity.index();
+        let (held, from) = match archetypes.location(index) {
+            Some((table, _)) if !fresh => (*archetypes.tables()[table as usize].set(), Some(table)),
+            _ => (ComponentSet::EMPTY, None),
+        };
+        let mut target = held;
+        for id in set.iter() {
+            target.insert(id);
+        }
+        let to = archetypes.table_for(target, components);
+        match from {
+            None => {
+                archetypes.push_row(entity, to);
+            }
+            Some(from) if from != to => archetypes.move_row_to(index, to),
+            Some(_) => {}
+        }
+        for value in values {
+            let id = value.id(components);
+            if held.contains(id) {
+                value.swap_in_table(archetypes, id, index);
+            } else {
+                let column = archetypes.tables()[to as usize].column_index(id).expect("the target holds the set");
+                value.push_onto(archetypes, id, column);
+            }
+        }
+    }
+
     /// Where component `id`'s values live, for per-entity operations on them; `None` if the type was registered (by
     /// a refused query or spawn) but never given a pool, which means no entity has it.
     #[inline]
@@ -471,6 +525,21 @@ impl Storage {
             }
         }
     }
+}
+
+/// One component value whose type the caller knows only at run time (an [`EntityBuilder`] slot), moved into a
+/// world by [`Storage::insert_erased`]. Each method takes the value out, or swaps the value it replaced in.
+///
+/// [`EntityBuilder`]: crate::ecs::EntityBuilder
+pub(crate) trait ErasedValue {
+    /// The value's component id (its type is registered).
+    fn id(&self, components: &Registry) -> ComponentId;
+    /// Sets the value on the live `entity` through [`Storage::insert`]; a value it replaces comes back here.
+    fn insert(&mut self, storage: &mut Storage, components: &Registry, entity: Entity);
+    /// Pushes the value onto column `column` of component `id` (the new row's table's column).
+    fn push_onto(&mut self, archetypes: &mut Archetypes, id: ComponentId, column: u32);
+    /// Swaps the value with the one the entity at `index` holds in its table; the old one comes back here.
+    fn swap_in_table(&mut self, archetypes: &mut Archetypes, id: ComponentId, index: u32);
 }
 
 /// Makes sure `pools` has a pool for every id up to `id`.
