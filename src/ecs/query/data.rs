@@ -253,6 +253,7 @@ macro_rules! impl_query_data {
                 std::iter::empty()$(.chain($T::terms::<L>($T)))*
             }
 
+            #[inline]
             fn collect<L: Layout>(pools: &Self::Pools<'_, L>, term: usize, entities: &Entities, out: &mut Vec<Entity>) {
                 let ($($T,)*) = pools;
                 let mut term = term;

@@ -107,6 +107,7 @@ impl<T: 'static> QueryData for &T {
     fn terms<'a, L: Layout>(pool: &'a Self::Pools<'_, L>) -> impl Iterator<Item = TermPool<'a>> {
         std::iter::once(TermPool { len: pool.len(), order: pool.order() })
     }
+    #[inline]
     fn collect<L: Layout>(pool: &&L::Pool<T>, _: usize, entities: &Entities, out: &mut Vec<Entity>) {
         pool.collect_entities(entities, out)
     }
@@ -216,6 +217,7 @@ impl<T: 'static> QueryData for &mut T {
     fn terms<'a, L: Layout>(pool: &'a Self::Pools<'_, L>) -> impl Iterator<Item = TermPool<'a>> {
         std::iter::once(TermPool { len: pool.len(), order: pool.order() })
     }
+    #[inline]
     fn collect<L: Layout>(pool: &&mut L::Pool<T>, _: usize, entities: &Entities, out: &mut Vec<Entity>) {
         pool.collect_entities(entities, out)
     }

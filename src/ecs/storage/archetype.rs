@@ -463,14 +463,7 @@ impl Archetypes {
                 keep_panic(&mut panic, || columns.swap_remove_drop(column, row));
             }
         }
-        let entity = src.entities.swap_remove(row);
-        debug_assert_eq!(entity.index(), index, "the record of {entity:?} points at another entity's row");
-        if let Some(&moved) = src.entities.get(row) {
-            self.records[moved.index() as usize].row = row as u32;
-        }
-        let new_row = dst.entities.len();
-        dst.entities.push(entity);
-        self.records[index as usize] = Record { table: to, row: new_row as u32 };
+        let new_row = move_entity(&mut self.records, src, dst, row, index, to);
         resume(panic);
         new_row
     }
@@ -486,14 +479,7 @@ impl Archetypes {
             let dst_column = dst.column_index(id).expect("moving a row to a table that lacks one of its columns");
             columns_at(&mut self.columns, id).move_row(column, row, dst_column);
         }
-        let entity = src.entities.swap_remove(row);
-        debug_assert_eq!(entity.index(), index, "the record of {entity:?} points at another entity's row");
-        if let Some(&moved) = src.entities.get(row) {
-            self.records[moved.index() as usize].row = row as u32;
-        }
-        let new_row = dst.entities.len();
-        dst.entities.push(entity);
-        self.records[index as usize] = Record { table: to, row: new_row as u32 };
+        move_entity(&mut self.records, src, dst, row, index, to);
     }
 
     /// Pushes `value` onto column `column` of component `id` (the caller keeps rows and columns aligned).
@@ -717,4 +703,18 @@ impl Default for Archetypes {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Moves entity `index` from row `row` of `src` to the end of `dst` (table `to`), after its values have moved:
+/// the entity that fills the row keeps its record true, and the moved one's record names its new row, returned.
+fn move_entity(records: &mut [Record], src: &mut Table, dst: &mut Table, row: usize, index: u32, to: u32) -> usize {
+    let entity = src.entities.swap_remove(row);
+    debug_assert_eq!(entity.index(), index, "the record of {entity:?} points at another entity's row");
+    if let Some(&moved) = src.entities.get(row) {
+        records[moved.index() as usize].row = row as u32;
+    }
+    let new_row = dst.entities.len();
+    dst.entities.push(entity);
+    records[index as usize] = Record { table: to, row: new_row as u32 };
+    new_row
 }
