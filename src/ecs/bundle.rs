@@ -10,7 +10,7 @@ use std::any::TypeId;
 
 use super::component::{BundleIds, ComponentId, MAX_BUNDLE};
 use super::entity::Entity;
-use super::storage::archetype::{typed_mut, TypeColumns};
+use super::storage::archetype::{typed_mut, ColumnIndex, TypeColumns};
 use super::storage::{AnyPool, ErasedPool, Layout, Pool, PutBundle, Registry, SparseSetLayout, Storage};
 
 // The methods face the storage: a bundle's ids, and per-entity insert and remove given the storage and the
@@ -148,6 +148,12 @@ pub trait Compose: Sized {
     fn into_parts(self) -> Self::Parts;
     /// The values back from parts.
     fn from_parts(parts: Self::Parts) -> Self;
+    /// [`PutBundle::put_pools`] of the parts. A tuple hands each value to its `One` part where it lies, without
+    /// moving them all into the parts first: a single spawn measured that move.
+    #[inline(always)]
+    fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity) {
+        self.into_parts().put_pools::<L>(pools, ids, entity)
+    }
 }
 
 /// One component as a part of a bundle: the leaf that every step reaches.
@@ -204,6 +210,12 @@ impl<T: 'static> PutBundle for One<T> {
     #[inline(always)]
     fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity) {
         L::pool_mut(typed::<T>(&mut pools[ids[0] as usize])).insert_fresh(entity, self.0);
+    }
+    #[inline(always)]
+    fn put_row(self, columns: &mut [TypeColumns], ids: &[ComponentId], at: &ColumnIndex) {
+        let id = ids[0];
+        let columns = columns[id as usize].as_deref_mut().expect("a table holds the type");
+        typed_mut::<T>(columns)[at.of(id)].push(self.0);
     }
     #[inline(always)]
     fn take_pools<'p, L: Layout>(lent: &mut impl Iterator<Item = &'p mut Box<dyn ErasedPool>>) -> Self::Pools<'p, L> {
@@ -284,6 +296,15 @@ macro_rules! impl_parts {
                 let mut at = 0;
                 $(
                     $v.put_pools::<L>(pools, &ids[at..], entity);
+                    at += $P::COMPONENTS;
+                )*
+            }
+            #[inline(always)]
+            fn put_row(self, columns: &mut [TypeColumns], ids: &[ComponentId], index: &ColumnIndex) {
+                let ($($v,)*) = self.0;
+                let mut at = 0;
+                $(
+                    $v.put_row(columns, &ids[at..], index);
                     at += $P::COMPONENTS;
                 )*
             }
@@ -405,12 +426,7 @@ macro_rules! __delegate_bundle {
                 ids: &[$crate::ecs::ComponentId],
                 entity: $crate::ecs::Entity,
             ) {
-                $crate::ecs::__private::PutBundle::put_pools::<__L>(
-                    $crate::ecs::__private::Compose::into_parts(self),
-                    pools,
-                    ids,
-                    entity,
-                )
+                $crate::ecs::__private::Compose::put_pools::<__L>(self, pools, ids, entity)
             }
             #[inline(always)]
             fn take_pools<'__p, __L: $crate::ecs::__private::Layout>(
@@ -463,6 +479,20 @@ macro_rules! __delegate_bundle {
                 )
             }
             #[inline(always)]
+            fn put_row(
+                self,
+                columns: &mut [$crate::ecs::__private::TypeColumns],
+                ids: &[$crate::ecs::ComponentId],
+                index: &$crate::ecs::__private::ColumnIndex,
+            ) {
+                $crate::ecs::__private::PutBundle::put_row(
+                    $crate::ecs::__private::Compose::into_parts(self),
+                    columns,
+                    ids,
+                    index,
+                )
+            }
+            #[inline(always)]
             fn take_columns<'__p>(
                 lent: &mut impl ::core::iter::Iterator<Item = (&'__p mut $crate::ecs::__private::TypeColumns, u32)>,
             ) -> Self::Columns<'__p> {
@@ -495,6 +525,16 @@ macro_rules! impl_tuple {
             fn from_parts(parts: Self::Parts) -> Self {
                 let Parts(($(One($v),)*)) = parts;
                 ($($v,)*)
+            }
+            #[inline(always)]
+            #[allow(unused_variables, unused_mut, unused_assignments)]
+            fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity) {
+                let ($($v,)*) = self;
+                let mut at = 0;
+                $(
+                    One($v).put_pools::<L>(pools, &ids[at..], entity);
+                    at += 1;
+                )*
             }
         }
         __delegate_bundle!(impl [<$($T: 'static),*>] ($($T,)*) where []);

@@ -57,7 +57,7 @@ pub mod __private {
     pub use super::component::BundleIds;
     pub use super::query::{is_query_data, Access, ComposeQuery, ComposedRows, Lent, Names, TermPool, TupleOf};
     pub use super::storage::archetype::ErasedColumns;
-    pub use super::storage::archetype::TypeColumns;
+    pub use super::storage::archetype::{ColumnIndex, TypeColumns};
     pub use super::storage::{ErasedPool, Layout, PutBundle, Registry, SparseSetLayout, Storage};
     pub use crate::__delegate_bundle as delegate_bundle;
     pub use crate::__delegate_query as delegate_query;

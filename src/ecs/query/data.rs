@@ -121,8 +121,9 @@ pub trait QueryData {
         lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
     ) -> Option<Self::Pools<'w, L>>;
     #[doc(hidden)]
-    /// Each term's pool length and packed order, in term order: what picks the loop and its driver.
-    fn terms<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> impl Iterator<Item = TermPool<'a>>;
+    /// Hands `each` every term's pool length and packed order, in term order: what picks the loop and its driver.
+    /// (A callback rather than an iterator: unrolled, it costs no iterator state per query.)
+    fn each_term<'a, L: Layout>(pools: &'a Self::Pools<'_, L>, each: &mut impl FnMut(TermPool<'a>));
     #[doc(hidden)]
     /// Appends the handles in term `term`'s pool.
     fn collect<L: Layout>(pools: &Self::Pools<'_, L>, term: usize, entities: &Entities, out: &mut Vec<Entity>);
@@ -248,9 +249,9 @@ macro_rules! impl_query_data {
             }
 
             #[inline]
-            fn terms<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> impl Iterator<Item = TermPool<'a>> {
+            fn each_term<'a, L: Layout>(pools: &'a Self::Pools<'_, L>, each: &mut impl FnMut(TermPool<'a>)) {
                 let ($($T,)*) = pools;
-                std::iter::empty()$(.chain($T::terms::<L>($T)))*
+                $($T::each_term::<L>($T, each);)*
             }
 
             #[inline]
@@ -532,10 +533,11 @@ macro_rules! __delegate_query {
                 <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::pools::<__L>(lent)
             }
             #[inline]
-            fn terms<'__a, __L: $crate::ecs::__private::Layout>(
+            fn each_term<'__a, __L: $crate::ecs::__private::Layout>(
                 pools: &'__a Self::Pools<'_, __L>,
-            ) -> impl ::core::iter::Iterator<Item = $crate::ecs::__private::TermPool<'__a>> {
-                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::terms::<__L>(pools)
+                each: &mut impl ::core::ops::FnMut($crate::ecs::__private::TermPool<'__a>),
+            ) {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::each_term::<__L>(pools, each)
             }
             fn collect<__L: $crate::ecs::__private::Layout>(
                 pools: &Self::Pools<'_, __L>,

@@ -102,8 +102,8 @@ pub type QueryRef<'w, Q, F = ()> = Query<&'w World, Q, F>;
 /// runs) or shared (read-only terms). Both lend their storage to the same loops.
 pub trait Source<'w, Q: QueryData> {
     #[doc(hidden)]
-    /// What query `(Q, F)` runs on, or why it is refused.
-    fn parts<F: Filter>(self) -> Result<Parts<'w>, QueryError>;
+    /// Runs `body` on what query `(Q, F)` runs on, or says why it is refused.
+    fn with_parts<F: Filter, R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError>;
     #[doc(hidden)]
     /// Whether `entity` is alive (a mutable world applies its command buffer first if `entity` was reserved).
     fn settle(&mut self, entity: Entity) -> bool;
@@ -111,8 +111,8 @@ pub trait Source<'w, Q: QueryData> {
 
 impl<'w, Q: QueryData> Source<'w, Q> for &'w mut World {
     #[inline]
-    fn parts<F: Filter>(self) -> Result<Parts<'w>, QueryError> {
-        Ok(exclusive::<Q, F>(self)?.0)
+    fn with_parts<F: Filter, R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError> {
+        Ok(body(exclusive::<Q, F>(self)?.0))
     }
     fn settle(&mut self, entity: Entity) -> bool {
         World::settle(self, entity)
@@ -120,8 +120,8 @@ impl<'w, Q: QueryData> Source<'w, Q> for &'w mut World {
 }
 
 impl<'w, Q: ReadOnlyQueryData> Source<'w, Q> for &'w World {
-    fn parts<F: Filter>(self) -> Result<Parts<'w>, QueryError> {
-        shared::<Q, F>(self)
+    fn with_parts<F: Filter, R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError> {
+        shared::<Q, F, R>(self, body)
     }
     fn settle(&mut self, entity: Entity) -> bool {
         self.is_alive(entity)
@@ -161,8 +161,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
 
     /// Calls `f` with each matching entity and its components, or says why the query is refused.
     pub fn try_for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
-        run::<Q, F, _>(self.world.parts::<F>()?, &mut Each(f));
-        Ok(())
+        self.world.with_parts::<F, _>(|parts| run::<Q, F, _>(parts, &mut Each(f)))
     }
 
     /// Calls `f` with runs of matching entities and their components as parallel slices (`entities[k]` owns
@@ -192,9 +191,8 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     /// # Panics
     /// If the query is refused, like [`Query::for_each`].
     pub fn for_each_run(self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
-        match self.world.parts::<F>() {
-            Ok(parts) => run::<Q, F, _>(parts, &mut Runs(f)),
-            Err(error) => panic!("{error}"),
+        if let Err(error) = self.world.with_parts::<F, _>(|parts| run::<Q, F, _>(parts, &mut Runs(f))) {
+            panic!("{error}");
         }
     }
 
@@ -229,8 +227,8 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
         if !self.world.settle(entity) {
             return Err(QueryOneError::NoSuchEntity(entity));
         }
-        let parts = self.world.parts::<F>().map_err(QueryOneError::Refused)?;
-        one::<Q, F>(parts, entity.index()).ok_or(QueryOneError::Unsatisfied(entity))
+        let item = self.world.with_parts::<F, _>(|parts| one::<Q, F>(parts, entity.index()));
+        item.map_err(QueryOneError::Refused)?.ok_or(QueryOneError::Unsatisfied(entity))
     }
 
     /// Number of matching entities (a lock-step walk counts whole runs, without visiting their rows).

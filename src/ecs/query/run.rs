@@ -7,7 +7,7 @@
 
 use super::access::Lookup;
 use super::cache::{column_indices, set_matches, QueryCache, Shape};
-use super::data::QueryData;
+use super::data::{QueryData, TermPool};
 use super::error::{QueryError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::term::Lent;
@@ -18,7 +18,6 @@ use crate::ecs::storage::sparse_set::PackedOrder;
 use crate::ecs::storage::Storage;
 use crate::ecs::storage::{dispatch, split_disjoint, ErasedPool, Layout, PoolLayout, Registry};
 use crate::ecs::world::World;
-use std::ops::{Deref, DerefMut};
 
 /// A mutable world's parts a query borrows apart: its storage, allocator, scratch buffer, command buffer, registry
 /// and query cache.
@@ -39,41 +38,14 @@ pub(crate) struct QueryContext<'w> {
 
 /// What a query runs on, from a mutable world or a shared one: the storage lent exclusively or shared, the
 /// allocator, the query's shape (cached in a mutable world, worked out on the spot through a shared one) and a
-/// scratch buffer (the world's, or a new one).
+/// scratch buffer (the world's, or a new one). Through a shared world the last two live only as long as the run,
+/// `'s`; what the query hands out borrows only the storage, `'w`.
 #[doc(hidden)]
-pub struct Parts<'w> {
+pub struct Parts<'w, 's> {
     pub(super) entities: &'w Entities,
     pub(super) storage: Lent<'w, Storage>,
-    pub(super) shape: Held<'w, Shape>,
-    pub(super) scratch: Held<'w, Vec<Entity>>,
-}
-
-/// A part a query borrows from a mutable world, or holds itself when it runs through a shared one.
-#[doc(hidden)]
-pub enum Held<'w, T> {
-    Borrowed(&'w mut T),
-    Owned(T),
-}
-
-impl<T> Deref for Held<'_, T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        match self {
-            Held::Borrowed(value) => value,
-            Held::Owned(value) => value,
-        }
-    }
-}
-
-impl<T> DerefMut for Held<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        match self {
-            Held::Borrowed(value) => value,
-            Held::Owned(value) => value,
-        }
-    }
+    pub(super) shape: &'s mut Shape,
+    pub(super) scratch: &'s mut Vec<Entity>,
 }
 
 /// The parts of a mutable world for query `(Q, F)`, and its command buffer. The shape comes from the world's
@@ -82,7 +54,7 @@ impl<T> DerefMut for Held<'_, T> {
 #[inline(always)]
 pub(super) fn exclusive<'w, Q: QueryData, F: Filter>(
     world: &'w mut World,
-) -> Result<(Parts<'w>, &'w mut CommandQueue), QueryError> {
+) -> Result<(Parts<'w, 'w>, &'w mut CommandQueue), QueryError> {
     let QueryContext { entities, storage, scratch, commands, components, queries } = world.query_context();
     let shape = queries.shape::<Q, F>(components);
     if let Some(error) = shape.access.refusal() {
@@ -90,20 +62,23 @@ pub(super) fn exclusive<'w, Q: QueryData, F: Filter>(
     }
     storage.catch_up(components);
     let storage = Lent::Exclusive(storage);
-    Ok((Parts { entities, storage, shape: Held::Borrowed(shape), scratch: Held::Borrowed(scratch) }, commands))
+    Ok((Parts { entities, storage, shape, scratch }, commands))
 }
 
-/// The parts of a shared world for query `(Q, F)`: its shape is worked out now, registering nothing (a type the
-/// world never met has no id and no pool).
-pub(super) fn shared<'w, Q: QueryData, F: Filter>(world: &'w World) -> Result<Parts<'w>, QueryError> {
+/// Runs `body` on the parts of a shared world for query `(Q, F)`: its shape is worked out now, registering nothing
+/// (a type the world never met has no id and no pool).
+pub(super) fn shared<'w, Q: QueryData, F: Filter, R>(
+    world: &'w World,
+    body: impl for<'s> FnOnce(Parts<'w, 's>) -> R,
+) -> Result<R, QueryError> {
     let (entities, components, storage) = world.query_parts();
-    let shape = Shape::new::<Q, F>(&mut Lookup(components));
+    let mut shape = Shape::new::<Q, F>(&mut Lookup(components));
     if let Some(error) = shape.access.refusal() {
         return Err(error.clone());
     }
     // Only a probing loop over an index-only layout copies handles: then this buffer grows.
-    let scratch = Held::Owned(Vec::new());
-    Ok(Parts { entities, storage: Lent::Shared(storage), shape: Held::Owned(shape), scratch })
+    let mut scratch = Vec::new();
+    Ok(body(Parts { entities, storage: Lent::Shared(storage), shape: &mut shape, scratch: &mut scratch }))
 }
 
 /// The storage as it is lent, opened: pools of one layout, or archetype tables.
@@ -125,15 +100,15 @@ fn lending(storage: Lent<'_, Storage>) -> Lending<'_> {
 /// Runs query `(Q, F)` on `parts`, handing the matches to `visit`: the one storage dispatch, then a loop
 /// monomorphized for the layout.
 #[inline]
-pub(super) fn run<Q: QueryData, F: Filter, V: Visit<Q>>(parts: Parts<'_>, visit: &mut V) {
-    let Parts { entities, storage, mut shape, mut scratch } = parts;
+pub(super) fn run<Q: QueryData, F: Filter, V: Visit<Q>>(parts: Parts<'_, '_>, visit: &mut V) {
+    let Parts { entities, storage, shape, scratch } = parts;
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            if let Some((pools, filter)) = take_pools::<Q, F, L>(pools, &shape) {
-                run_pools::<Q, L, F, V>(pools, filter, entities, &mut scratch, visit);
+            if let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) {
+                run_pools::<Q, L, F, V>(pools, filter, entities, scratch, visit);
             }
         }),
-        Lending::Tables(archetypes) => run_tables::<Q, F, V>(archetypes, &mut shape, visit),
+        Lending::Tables(archetypes) => run_tables::<Q, F, V>(archetypes, shape, visit),
     }
 }
 
@@ -144,7 +119,9 @@ fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
     pools: Lent<'w, [Box<dyn ErasedPool>]>,
     shape: &Shape,
 ) -> Option<(Q::Pools<'w, L>, F::Pools<'w, L>)> {
-    // The query's pools, then the filter's, from the pools lent in access order.
+    // The query's pools, then the filter's, from the pools lent in access order. (Forced inline: each caller lends
+    // one way, and inlined the other way's checks fold away.)
+    #[inline(always)]
     fn take<'w, Q: QueryData, F: Filter, L: Layout>(
         mut lent: impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
     ) -> Option<(Q::Pools<'w, L>, F::Pools<'w, L>)> {
@@ -203,6 +180,18 @@ fn take_columns<'w, Q: QueryData>(columns: Lent<'w, [TypeColumns]>, shape: &Shap
             Q::columns(&mut ids.iter().map(|&id| columns.get(id as usize)?.as_deref().map(Lent::Shared)))
         }
         Lent::Exclusive(columns) => {
+            let lend = |columns: Option<&'w mut TypeColumns>| columns?.as_deref_mut().map(Lent::Exclusive);
+            // One or two types (most systems' queries) are borrowed directly; more are split off in ascending id
+            // order.
+            match *ids {
+                [a] => return Q::columns(&mut std::iter::once(lend(columns.get_mut(a as usize)))),
+                [a, b] if (a as usize) < columns.len() && (b as usize) < columns.len() => {
+                    let pair =
+                        columns.get_disjoint_mut([a as usize, b as usize]).expect("a query names distinct types");
+                    return Q::columns(&mut pair.map(Some).into_iter().map(lend));
+                }
+                _ => {}
+            }
             let mut picked: [Option<&'w mut TypeColumns>; MAX_QUERY_TYPES] = Default::default();
             let bound = columns.len();
             let picks = shape.order[..shape.access.len]
@@ -210,8 +199,7 @@ fn take_columns<'w, Q: QueryData>(columns: Lent<'w, [TypeColumns]>, shape: &Shap
                 .map(|&k| (k as usize, shape.access.ids()[k as usize] as usize))
                 .filter(|&(k, id)| k < ids.len() && id < bound);
             split_disjoint(columns, picks, &mut picked);
-            let lent = picked.into_iter().take(ids.len());
-            Q::columns(&mut lent.map(|columns| columns?.as_deref_mut().map(Lent::Exclusive)))
+            Q::columns(&mut picked.into_iter().take(ids.len()).map(lend))
         }
     }
 }
@@ -230,38 +218,37 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     scratch: &mut Vec<Entity>,
     visit: &mut V,
 ) {
+    // The smallest fetched pool, and the smallest packed one (the first of equals).
+    let (mut fetched, mut packed, mut position) = (usize::MAX, None, 0);
+    Q::each_term::<L>(&pools, &mut |term| {
+        fetched = fetched.min(term.len);
+        if term.order.is_some() && packed.is_none_or(|(len, _)| term.len < len) {
+            packed = Some((term.len, position));
+        }
+        position += 1;
+    });
     // A required pool (fetched or `With`) that is empty: nothing can match, so nothing to check or walk.
-    let fetched = Q::terms::<L>(&pools).map(|term| term.len).min().unwrap_or(usize::MAX);
     let smallest = F::min_len::<L>(&filter).min(fetched);
     if smallest == 0 {
         return;
     }
-    let mut aligned = true;
-    {
-        let mut first: Option<PackedOrder<'_>> = None;
-        let mut checked = false;
-        for term in Q::terms::<L>(&pools) {
-            match (term.order, &first) {
-                (None, _) => aligned = false,
-                (Some(order), None) => first = Some(order),
-                (Some(order), Some(expected)) => {
-                    if !order.known_same_as(expected) {
-                        checked = true;
-                        aligned &= order.same_as(expected);
-                    }
-                }
+    // Whether every fetched pool is packed in the first one's order.
+    let (mut first, mut aligned, mut checked) = (None::<PackedOrder<'_>>, true, false);
+    Q::each_term::<L>(&pools, &mut |term| match (term.order, &first) {
+        (None, _) => aligned = false,
+        (Some(order), None) => first = Some(order),
+        (Some(order), Some(expected)) => {
+            if aligned && !order.known_same_as(expected) {
+                checked = true;
+                aligned = order.same_as(expected);
             }
         }
-        // No packed term at all (`()`, or only optional terms): the entities come from a driver below.
-        aligned &= first.is_some();
-        if aligned && checked {
-            // Remember the verdict: later checks look only at the positions changed since.
-            let orders: [Option<PackedOrder<'_>>; MAX_QUERY_TYPES] = {
-                let mut all = Q::terms::<L>(&pools);
-                std::array::from_fn(|_| all.next().and_then(|term| term.order))
-            };
-            PackedOrder::mark_same(orders.iter().flatten());
-        }
+    });
+    // No packed term at all (`()`, or only optional terms): the entities come from a driver below.
+    aligned &= first.is_some();
+    if aligned && checked {
+        // Remember the verdict: later checks look only at the positions changed since.
+        mark_same::<Q, L>(&pools);
     }
     // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
     if aligned && F::min_len::<L>(&filter) >= fetched {
@@ -296,8 +283,7 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     // Probe: the smallest pool drives.
     // A fetched pool with packed arrays drives by walking them: its own values come by row, and only the other
     // pools are probed by index (the textbook movement system).
-    let driver = Q::terms::<L>(&pools).position(|term| term.len == smallest && term.order.is_some());
-    if let Some(driver) = driver {
+    if let Some((_, driver)) = packed.filter(|&(len, _)| len == smallest) {
         let (rows, mut lanes) = Q::into_lanes::<L>(pools, driver);
         let rows = rows.unwrap_or(&[]);
         for (row, &entity) in rows.iter().enumerate() {
@@ -318,7 +304,7 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     scratch.clear();
     if smallest == usize::MAX {
         scratch.extend(entities.iter());
-    } else if let Some(driver) = Q::terms::<L>(&pools).position(|term| term.len == smallest) {
+    } else if let Some(driver) = term_position::<Q, L>(&pools, |term| term.len == smallest) {
         Q::collect::<L>(&pools, driver, entities, scratch);
     } else {
         F::collect::<L>(&filter, smallest, &mut false, entities, scratch);
@@ -332,6 +318,29 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
             visit.one(entity, item);
         }
     }
+}
+
+/// Gives every packed term's pool one fresh order stamp: they were just found packed alike.
+#[cold]
+fn mark_same<Q: QueryData, L: Layout>(pools: &Q::Pools<'_, L>) {
+    let (mut orders, mut k) = (<[Option<PackedOrder<'_>>; MAX_QUERY_TYPES]>::default(), 0);
+    Q::each_term::<L>(pools, &mut |term| {
+        orders[k] = term.order;
+        k += 1;
+    });
+    PackedOrder::mark_same(orders.iter().flatten());
+}
+
+/// The position of the first term whose pool passes `test`.
+fn term_position<Q: QueryData, L: Layout>(pools: &Q::Pools<'_, L>, test: impl Fn(&TermPool) -> bool) -> Option<usize> {
+    let (mut found, mut k) = (None, 0);
+    Q::each_term::<L>(pools, &mut |term| {
+        if found.is_none() && test(&term) {
+            found = Some(k);
+        }
+        k += 1;
+    });
+    found
 }
 
 /// The loop over archetype tables: every matching table is one run of column slices. Each term's columns (all
@@ -437,11 +446,11 @@ impl<Q: QueryData, Func: for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c
 
 /// One entity's match (`None` if it has not every fetched component, or fails the filter): a probe of each pool,
 /// or its table's columns at its row.
-pub(super) fn one<'w, Q: QueryData, F: Filter>(parts: Parts<'w>, index: u32) -> Option<Q::Item<'w>> {
+pub(super) fn one<'w, Q: QueryData, F: Filter>(parts: Parts<'w, '_>, index: u32) -> Option<Q::Item<'w>> {
     let Parts { storage, shape, .. } = parts;
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            let (pools, filter) = take_pools::<Q, F, L>(pools, &shape)?;
+            let (pools, filter) = take_pools::<Q, F, L>(pools, shape)?;
             if !F::matches::<L>(&filter, index) {
                 return None;
             }
@@ -454,7 +463,7 @@ pub(super) fn one<'w, Q: QueryData, F: Filter>(parts: Parts<'w>, index: u32) -> 
             if !set_matches::<F>(table.set(), &shape.access) {
                 return None;
             }
-            let columns = take_columns::<Q>(columns, &shape)?;
+            let columns = take_columns::<Q>(columns, shape)?;
             let indices = column_indices(table, &shape.access);
             let (slices, _) = Q::split_table(columns, &indices, &mut [0; MAX_QUERY_TYPES]);
             Some(Q::row(slices?, row))
@@ -466,14 +475,14 @@ pub(super) fn one<'w, Q: QueryData, F: Filter>(parts: Parts<'w>, index: u32) -> 
 /// values for all the indices at once; archetype tables are split apart in ascending order, and within a table
 /// the rows are, so no value is borrowed twice and nothing needs `unsafe`.
 pub(super) fn many<'w, Q: QueryData, F: Filter, const N: usize>(
-    parts: Parts<'w>,
+    parts: Parts<'w, '_>,
     indices: [u32; N],
 ) -> [Option<Q::Item<'w>>; N] {
     let Parts { storage, shape, .. } = parts;
     let mut out: [Option<Q::Item<'w>>; N] = std::array::from_fn(|_| None);
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, &shape) else { return out };
+            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else { return out };
             for ((slot, item), &index) in out.iter_mut().zip(Q::probe_many::<L, N>(pools, indices)).zip(&indices) {
                 *slot = item.filter(|_| F::matches::<L>(&filter, index));
             }
@@ -487,7 +496,7 @@ pub(super) fn many<'w, Q: QueryData, F: Filter, const N: usize>(
                 });
             at.sort_unstable();
             let (tables, columns) = lend_columns(archetypes);
-            let Some(mut columns) = take_columns::<Q>(columns, &shape) else {
+            let Some(mut columns) = take_columns::<Q>(columns, shape) else {
                 return out;
             };
             // Tables in ascending order take ascending columns of every type: each table's are split off the front

@@ -104,8 +104,8 @@ impl<T: 'static> QueryData for &T {
         Some(L::pool_ref(AnyPool::<T>::downcast_ref(pool)))
     }
     #[inline]
-    fn terms<'a, L: Layout>(pool: &'a Self::Pools<'_, L>) -> impl Iterator<Item = TermPool<'a>> {
-        std::iter::once(TermPool { len: pool.len(), order: pool.order() })
+    fn each_term<'a, L: Layout>(pool: &'a Self::Pools<'_, L>, each: &mut impl FnMut(TermPool<'a>)) {
+        each(TermPool { len: pool.len(), order: pool.order() })
     }
     #[inline]
     fn collect<L: Layout>(pool: &&L::Pool<T>, _: usize, entities: &Entities, out: &mut Vec<Entity>) {
@@ -214,8 +214,8 @@ impl<T: 'static> QueryData for &mut T {
         Some(L::pool_mut(AnyPool::<T>::downcast_mut(pool)))
     }
     #[inline]
-    fn terms<'a, L: Layout>(pool: &'a Self::Pools<'_, L>) -> impl Iterator<Item = TermPool<'a>> {
-        std::iter::once(TermPool { len: pool.len(), order: pool.order() })
+    fn each_term<'a, L: Layout>(pool: &'a Self::Pools<'_, L>, each: &mut impl FnMut(TermPool<'a>)) {
+        each(TermPool { len: pool.len(), order: pool.order() })
     }
     #[inline]
     fn collect<L: Layout>(pool: &&mut L::Pool<T>, _: usize, entities: &Entities, out: &mut Vec<Entity>) {
@@ -357,9 +357,11 @@ impl<Q: QueryData> QueryData for Option<Q> {
         Some(Q::pools::<L>(lent))
     }
     #[inline]
-    fn terms<'a, L: Layout>(_: &'a Self::Pools<'_, L>) -> impl Iterator<Item = TermPool<'a>> {
+    fn each_term<'a, L: Layout>(_: &'a Self::Pools<'_, L>, each: &mut impl FnMut(TermPool<'a>)) {
         // Its pools hold other entities than the others': never the driver, never walked in lock-step.
-        (0..Q::TERMS).map(|_| TermPool { len: usize::MAX, order: None })
+        for _ in 0..Q::TERMS {
+            each(TermPool { len: usize::MAX, order: None });
+        }
     }
     fn collect<L: Layout>(_: &Self::Pools<'_, L>, _: usize, _: &Entities, _: &mut Vec<Entity>) {}
     #[inline]

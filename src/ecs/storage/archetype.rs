@@ -320,6 +320,14 @@ impl Archetypes {
         (rows, &mut self.columns)
     }
 
+    /// One new row of `table`: its entity, the columns of every type and the table's index into them (the row's
+    /// values are pushed by the caller, one at a time).
+    pub(crate) fn new_row(&mut self, table: u32) -> (NewRows<'_>, &mut [TypeColumns], ColumnIndex<'_>) {
+        let Table { entities, columns, column_of, .. } = &mut self.tables[table as usize];
+        let rows = NewRows { table, entities, records: &mut self.records };
+        (rows, &mut self.columns, ColumnIndex { columns, column_of })
+    }
+
     /// Reserves `additional` rows in `table`.
     pub(crate) fn reserve_rows(&mut self, table: u32, additional: usize) {
         // New entities' records land past the highest index seen, as fresh indices do.
@@ -641,6 +649,21 @@ impl Archetypes {
 }
 
 /// The entities and records of a batch of new rows (see [`Archetypes::new_rows`]).
+/// A table's index of its columns by component id: where a new row's values go.
+#[doc(hidden)]
+pub struct ColumnIndex<'a> {
+    columns: &'a [(ComponentId, u32)],
+    column_of: &'a [u16; MAX_COMPONENTS],
+}
+
+impl ColumnIndex<'_> {
+    /// The index of the table's column of component `id` among that type's [`Columns`]; the table must hold `id`.
+    #[inline]
+    pub fn of(&self, id: ComponentId) -> usize {
+        self.columns[self.column_of[id as usize] as usize].1 as usize
+    }
+}
+
 pub(crate) struct NewRows<'a> {
     table: u32,
     entities: &'a mut Vec<Entity>,

@@ -50,8 +50,13 @@ macro_rules! map_pool_methods {
         fn collect_indices(&self, out: &mut Vec<u32>) {
             out.extend(self.map.keys().copied());
         }
+        // Out of line, so the map's iterator is inlined into this loop whatever the caller's size.
+        #[inline(never)]
         fn collect_entities(&self, entities: &crate::ecs::entity::Entities, out: &mut Vec<crate::ecs::entity::Entity>) {
-            out.extend(self.map.keys().map(|&i| crate::ecs::storage::handle(entities, i)));
+            out.reserve(self.map.len());
+            for &index in self.map.keys() {
+                out.push(crate::ecs::storage::handle(entities, index));
+            }
         }
     };
 }
@@ -142,7 +147,7 @@ use sparse_set::{PackedOrder, SparseSet};
 use std::any::Any;
 
 pub use put::PutBundle;
-pub(crate) use put::{put_batch, put_rows, put_sparse_batch};
+pub(crate) use put::{put_batch, put_row, put_rows, put_sparse_batch};
 pub(crate) use world_storage::ErasedValue;
 pub use world_storage::Storage;
 

@@ -2,7 +2,7 @@
 //! batch of bundles into pools or table rows. The loops are ordinary generic code, the same for every bundle; a
 //! bundle only hands each step on to its parts, as a query does (`QueryData`).
 
-use super::archetype::{Archetypes, TypeColumns};
+use super::archetype::{Archetypes, ColumnIndex, TypeColumns};
 use super::{BundleIds, ComponentId, Entities, Entity, ErasedPool, Layout, SparseSetLayout};
 use crate::ecs::component::MAX_BUNDLE;
 
@@ -25,6 +25,9 @@ pub trait PutBundle: Sized {
     /// yet (fresh from the allocator); `ids` starts with the part's first component. The layout is matched once
     /// by the caller, so each component costs a downcast and the pool's own insert, inlined.
     fn put_pools<L: Layout>(self, pools: &mut [Box<dyn ErasedPool>], ids: &[ComponentId], entity: Entity);
+    /// Pushes each value onto its type's column in the table `at` indexes (`ids` starts with the part's first
+    /// component), one after another: a single row needs no borrows held together.
+    fn put_row(self, columns: &mut [TypeColumns], ids: &[ComponentId], at: &ColumnIndex);
     /// Takes and downcasts its pools from `lent`, which yields the bundle's pools in the order of its values.
     fn take_pools<'p, L: Layout>(lent: &mut impl Iterator<Item = &'p mut Box<dyn ErasedPool>>) -> Self::Pools<'p, L>;
     /// [`Pool::stage_fresh`](super::Pool::stage_fresh) of each value.
@@ -64,6 +67,32 @@ fn lend<'p, E>(mut slice: &'p mut [E], ids: &BundleIds) -> impl Iterator<Item = 
     lent.into_iter().map_while(|element| element)
 }
 
+/// Per value of the bundle, the index of `table`'s column among its type's columns.
+#[inline]
+fn column_indices(archetypes: &Archetypes, table: u32, ids: &BundleIds) -> [u32; MAX_BUNDLE] {
+    let held = &archetypes.tables()[table as usize];
+    let mut index = [0; MAX_BUNDLE];
+    for (index, &id) in index.iter_mut().zip(ids.ids()) {
+        *index = held.column_index(id).expect("a table holds a column of its own set");
+    }
+    index
+}
+
+/// Puts `bundle` into a new row of `table` (the table of `ids`) for `entity`, newly alive with no row yet: each
+/// value pushed onto its column in turn.
+#[inline]
+pub(crate) fn put_row<B: PutBundle>(
+    bundle: B,
+    archetypes: &mut Archetypes,
+    table: u32,
+    ids: &BundleIds,
+    entity: Entity,
+) {
+    let (mut rows, columns, at) = archetypes.new_row(table);
+    rows.push(entity);
+    bundle.put_row(columns, ids.ids(), &at);
+}
+
 /// Puts each bundle of `items` into a new row of `table` (the table of `ids`), finding and downcasting each
 /// type's column once for the whole batch; `spawned` hears of each entity, in order. Every entity must be newly
 /// alive, with no row yet.
@@ -75,11 +104,7 @@ pub(crate) fn put_rows<B: PutBundle>(
     ids: &BundleIds,
     mut spawned: impl FnMut(Entity),
 ) {
-    let held = &archetypes.tables()[table as usize];
-    let mut index = [0; MAX_BUNDLE];
-    for (index, &id) in index.iter_mut().zip(ids.ids()) {
-        *index = held.column_index(id).expect("a table holds a column of its own set");
-    }
+    let index = column_indices(archetypes, table, ids);
     let (mut rows, columns) = archetypes.new_rows(table);
     let mut columns = B::take_columns(&mut lend(columns, ids).zip(index));
     // A row is whole (its entity and every value) before the caller's iterator is asked for the next.

@@ -64,11 +64,12 @@ impl Storage {
     }
 
     /// Puts the values of `bundle` (component ids `ids`) for `entity`, newly alive and holding nothing yet.
+    #[inline(always)]
     pub(crate) fn spawn<B: PutBundle>(&mut self, components: &Registry, ids: &BundleIds, entity: Entity, bundle: B) {
         match self {
             Storage::Tables(archetypes) => {
                 let table = archetypes.table_for(ids.set, components);
-                put_rows(std::iter::once((entity, bundle)), archetypes, table, ids, |_| {});
+                put_row(bundle, archetypes, table, ids, entity);
             }
             Storage::Pools { layout, pools } => {
                 bundle_pools(pools, *layout, components, ids.ids(), 0);
