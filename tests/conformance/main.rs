@@ -28,6 +28,7 @@ macro_rules! panics_on_every_backend {
     )*};
 }
 
+mod batches;
 mod commands;
 mod components;
 mod derive;

@@ -147,10 +147,7 @@ pub trait QueryData {
     fn probe<'w, L: Layout>(pools: Self::Pools<'w, L>, index: u32) -> Option<Self::Item<'w>>;
     #[doc(hidden)]
     /// The values at each of `indices` (distinct), where every term has one, all borrowed at once.
-    fn probe_many<'w, L: Layout, const N: usize>(
-        pools: Self::Pools<'w, L>,
-        indices: [u32; N],
-    ) -> [Option<Self::Item<'w>>; N];
+    fn probe_each<'w, L: Layout>(pools: Self::Pools<'w, L>, indices: &[u32]) -> Vec<Option<Self::Item<'w>>>;
     #[doc(hidden)]
     /// Takes every table's columns of each term's type from `lent`, in access order; `None` if a required term's
     /// type is in no table.
@@ -322,19 +319,16 @@ macro_rules! impl_query_data {
                 }
             }
 
-            fn probe_many<'w, L: Layout, const N: usize>(
-                pools: Self::Pools<'w, L>,
-                indices: [u32; N],
-            ) -> [Option<Self::Item<'w>>; N] {
+            fn probe_each<'w, L: Layout>(pools: Self::Pools<'w, L>, indices: &[u32]) -> Vec<Option<Self::Item<'w>>> {
                 let ($($T,)*) = pools;
-                $(let mut $T = $T::probe_many::<L, N>($T, indices).into_iter();)*
-                std::array::from_fn(|_| {
+                $(let mut $T = $T::probe_each::<L>($T, indices).into_iter();)*
+                indices.iter().map(|_| {
                     match ($($T.next().expect("one per index"),)*) {
                         ($(Some($T),)*) => Some(($($T,)*)),
                         #[allow(unreachable_patterns)]
                         _ => None,
                     }
-                })
+                }).collect()
             }
 
             #[inline]
@@ -585,14 +579,14 @@ macro_rules! __delegate_query {
                 <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::probe::<__L>(pools, index)
                     .map(<Self as $crate::ecs::__private::ComposeQuery>::from_tuple)
             }
-            fn probe_many<'__w, __L: $crate::ecs::__private::Layout, const __N: usize>(
+            fn probe_each<'__w, __L: $crate::ecs::__private::Layout>(
                 pools: Self::Pools<'__w, __L>,
-                indices: [u32; __N],
-            ) -> [::core::option::Option<Self::Item<'__w>>; __N] {
-                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::probe_many::<__L, __N>(
-                    pools, indices,
-                )
-                .map(|item| item.map(<Self as $crate::ecs::__private::ComposeQuery>::from_tuple))
+                indices: &[u32],
+            ) -> ::std::vec::Vec<::core::option::Option<Self::Item<'__w>>> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::probe_each::<__L>(pools, indices)
+                    .into_iter()
+                    .map(|item| item.map(<Self as $crate::ecs::__private::ComposeQuery>::from_tuple))
+                    .collect()
             }
             #[inline]
             fn columns<'__w>(

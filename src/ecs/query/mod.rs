@@ -28,6 +28,7 @@
 #![allow(clippy::needless_lifetimes)]
 
 mod access;
+mod batch;
 mod cache;
 mod data;
 mod error;
@@ -37,6 +38,7 @@ mod term;
 
 #[doc(hidden)]
 pub use access::{Access, Names};
+pub use batch::{Batch, Batches};
 pub(crate) use cache::QueryCache;
 #[doc(hidden)]
 pub use data::{is_query_data, ComposeQuery, ComposedRows, TermPool, TupleOf};
@@ -50,7 +52,7 @@ pub use term::Lent;
 use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;
 use crate::ecs::world::World;
-use run::{exclusive, many, one, run, shared, Parts};
+use run::{batches, exclusive, many, one, run, shared, Parts};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
 
@@ -229,6 +231,42 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
         }
         let item = self.world.with_parts::<F, _>(|parts| one::<Q, F>(parts, entity.index()));
         item.map_err(QueryOneError::Refused)?.ok_or(QueryOneError::Unsatisfied(entity))
+    }
+
+    /// The matches cut into batches of at most `batch_size` rows (hecs's `iter_batched`), to hand to threads of the
+    /// caller's own: the batches borrow disjoint rows, all at once. A run of rows (pools walked in lock-step, an
+    /// archetype table) is cut into slices, so a batch never spans two tables; matches found by probing are
+    /// gathered first (every pool hands out all the values asked for at once) and the list is cut. Batches come
+    /// in the storage's order, as [`Query::for_each`] visits: code that must give the same world whatever that
+    /// order is records its structural changes in [`World::commands`] and applies them after.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32); struct Vel(f32);
+    /// let mut world = World::new();
+    /// for i in 0..1000 {
+    ///     world.spawn((Pos(0.0), Vel(i as f32))).unwrap();
+    /// }
+    /// let batches: Vec<_> = world.query::<(&mut Pos, &Vel)>().iter_batched(256).collect();
+    /// assert_eq!(batches.iter().map(|batch| batch.len()).sum::<usize>(), 1000);
+    /// std::thread::scope(|scope| {
+    ///     for batch in batches {
+    ///         scope.spawn(move || batch.for_each(|(_, (pos, vel))| pos.0 += vel.0));
+    ///     }
+    /// });
+    /// let mut sum = 0.0;
+    /// world.query::<&Pos>().for_each(|_, pos| sum += pos.0);
+    /// assert_eq!(sum, (0..1000).sum::<i32>() as f32);
+    /// ```
+    ///
+    /// # Panics
+    /// If `batch_size` is 0, or if the query is refused, like [`Query::for_each`].
+    pub fn iter_batched(self, batch_size: usize) -> Batches<'w, Q> {
+        assert!(batch_size > 0, "iter_batched: a batch holds at least one row (batch_size is 0)");
+        match self.world.with_parts::<F, _>(|parts| batches::<Q, F>(parts, batch_size)) {
+            Ok(batches) => Batches(batches.into_iter()),
+            Err(error) => panic!("{error}"),
+        }
     }
 
     /// Number of matching entities (a lock-step walk counts whole runs, without visiting their rows).

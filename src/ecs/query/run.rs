@@ -6,6 +6,7 @@
 #![allow(clippy::needless_lifetimes)]
 
 use super::access::Lookup;
+use super::batch::{cut_gathered, cut_run, Batch};
 use super::cache::{column_indices, set_matches, QueryCache, Shape};
 use super::data::{QueryData, TermPool};
 use super::error::{QueryError, MAX_QUERY_TYPES};
@@ -204,23 +205,30 @@ fn take_columns<'w, Q: QueryData>(columns: Lent<'w, [TypeColumns]>, shape: &Shap
     }
 }
 
-/// The loop over a per-component layout, given the query's pools and its filter's.
+/// How a per-component layout's loop walks the pools (see [`plan`]).
+enum Walk {
+    /// A required pool is empty: nothing can match.
+    Nothing,
+    /// Every fetched pool is packed in the same order: their value arrays are walked in lock-step.
+    LockStep,
+    /// The fetched term at this position drives by walking its packed arrays; the other pools are probed.
+    Lanes(usize),
+    /// The handles of the smallest pool of this length (`usize::MAX`: of every live entity) drive, and every
+    /// pool is probed.
+    Probe(usize),
+}
+
+/// Picks the walk for query `Q` over `pools`, filtered by `filter`.
 ///
 /// Lock-step when every fetched pool is packed in the same entity order (e.g. after `sort_as`, or because they get
 /// the same spawns and despawns) and no `With` pool is smaller: shared order stamps prove it in O(1) when nothing
 /// changed since they were given, and in O(changes) when something did; otherwise the orders are compared whole
 /// once, and found equal they get one fresh stamp. Else the smallest pool drives and the others are probed.
-#[inline]
-pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
-    mut pools: Q::Pools<'w, L>,
-    filter: F::Pools<'w, L>,
-    entities: &Entities,
-    scratch: &mut Vec<Entity>,
-    visit: &mut V,
-) {
+#[inline(always)]
+fn plan<Q: QueryData, L: Layout, F: Filter>(pools: &Q::Pools<'_, L>, filter: &F::Pools<'_, L>) -> Walk {
     // The smallest fetched pool, and the smallest packed one (the first of equals).
     let (mut fetched, mut packed, mut position) = (usize::MAX, None, 0);
-    Q::each_term::<L>(&pools, &mut |term| {
+    Q::each_term::<L>(pools, &mut |term| {
         fetched = fetched.min(term.len);
         if term.order.is_some() && packed.is_none_or(|(len, _)| term.len < len) {
             packed = Some((term.len, position));
@@ -228,13 +236,13 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
         position += 1;
     });
     // A required pool (fetched or `With`) that is empty: nothing can match, so nothing to check or walk.
-    let smallest = F::min_len::<L>(&filter).min(fetched);
+    let smallest = F::min_len::<L>(filter).min(fetched);
     if smallest == 0 {
-        return;
+        return Walk::Nothing;
     }
     // Whether every fetched pool is packed in the first one's order.
     let (mut first, mut aligned, mut checked) = (None::<PackedOrder<'_>>, true, false);
-    Q::each_term::<L>(&pools, &mut |term| match (term.order, &first) {
+    Q::each_term::<L>(pools, &mut |term| match (term.order, &first) {
         (None, _) => aligned = false,
         (Some(order), None) => first = Some(order),
         (Some(order), Some(expected)) => {
@@ -244,71 +252,83 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
             }
         }
     });
-    // No packed term at all (`()`, or only optional terms): the entities come from a driver below.
+    // No packed term at all (`()`, or only optional terms): the entities come from a driver.
     aligned &= first.is_some();
     if aligned && checked {
         // Remember the verdict: later checks look only at the positions changed since.
-        mark_same::<Q, L>(&pools);
+        mark_same::<Q, L>(pools);
     }
     // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
-    if aligned && F::min_len::<L>(&filter) >= fetched {
-        let (rows, slices) = Q::into_packed::<L>(pools);
-        let rows = rows.unwrap_or(&[]);
-        let len = rows.len();
-        // Cut to the rows' length, so the loop's bounds checks fold away.
-        let mut rest = Q::split_front(slices, len).0;
-        if F::ALWAYS {
-            visit.run(rows, rest);
+    if aligned && F::min_len::<L>(filter) >= fetched {
+        return Walk::LockStep;
+    }
+    // A fetched pool with packed arrays drives by walking them if it is the smallest.
+    match packed.filter(|&(len, _)| len == smallest) {
+        Some((_, driver)) => Walk::Lanes(driver),
+        None => Walk::Probe(smallest),
+    }
+}
+
+/// The loop over a per-component layout, given the query's pools and its filter's: the walk [`plan`] picks.
+#[inline]
+pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
+    mut pools: Q::Pools<'w, L>,
+    filter: F::Pools<'w, L>,
+    entities: &Entities,
+    scratch: &mut Vec<Entity>,
+    visit: &mut V,
+) {
+    let smallest = match plan::<Q, L, F>(&pools, &filter) {
+        Walk::Nothing => return,
+        Walk::LockStep => {
+            let (rows, slices) = Q::into_packed::<L>(pools);
+            let rows = rows.unwrap_or(&[]);
+            let len = rows.len();
+            // Cut to the rows' length, so the loop's bounds checks fold away.
+            let mut rest = Q::split_front(slices, len).0;
+            if F::ALWAYS {
+                visit.run(rows, rest);
+                return;
+            }
+            // Runs of matching rows, each row tested once; the end of the rows ends the last run. `rest` holds
+            // the rows from `cut` on.
+            let (mut start, mut cut) = (0, 0);
+            for row in 0..=len {
+                if rows.get(row).is_some_and(|e| F::matches::<L>(&filter, e.index())) {
+                    continue;
+                }
+                if row > start {
+                    let (_, tail) = Q::split_front(rest, start - cut);
+                    let (run, tail) = Q::split_front(tail, row - start);
+                    rest = tail;
+                    visit.run(&rows[start..row], run);
+                    cut = row;
+                }
+                start = row + 1;
+            }
             return;
         }
-        // Runs of matching rows, each row tested once; the end of the rows ends the last run. `rest` holds the
-        // rows from `cut` on.
-        let (mut start, mut cut) = (0, 0);
-        for row in 0..=len {
-            if rows.get(row).is_some_and(|e| F::matches::<L>(&filter, e.index())) {
-                continue;
+        // The driver's own values come by row, and only the other pools are probed by index (the textbook
+        // movement system).
+        Walk::Lanes(driver) => {
+            let (rows, mut lanes) = Q::into_lanes::<L>(pools, driver);
+            let rows = rows.unwrap_or(&[]);
+            for (row, &entity) in rows.iter().enumerate() {
+                let index = entity.index();
+                if !F::matches::<L>(&filter, index) {
+                    continue;
+                }
+                if let Some(item) = Q::lane_get::<L>(&mut lanes, row, index) {
+                    visit.one(entity, item);
+                }
             }
-            if row > start {
-                let (_, tail) = Q::split_front(rest, start - cut);
-                let (run, tail) = Q::split_front(tail, row - start);
-                rest = tail;
-                visit.run(&rows[start..row], run);
-                cut = row;
-            }
-            start = row + 1;
+            return;
         }
-        return;
-    }
-
-    // Probe: the smallest pool drives.
-    // A fetched pool with packed arrays drives by walking them: its own values come by row, and only the other
-    // pools are probed by index (the textbook movement system).
-    if let Some((_, driver)) = packed.filter(|&(len, _)| len == smallest) {
-        let (rows, mut lanes) = Q::into_lanes::<L>(pools, driver);
-        let rows = rows.unwrap_or(&[]);
-        for (row, &entity) in rows.iter().enumerate() {
-            let index = entity.index();
-            if !F::matches::<L>(&filter, index) {
-                continue;
-            }
-            if let Some(item) = Q::lane_get::<L>(&mut lanes, row, index) {
-                visit.one(entity, item);
-            }
-        }
-        return;
-    }
-
+        Walk::Probe(smallest) => smallest,
+    };
     // Otherwise (a `With` filter is smallest, or the layout does not pack): copy the driver's handles to the
-    // scratch buffer and probe every pool by index. With no pool to drive (only optional terms and `Without`
-    // filters), every live entity is a candidate.
-    scratch.clear();
-    if smallest == usize::MAX {
-        scratch.extend(entities.iter());
-    } else if let Some(driver) = term_position::<Q, L>(&pools, |term| term.len == smallest) {
-        Q::collect::<L>(&pools, driver, entities, scratch);
-    } else {
-        F::collect::<L>(&filter, smallest, &mut false, entities, scratch);
-    }
+    // scratch buffer and probe every pool by index.
+    candidates::<Q, L, F>(&pools, &filter, smallest, entities, scratch);
     for &entity in scratch.iter() {
         let index = entity.index();
         if !F::matches::<L>(&filter, index) {
@@ -318,6 +338,91 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
             visit.one(entity, item);
         }
     }
+}
+
+/// Fills `out` with the handles of the smallest pool of length `smallest`, fetched or `With`; with no pool to
+/// drive (`usize::MAX`: only optional terms and `Without` filters), every live entity is a candidate. (Out of
+/// line: a map's key walk compiles tighter on its own than inlined into the loop's function.)
+#[inline(never)]
+fn candidates<Q: QueryData, L: Layout, F: Filter>(
+    pools: &Q::Pools<'_, L>,
+    filter: &F::Pools<'_, L>,
+    smallest: usize,
+    entities: &Entities,
+    out: &mut Vec<Entity>,
+) {
+    out.clear();
+    if smallest == usize::MAX {
+        out.extend(entities.iter());
+    } else if let Some(driver) = term_position::<Q, L>(pools, |term| term.len == smallest) {
+        Q::collect::<L>(pools, driver, entities, out);
+    } else {
+        F::collect::<L>(filter, smallest, &mut false, entities, out);
+    }
+}
+
+/// Query `(Q, F)`'s matches on `parts`, cut into batches of at most `size` rows: a run (lock-step pools, an
+/// archetype table) is cut into slices; any other match is gathered (the pools hand out every value asked for at
+/// once, [`QueryData::probe_each`]) and the list cut.
+pub(super) fn batches<'w, Q: QueryData, F: Filter>(parts: Parts<'w, '_>, size: usize) -> Vec<Batch<'w, Q>> {
+    let Parts { entities, storage, shape, scratch } = parts;
+    let mut out = Vec::new();
+    match lending(storage) {
+        Lending::Pools(layout, pools) => dispatch!(layout, L => {
+            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else { return out };
+            match plan::<Q, L, F>(&pools, &filter) {
+                Walk::Nothing => {}
+                Walk::LockStep if F::ALWAYS => {
+                    let (rows, slices) = Q::into_packed::<L>(pools);
+                    cut_run::<Q>(rows.unwrap_or(&[]), slices, size, &mut out);
+                }
+                Walk::LockStep => {
+                    let (rows, slices) = Q::into_packed::<L>(pools);
+                    let rows = rows.unwrap_or(&[]);
+                    let items = rows.iter().zip(Q::rows(Q::split_front(slices, rows.len()).0));
+                    let items = items.filter(|(e, _)| F::matches::<L>(&filter, e.index())).map(|(&e, item)| (e, item));
+                    cut_gathered::<Q>(items.collect(), size, &mut out);
+                }
+                Walk::Lanes(driver) => {
+                    scratch.clear();
+                    Q::collect::<L>(&pools, driver, entities, scratch);
+                    cut_gathered::<Q>(gather::<Q, L, F>(pools, &filter, scratch), size, &mut out);
+                }
+                Walk::Probe(smallest) => {
+                    candidates::<Q, L, F>(&pools, &filter, smallest, entities, scratch);
+                    cut_gathered::<Q>(gather::<Q, L, F>(pools, &filter, scratch), size, &mut out);
+                }
+            }
+        }),
+        Lending::Tables(archetypes) => {
+            shape.tables.update::<F>(archetypes.as_ref(), &shape.access);
+            let (tables, columns) = lend_columns(archetypes);
+            let Some(mut columns) = take_columns::<Q>(columns, shape) else { return out };
+            // Tables in ascending order take ascending columns of every type (as in `many`).
+            let mut bases = [0; MAX_QUERY_TYPES];
+            for (table, indices) in &shape.tables.found {
+                let (slices, tail) = Q::split_table(columns, indices, &mut bases);
+                columns = tail;
+                if let Some(slices) = slices {
+                    cut_run::<Q>(tables[*table as usize].entities(), slices, size, &mut out);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The matches among `candidates` (each passing the filter and holding every fetched term), their values all
+/// borrowed at once.
+fn gather<'w, Q: QueryData, L: Layout, F: Filter>(
+    pools: Q::Pools<'w, L>,
+    filter: &F::Pools<'w, L>,
+    candidates: &[Entity],
+) -> Vec<(Entity, Q::Item<'w>)> {
+    let passing: Vec<Entity> = candidates.iter().copied().filter(|e| F::matches::<L>(filter, e.index())).collect();
+    let indices: Vec<u32> = passing.iter().map(|e| e.index()).collect();
+    let items = Q::probe_each::<L>(pools, &indices);
+    passing.into_iter().zip(items).filter_map(|(entity, item)| Some((entity, item?))).collect()
 }
 
 /// Gives every packed term's pool one fresh order stamp: they were just found packed alike.
@@ -483,7 +588,7 @@ pub(super) fn many<'w, Q: QueryData, F: Filter, const N: usize>(
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
             let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else { return out };
-            for ((slot, item), &index) in out.iter_mut().zip(Q::probe_many::<L, N>(pools, indices)).zip(&indices) {
+            for ((slot, item), &index) in out.iter_mut().zip(Q::probe_each::<L>(pools, &indices)).zip(&indices) {
                 *slot = item.filter(|_| F::matches::<L>(&filter, index));
             }
         }),

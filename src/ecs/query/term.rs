@@ -142,11 +142,8 @@ impl<T: 'static> QueryData for &T {
     fn probe<'w, L: Layout>(pool: Self::Pools<'w, L>, index: u32) -> Option<Self::Item<'w>> {
         pool.get(index)
     }
-    fn probe_many<'w, L: Layout, const N: usize>(
-        pool: Self::Pools<'w, L>,
-        indices: [u32; N],
-    ) -> [Option<Self::Item<'w>>; N] {
-        indices.map(|index| pool.get(index))
+    fn probe_each<'w, L: Layout>(pool: Self::Pools<'w, L>, indices: &[u32]) -> Vec<Option<Self::Item<'w>>> {
+        indices.iter().map(|&index| pool.get(index)).collect()
     }
     #[inline]
     fn columns<'w>(lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedColumns>>>) -> Option<Self::Columns<'w>> {
@@ -251,11 +248,8 @@ impl<T: 'static> QueryData for &mut T {
     fn probe<'w, L: Layout>(pool: Self::Pools<'w, L>, index: u32) -> Option<Self::Item<'w>> {
         pool.get_mut(index)
     }
-    fn probe_many<'w, L: Layout, const N: usize>(
-        pool: Self::Pools<'w, L>,
-        indices: [u32; N],
-    ) -> [Option<Self::Item<'w>>; N] {
-        pool.get_disjoint_mut(indices)
+    fn probe_each<'w, L: Layout>(pool: Self::Pools<'w, L>, indices: &[u32]) -> Vec<Option<Self::Item<'w>>> {
+        pool.get_each_mut(indices)
     }
     #[inline]
     fn columns<'w>(lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedColumns>>>) -> Option<Self::Columns<'w>> {
@@ -384,13 +378,10 @@ impl<Q: QueryData> QueryData for Option<Q> {
     fn probe<'w, L: Layout>(pools: Self::Pools<'w, L>, index: u32) -> Option<Self::Item<'w>> {
         Some(pools.and_then(|pools| Q::probe::<L>(pools, index)))
     }
-    fn probe_many<'w, L: Layout, const N: usize>(
-        pools: Self::Pools<'w, L>,
-        indices: [u32; N],
-    ) -> [Option<Self::Item<'w>>; N] {
+    fn probe_each<'w, L: Layout>(pools: Self::Pools<'w, L>, indices: &[u32]) -> Vec<Option<Self::Item<'w>>> {
         match pools {
-            Some(pools) => Q::probe_many::<L, N>(pools, indices).map(Some),
-            None => std::array::from_fn(|_| Some(None)),
+            Some(pools) => Q::probe_each::<L>(pools, indices).into_iter().map(Some).collect(),
+            None => indices.iter().map(|_| Some(None)).collect(),
         }
     }
     #[inline]

@@ -29,20 +29,29 @@ const NODE_CAPACITY: usize = 11;
 impl<T: 'static> Pool<T> for BTreePool<T> {
     map_pool_methods!();
     /// One range over the smallest to the largest index: its two ends are found in O(log n) each (a pair costs
-    /// no walk); the indices between are found by walking the keys between.
-    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N] {
-        let mut out: [Option<&mut T>; N] = std::array::from_fn(|_| None);
-        let (Some(&lo), Some(&hi)) = (indices.iter().min(), indices.iter().max()) else { return out };
+    /// no walk); the indices between are found by walking the keys between, merged with the indices sorted.
+    fn get_each_mut(&mut self, indices: &[u32]) -> Vec<Option<&mut T>> {
+        let mut out: Vec<Option<&mut T>> = Vec::new();
+        out.resize_with(indices.len(), || None);
+        let mut wanted: Vec<(u32, usize)> = indices.iter().enumerate().map(|(k, &index)| (index, k)).collect();
+        wanted.sort_unstable();
+        assert!(wanted.windows(2).all(|w| w[0].0 != w[1].0), "get_each_mut: an index named twice");
+        let (Some(&(lo, _)), Some(&(hi, _))) = (wanted.first(), wanted.last()) else { return out };
         let mut range = self.map.range_mut(lo..=hi);
-        let last = range.next_back();
-        // The largest first, then forward while some index not found yet lies ahead.
-        for (&key, value) in last.into_iter().chain(range) {
-            let ahead = indices.iter().zip(&out).filter(|(_, v)| v.is_none()).map(|(&index, _)| index).max();
-            if ahead.is_none_or(|ahead| key > ahead) {
-                break;
+        // The largest key first, then forward through the indices below it not found yet.
+        let Some((&last, value)) = range.next_back() else { return out };
+        let mut below = &wanted[..wanted.partition_point(|&(index, _)| index < last)];
+        if let Some(&(_, k)) = wanted.get(below.len()).filter(|&&(index, _)| index == last) {
+            out[k] = Some(value);
+        }
+        for (&key, value) in range {
+            while below.first().is_some_and(|&(index, _)| index < key) {
+                below = &below[1..];
             }
-            if let Some(k) = indices.iter().position(|&index| index == key) {
+            let Some(&(index, k)) = below.first() else { break };
+            if index == key {
                 out[k] = Some(value);
+                below = &below[1..];
             }
         }
         out

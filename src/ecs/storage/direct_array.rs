@@ -76,10 +76,10 @@ impl<T: 'static> Pool<T> for DirectArray<T> {
     fn get_mut(&mut self, index: u32) -> Option<&mut T> {
         self.slots.get_mut(index as usize)?.as_mut()
     }
-    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N] {
+    fn get_each_mut(&mut self, indices: &[u32]) -> Vec<Option<&mut T>> {
         let len = self.slots.len();
-        let positions = indices.map(|index| Some(index as usize).filter(|&at| at < len));
-        super::disjoint_mut(&mut self.slots, positions).map(|slot| slot.and_then(Option::as_mut))
+        let positions = indices.iter().map(|&index| Some(index as usize).filter(|&at| at < len));
+        super::disjoint_mut(&mut self.slots, positions).into_iter().map(|slot| slot.and_then(Option::as_mut)).collect()
     }
     #[inline]
     fn remove(&mut self, index: u32) -> Option<T> {

@@ -20,8 +20,27 @@ impl<T> Default for HashPool<T> {
 
 impl<T: 'static> Pool<T> for HashPool<T> {
     map_pool_methods!();
-    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N] {
-        self.map.get_disjoint_mut(indices.each_ref())
+    fn get_each_mut(&mut self, indices: &[u32]) -> Vec<Option<&mut T>> {
+        // A few by lookup (hashbrown proves them disjoint; a repeat panics), more in one walk of the values.
+        match *indices {
+            [] => Vec::new(),
+            [a] => vec![self.map.get_mut(&a)],
+            [a, b] => self.map.get_disjoint_mut([&a, &b]).into(),
+            [a, b, c] => self.map.get_disjoint_mut([&a, &b, &c]).into(),
+            [a, b, c, d] => self.map.get_disjoint_mut([&a, &b, &c, &d]).into(),
+            _ => {
+                let slots: FxHashMap<u32, usize> = indices.iter().enumerate().map(|(k, &index)| (index, k)).collect();
+                assert_eq!(slots.len(), indices.len(), "get_each_mut: an index named twice");
+                let mut out: Vec<Option<&mut T>> = Vec::new();
+                out.resize_with(indices.len(), || None);
+                for (index, value) in self.map.iter_mut() {
+                    if let Some(&k) = slots.get(index) {
+                        out[k] = Some(value);
+                    }
+                }
+                out
+            }
+        }
     }
     fn drain(&mut self, mut f: impl FnMut(u32, T)) {
         for (index, value) in self.map.drain() {

@@ -50,13 +50,8 @@ macro_rules! map_pool_methods {
         fn collect_indices(&self, out: &mut Vec<u32>) {
             out.extend(self.map.keys().copied());
         }
-        // Out of line, so the map's iterator is inlined into this loop whatever the caller's size.
-        #[inline(never)]
         fn collect_entities(&self, entities: &crate::ecs::entity::Entities, out: &mut Vec<crate::ecs::entity::Entity>) {
-            out.reserve(self.map.len());
-            for &index in self.map.keys() {
-                out.push(crate::ecs::storage::handle(entities, index));
-            }
+            out.extend(self.map.keys().map(|&i| crate::ecs::storage::handle(entities, i)));
         }
     };
 }
@@ -81,13 +76,17 @@ pub(crate) fn split_disjoint<'a, T>(
     }
 }
 
-/// Mutable references to the elements of `items` at `positions` (`None` passes through), all at once: sorted, then
-/// split off by [`split_disjoint`]. A position named twice panics.
-pub(crate) fn disjoint_mut<T, const N: usize>(items: &mut [T], positions: [Option<usize>; N]) -> [Option<&mut T>; N] {
-    let mut order: [usize; N] = std::array::from_fn(|k| k);
-    order.sort_unstable_by_key(|&k| positions[k]);
-    let mut out: [Option<&mut T>; N] = std::array::from_fn(|_| None);
-    split_disjoint(items, order.into_iter().filter_map(|k| Some((k, positions[k]?))), &mut out);
+/// Mutable references to the elements of `items` at `positions` (`None` passes through), all at once and in the
+/// order asked: sorted, then split off by [`split_disjoint`]. A position named twice panics.
+pub(crate) fn disjoint_mut<T>(items: &mut [T], positions: impl Iterator<Item = Option<usize>>) -> Vec<Option<&mut T>> {
+    let mut out: Vec<Option<&mut T>> = Vec::new();
+    let mut order: Vec<(usize, usize)> = Vec::new();
+    for (k, at) in positions.enumerate() {
+        out.push(None);
+        order.extend(at.map(|at| (at, k)));
+    }
+    order.sort_unstable();
+    split_disjoint(items, order.into_iter().map(|(at, k)| (k, at)), &mut out);
     out
 }
 
@@ -201,10 +200,12 @@ pub trait Pool<T>: Default + 'static {
     fn get_mut(&mut self, index: u32) -> Option<&mut T>;
     /// Removes and returns the value at `index`.
     fn remove(&mut self, index: u32) -> Option<T>;
-    /// The values at `indices`, mutably and all at once (each `None` if absent). The indices must be distinct
-    /// (the world checks; a repeat panics). Sparse set, direct array and hash map find each in O(1); the b-tree
-    /// finds the smallest and largest in O(log n) and walks the keys between for the others.
-    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N];
+    /// The values at `indices`, mutably and all at once, in the order asked (each `None` if absent). The indices
+    /// must be distinct (the world checks; a repeat panics). Sparse set and direct array find each in O(1) and
+    /// split their value slice in ascending order; the hash map looks up a few (up to four) with hashbrown's
+    /// `get_disjoint_mut` and walks its values once for more; the b-tree walks the keys from the smallest index
+    /// asked to the largest.
+    fn get_each_mut(&mut self, indices: &[u32]) -> Vec<Option<&mut T>>;
     /// Removes the values at many indices (dropping them); returns how many were present. A layout may do
     /// better than one [`Pool::remove`] each: a sparse set unlinks a large batch first and then closes the gaps
     /// in one sweep of its packed arrays (see [`SparseSet::remove_many`](crate::ecs::SparseSet::remove_many)).

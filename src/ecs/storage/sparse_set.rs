@@ -653,9 +653,9 @@ impl<T: 'static> Pool<T> for SparseSet<T> {
     fn get_mut(&mut self, index: u32) -> Option<&mut T> {
         SparseSet::get_mut(self, index)
     }
-    fn get_disjoint_mut<const N: usize>(&mut self, indices: [u32; N]) -> [Option<&mut T>; N] {
-        let positions = indices.map(|index| self.position(index));
-        super::disjoint_mut(&mut self.values, positions)
+    fn get_each_mut(&mut self, indices: &[u32]) -> Vec<Option<&mut T>> {
+        let positions: Vec<Option<usize>> = indices.iter().map(|&index| self.position(index)).collect();
+        super::disjoint_mut(&mut self.values, positions.into_iter())
     }
     #[inline]
     fn remove(&mut self, index: u32) -> Option<T> {
