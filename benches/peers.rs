@@ -14,6 +14,9 @@
 //!   `data *= 2` over all 520;
 //! - `add_remove`: 10,000 entities with `A`; add `B` to each, then remove it from each.
 //!
+//! And not of the suite: `derived_bundle`, the simple_insert bundle spawned as a tuple and as a struct deriving
+//! `Bundle`, one at a time and as a batch, per backend.
+//!
 //! Rows named `raw-...` are floors, hand-written with none of a world's machinery: `raw-vec` one packed array,
 //! `raw-tables` (frag_iter) one array per table as an archetype layout must have, `raw-sparse` and `raw-dense`
 //! (churn) the textbook sparse set and direct array. A backend does at least its layout's floor's work; a row below
@@ -80,6 +83,53 @@ fn simple_insert() -> Vec<Case> {
             let mut world = World::new();
             world.set_backend(backend);
             world.spawn_batch((0..N).map(|_| bundle())).unwrap();
+            black_box(world);
+        }));
+    }
+    cases
+}
+
+/// The simple_insert bundle as a struct deriving `Bundle`: it must spawn as fast as the tuple.
+#[derive(swarm::ecs::Bundle)]
+struct Body {
+    transform: Transform,
+    position: Position,
+    rotation: Rotation,
+    velocity: Velocity,
+}
+
+/// Not a suite workload: 10,000 spawns one at a time, and one batch, of the tuple and of the derived `Body`, per
+/// backend (the derived bundle's cost against the tuple it stands for).
+fn derived_bundle() -> Vec<Case> {
+    let body = || {
+        let (transform, position, rotation, velocity) = bundle();
+        Body { transform, position, rotation, velocity }
+    };
+    let mut cases = Vec::new();
+    for backend in Backend::ALL {
+        let fresh = move || {
+            let mut world = World::with_capacity(N as u32);
+            world.set_backend(backend);
+            world
+        };
+        cases.push(case(format!("spawn/tuple/{backend}"), move || {
+            let mut world = fresh();
+            (0..N).for_each(|_| _ = black_box(world.spawn(bundle()).unwrap()));
+            black_box(world);
+        }));
+        cases.push(case(format!("spawn/derived/{backend}"), move || {
+            let mut world = fresh();
+            (0..N).for_each(|_| _ = black_box(world.spawn(body()).unwrap()));
+            black_box(world);
+        }));
+        cases.push(case(format!("batch/tuple/{backend}"), move || {
+            let mut world = fresh();
+            world.spawn_batch((0..N).map(|_| bundle())).unwrap();
+            black_box(world);
+        }));
+        cases.push(case(format!("batch/derived/{backend}"), move || {
+            let mut world = fresh();
+            world.spawn_batch((0..N).map(|_| body())).unwrap();
             black_box(world);
         }));
     }
@@ -577,6 +627,7 @@ fn groups() -> Vec<Group> {
         ("add_remove", add_remove, 3),
         ("small_query", small_query, 5_000),
         ("churn_100k", churn, 1),
+        ("derived_bundle", derived_bundle, 2),
     ]
 }
 

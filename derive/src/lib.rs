@@ -69,6 +69,7 @@ fn bundle(input: DeriveInput) -> syn::Result<Tokens> {
     let mut into = Vec::new();
     let mut binds = Vec::new();
     let mut members = Vec::new();
+    let mut puts = Vec::new();
     for (k, field) in fields.iter().enumerate() {
         let nested = bundle_attribute(field)?;
         if let Type::Reference(reference) = &field.ty {
@@ -93,6 +94,13 @@ fn bundle(input: DeriveInput) -> syn::Result<Tokens> {
             binds.push(quote!(#private::One(#bind)));
         }
         members.push(quote!(#member: #bind));
+        // Each field handed to its pools where it lies (no move into the parts first), as a tuple does.
+        let (part, value) = (parts.last().expect("pushed above"), into.last().expect("pushed above"));
+        puts.push(quote! {
+            let part: #part = #value;
+            #private::PutBundle::put_pools::<__L>(part, pools, &ids[at..], entity);
+            at += <#part as #private::PutBundle>::COMPONENTS;
+        });
     }
     // After the fields, so a borrowed field is reported as such.
     if let Some(lifetime) = input.generics.lifetimes().next() {
@@ -127,6 +135,17 @@ fn bundle(input: DeriveInput) -> syn::Result<Tokens> {
             fn from_parts(parts: Self::Parts) -> Self {
                 let #binds = parts;
                 Self { #(#members),* }
+            }
+            #[inline(always)]
+            #[allow(unused_assignments)]
+            fn put_pools<__L: #private::Layout>(
+                self,
+                pools: &mut [::std::boxed::Box<dyn #private::ErasedPool>],
+                ids: &[::swarm::ecs::ComponentId],
+                entity: ::swarm::ecs::Entity,
+            ) {
+                let mut at = 0;
+                #(#puts)*
             }
         }
         #private::delegate_bundle!(impl [#impl_generics] #name #ty_generics where [#predicates]);
