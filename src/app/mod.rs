@@ -19,6 +19,7 @@
 //! ```
 
 pub mod profile;
+pub mod schedule;
 
 use crate::ecs::World;
 use profile::Profiler;

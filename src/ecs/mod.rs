@@ -33,8 +33,8 @@ pub use entity::{
 };
 pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use query::{
-    Batch, Batches, Filter, Or, Query, QueryData, QueryError, QueryOneError, QueryRef, ReadOnlyQueryData, With,
-    Without, MAX_QUERY_TYPES,
+    Batch, Batches, Filter, Or, Query, QueryAccess, QueryData, QueryError, QueryOneError, QueryRef, ReadOnlyQueryData,
+    With, Without, MAX_QUERY_TYPES,
 };
 pub use snapshot::{
     checksum, Format, HoldsEntities, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION,

@@ -7,7 +7,10 @@ use super::component::BundleIds;
 use super::component::{ComponentId, ComponentInfo};
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull};
 use super::entity_ref::{EntityRef, EntityWorldMut};
-use super::query::{Filter, Query, QueryCache, QueryContext, QueryData, QueryOneError, QueryRef, ReadOnlyQueryData};
+use super::query::{
+    Filter, Query, QueryAccess, QueryCache, QueryContext, QueryData, QueryError, QueryOneError, QueryRef,
+    ReadOnlyQueryData,
+};
 use super::resources::{missing, Resources};
 use super::storage::sparse_set::SparseSet;
 use super::storage::values::ComponentValues;
@@ -769,6 +772,35 @@ impl World {
     /// A query with a filter given as a type: `With<T>`, `Without<T>`, or pairs of them.
     pub fn query_filtered<Q: QueryData, F: Filter>(&mut self) -> Query<&mut World, Q, F> {
         Query::new(self)
+    }
+
+    /// The id the world gave type `T`, if it has met it (ids name types in a [`QueryAccess`] and a
+    /// [`ComponentSet`](super::ComponentSet)).
+    pub fn component_id<T: 'static>(&self) -> Option<ComponentId> {
+        self.components.id::<T>()
+    }
+
+    /// The name and size of the type with id `id`, if the world gave that id.
+    pub fn component_info(&self, id: ComponentId) -> Option<&ComponentInfo> {
+        self.components.infos().get(id as usize)
+    }
+
+    /// What query `Q` filtered by `F` reads and writes (registering its types), or why it is refused: what a
+    /// schedule compares to run two queries at once. Two queries that can match the same entity conflict when
+    /// one writes a type the other names; `With`/`Without` filters can make them disjoint.
+    ///
+    /// ```
+    /// use swarm::ecs::{With, Without, World};
+    /// struct Pos(f32); struct Vel(f32); struct Frozen;
+    /// let mut world = World::new();
+    /// let movement = world.query_access::<(&mut Pos, &Vel), Without<Frozen>>().unwrap();
+    /// let look = world.query_access::<&Pos, ()>().unwrap();
+    /// let frozen = world.query_access::<&mut Pos, With<Frozen>>().unwrap();
+    /// assert_eq!(movement.conflict(&look), world.component_id::<Pos>());
+    /// assert!(movement.is_disjoint(&frozen) && movement.conflict(&frozen).is_none());
+    /// ```
+    pub fn query_access<Q: QueryData, F: Filter>(&mut self) -> Result<QueryAccess, QueryError> {
+        QueryAccess::of_query::<Q, F>(&mut self.components)
     }
 
     /// A read-only query through a shared borrow: every term `&T` or `Option<&T>` (see [`QueryRef`]).

@@ -113,3 +113,58 @@ impl Access {
         self.error.as_ref()
     }
 }
+
+/// What a query reads and writes, by component id, and which types it requires and excludes: what a schedule
+/// compares to tell whether two queries may run at once ([`World::query_access`](crate::ecs::World::query_access)).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueryAccess {
+    /// Types fetched as `&T` (also inside an `Option`).
+    pub reads: ComponentSet,
+    /// Types fetched as `&mut T` (also inside an `Option`).
+    pub writes: ComponentSet,
+    /// Types an entity must have to match (fetched terms and `With`).
+    pub required: ComponentSet,
+    /// Types an entity must lack to match (`Without`).
+    pub excluded: ComponentSet,
+}
+
+impl QueryAccess {
+    /// The access of query `Q` filtered by `F`, registering its types in `registry`; or why it is refused.
+    pub(crate) fn of_query<Q: QueryData, F: Filter>(registry: &mut Registry) -> Result<Self, QueryError> {
+        Self::of(&Access::of::<Q, F>(registry))
+    }
+
+    /// The access of `access` (a query's named types), or its refusal.
+    fn of(access: &Access) -> Result<Self, QueryError> {
+        if let Some(error) = access.refusal() {
+            return Err(error.clone());
+        }
+        let mut out = QueryAccess { required: access.required, excluded: access.excluded, ..Default::default() };
+        for k in 0..access.fetched {
+            let set = if access.mutable[k] { &mut out.writes } else { &mut out.reads };
+            set.insert(access.ids[k]);
+        }
+        Ok(out)
+    }
+
+    /// Whether no entity can match both queries: one requires a type the other excludes (bevy's rule for
+    /// `With`/`Without` pairs).
+    pub fn is_disjoint(&self, other: &QueryAccess) -> bool {
+        self.required.intersects(&other.excluded) || other.required.intersects(&self.excluded)
+    }
+
+    /// A type one query writes and the other reads or writes, if the two can match the same entity: then they
+    /// cannot run at once. The smallest such id.
+    pub fn conflict(&self, other: &QueryAccess) -> Option<ComponentId> {
+        if self.is_disjoint(other) {
+            return None;
+        }
+        let clash = |a: &QueryAccess, b: &QueryAccess| {
+            a.writes.iter().find(|&id| b.writes.contains(id) || b.reads.contains(id))
+        };
+        match (clash(self, other), clash(other, self)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}

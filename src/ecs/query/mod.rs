@@ -36,6 +36,7 @@ mod filter;
 mod run;
 mod term;
 
+pub use access::QueryAccess;
 #[doc(hidden)]
 pub use access::{Access, Names};
 pub use batch::{Batch, Batches};
