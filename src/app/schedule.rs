@@ -2,10 +2,13 @@
 //!
 //! A system's [`SystemAccess`] lists what its parameters touch: queries (what each reads and writes, and which
 //! types it requires or excludes), resources (read or written), the command buffer, or the whole world (an
-//! exclusive `fn(&mut World)`). Two systems conflict when one writes what the other reads or writes: a component
-//! type, unless their queries cannot match the same entity (`With<T>` in one, `Without<T>` in the other, as in
-//! bevy), or a resource; an exclusive system conflicts with every other. Commands do not conflict: each system
-//! records into its own buffer, and the buffers are applied in the systems' order.
+//! exclusive `fn(&mut World)`). Two parameters of one system conflict when one writes what the other reads or
+//! writes: a component type, unless their queries cannot match the same entity (`With<T>` in one, `Without<T>` in
+//! the other, as in bevy), or a resource. Two *systems* clash on a component type one writes and the other names
+//! even when their filters are disjoint: without `unsafe`, one pool cannot be lent to two threads at once, one of
+//! them writing, however the entities split, so such systems run one after the other. An exclusive system clashes
+//! with every other. Commands do not clash: each system records into its own buffer, and the buffers are applied
+//! in the systems' order.
 //!
 //! [`batches`] cuts a list of systems into batches that may run at once, keeping every conflicting pair in the
 //! order given: each system goes in the batch after the last one holding a system it conflicts with. Running the
@@ -132,10 +135,10 @@ impl SystemAccess {
         Self { system, params: vec![Param { name: "&mut World".into(), touch: Touch::World }] }
     }
 
-    /// Adds a parameter, refused if it clashes with one added before.
+    /// Adds a parameter, refused if it conflicts with one added before (disjoint queries do not).
     pub fn add(&mut self, param: Param) -> Result<(), AccessError> {
         for other in &self.params {
-            if let Some(what) = clash(&other.touch, &param.touch) {
+            if let Some(what) = clash(&other.touch, &param.touch, Filters::Apart) {
                 return Err(AccessError::Conflict {
                     system: self.system,
                     first: other.name.clone(),
@@ -177,11 +180,12 @@ impl SystemAccess {
         self.params.iter().any(|param| param.touch == Touch::World)
     }
 
-    /// Why this system and `other` cannot run at once, if they cannot.
+    /// Why this system and `other` cannot run at once, if they cannot: a component type one writes and the other
+    /// names (whatever their filters), a resource one writes and the other names, or the whole world.
     pub fn clash(&self, other: &SystemAccess, world: &World) -> Option<Clash> {
         for a in &self.params {
             for b in &other.params {
-                if let Some(what) = clash(&a.touch, &b.touch) {
+                if let Some(what) = clash(&a.touch, &b.touch, Filters::Ignored) {
                     return Some(Clash { first: a.name.clone(), second: b.name.clone(), what: named(&what, world) });
                 }
             }
@@ -190,12 +194,25 @@ impl SystemAccess {
     }
 }
 
+/// Whether queries whose filters keep them apart (one requires what the other excludes) may share a type.
+#[derive(Clone, Copy, PartialEq)]
+enum Filters {
+    /// Yes: a system's own parameters, which it borrows in turn.
+    Apart,
+    /// No: two systems, which would hold the same pool at once.
+    Ignored,
+}
+
 /// What two parameters both touch, one writing it: a component id (as a number, named later), a resource, or the
 /// world.
-fn clash(a: &Touch, b: &Touch) -> Option<String> {
+fn clash(a: &Touch, b: &Touch, filters: Filters) -> Option<String> {
     match (a, b) {
         (Touch::World, _) | (_, Touch::World) => Some("World".into()),
-        (Touch::Query(a), Touch::Query(b)) => a.conflict(b).map(|id| format!("#{id}")),
+        (Touch::Query(a), Touch::Query(b)) => match filters {
+            Filters::Apart => a.conflict(b),
+            Filters::Ignored => a.overlap(b),
+        }
+        .map(|id| format!("#{id}")),
         (Touch::Resource { type_id: a, name, write: wa }, Touch::Resource { type_id: b, write: wb, .. }) => {
             (a == b && (*wa || *wb)).then(|| short_name(name))
         }
@@ -313,6 +330,12 @@ mod tests {
             Clash { first: "Query<(&mut Pos, &Vel)>".into(), second: "Query<&Pos>".into(), what: "Pos".into() }
         );
         assert!(draw.clash(&draw.clone(), &world).is_none(), "readers share");
+        // Filters that keep two queries apart admit them in one system, not side by side in two: each would need
+        // the position pool at once.
+        let thaw = system(&mut world, "thaw", |s, w| s.add_query::<&mut Pos, With<Frozen>>(w).unwrap());
+        let drift = system(&mut world, "drift", |s, w| s.add_query::<&mut Pos, Without<Frozen>>(w).unwrap());
+        assert_eq!(thaw.clash(&drift, &world).map(|c| c.what), Some("Pos".into()));
+        assert_eq!(batches(&[thaw, drift], &world), vec![vec![0], vec![1]]);
         let exclusive = SystemAccess::exclusive("save");
         assert_eq!(exclusive.clash(&draw, &world).unwrap().what, "World");
     }

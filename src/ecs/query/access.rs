@@ -153,12 +153,18 @@ impl QueryAccess {
         self.required.intersects(&other.excluded) || other.required.intersects(&self.excluded)
     }
 
-    /// A type one query writes and the other reads or writes, if the two can match the same entity: then they
-    /// cannot run at once. The smallest such id.
+    /// A type one query writes and the other reads or writes, if the two can match the same entity: then no
+    /// entity's value may be borrowed by both at once. The smallest such id.
     pub fn conflict(&self, other: &QueryAccess) -> Option<ComponentId> {
         if self.is_disjoint(other) {
             return None;
         }
+        self.overlap(other)
+    }
+
+    /// A type one query writes and the other reads or writes, whatever their filters: the two need the same pool
+    /// (or columns) at once, one of them exclusively. The smallest such id.
+    pub fn overlap(&self, other: &QueryAccess) -> Option<ComponentId> {
         let clash = |a: &QueryAccess, b: &QueryAccess| {
             a.writes.iter().find(|&id| b.writes.contains(id) || b.reads.contains(id))
         };
