@@ -21,8 +21,8 @@ use std::fmt;
 /// What one parameter of a system touches.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Touch {
-    /// A query's components.
-    Query(QueryAccess),
+    /// Components, through a query.
+    Components(QueryAccess),
     /// A resource, read or (`write`) written.
     Resource {
         /// The resource's type.
@@ -35,7 +35,7 @@ pub enum Touch {
     /// Structural changes recorded in the system's own command buffer.
     Commands,
     /// The whole world (an exclusive system).
-    World,
+    Exclusive,
 }
 
 /// One parameter: how it reads in messages (`Query<(&mut Position, &Velocity)>`), and what it touches.
@@ -71,7 +71,7 @@ pub enum AccessError {
         what: String,
     },
     /// A query parameter is refused on its own ([`QueryError`]).
-    Query {
+    Refused {
         /// The system.
         system: &'static str,
         /// The parameter.
@@ -89,7 +89,9 @@ impl fmt::Display for AccessError {
                 "system `{system}`: parameters `{first}` and `{second}` both touch `{what}` and one of them writes \
                  it (make the queries disjoint with With/Without, or merge them into one)"
             ),
-            AccessError::Query { system, param, error } => write!(f, "system `{system}`: parameter `{param}`: {error}"),
+            AccessError::Refused { system, param, error } => {
+                write!(f, "system `{system}`: parameter `{param}`: {error}")
+            }
         }
     }
 }
@@ -132,7 +134,7 @@ impl SystemAccess {
 
     /// An exclusive system: it touches the whole world, so it runs alone.
     pub fn exclusive(system: &'static str) -> Self {
-        Self { system, params: vec![Param { name: "&mut World".into(), touch: Touch::World }] }
+        Self { system, params: vec![Param { name: "&mut World".into(), touch: Touch::Exclusive }] }
     }
 
     /// Adds a parameter, refused if it conflicts with one added before (disjoint queries do not).
@@ -158,13 +160,13 @@ impl SystemAccess {
             filter => format!("Query<{}, {}>", short_name(type_name::<Q>()), short_name(filter)),
         };
         match world.query_access::<Q, F>() {
-            Ok(access) => self.add(Param { name, touch: Touch::Query(access) }).map_err(|error| match error {
+            Ok(access) => self.add(Param { name, touch: Touch::Components(access) }).map_err(|error| match error {
                 AccessError::Conflict { system, first, second, what } => {
                     AccessError::Conflict { system, first, second, what: named(&what, world) }
                 }
                 other => other,
             }),
-            Err(error) => Err(AccessError::Query { system: self.system, param: name, error }),
+            Err(error) => Err(AccessError::Refused { system: self.system, param: name, error }),
         }
     }
 
@@ -177,7 +179,7 @@ impl SystemAccess {
 
     /// Whether the system takes the whole world.
     pub fn is_exclusive(&self) -> bool {
-        self.params.iter().any(|param| param.touch == Touch::World)
+        self.params.iter().any(|param| param.touch == Touch::Exclusive)
     }
 
     /// Why this system and `other` cannot run at once, if they cannot: a component type one writes and the other
@@ -207,8 +209,8 @@ enum Filters {
 /// world.
 fn clash(a: &Touch, b: &Touch, filters: Filters) -> Option<String> {
     match (a, b) {
-        (Touch::World, _) | (_, Touch::World) => Some("World".into()),
-        (Touch::Query(a), Touch::Query(b)) => match filters {
+        (Touch::Exclusive, _) | (_, Touch::Exclusive) => Some("World".into()),
+        (Touch::Components(a), Touch::Components(b)) => match filters {
             Filters::Apart => a.conflict(b),
             Filters::Ignored => a.overlap(b),
         }
@@ -298,7 +300,7 @@ mod tests {
         // A query refused on its own names its parameter.
         let mut s = SystemAccess::new("alias");
         let error = s.add_query::<(&mut Pos, &Pos), ()>(&mut world).unwrap_err();
-        assert!(matches!(error, AccessError::Query { system: "alias", .. }), "{error:?}");
+        assert!(matches!(error, AccessError::Refused { system: "alias", .. }), "{error:?}");
     }
 
     #[test]
