@@ -14,7 +14,7 @@
 //! order given: each system goes in the batch after the last one holding a system it conflicts with. Running the
 //! batches in order, each batch's systems in any order or at once, gives the world the serial order gives.
 
-use crate::ecs::{Filter, QueryAccess, QueryData, QueryError, World};
+use crate::ecs::{ComponentId, Filter, QueryAccess, QueryData, QueryError, World};
 use std::any::{type_name, TypeId};
 use std::fmt;
 
@@ -139,13 +139,18 @@ impl SystemAccess {
 
     /// Adds a parameter, refused if it conflicts with one added before (disjoint queries do not).
     pub fn add(&mut self, param: Param) -> Result<(), AccessError> {
+        self.add_named(param, None)
+    }
+
+    /// [`SystemAccess::add`], naming a clashing component type through `world` (the world that gave its id).
+    fn add_named(&mut self, param: Param, world: Option<&World>) -> Result<(), AccessError> {
         for other in &self.params {
             if let Some(what) = clash(&other.touch, &param.touch, Filters::Apart) {
                 return Err(AccessError::Conflict {
                     system: self.system,
                     first: other.name.clone(),
                     second: param.name,
-                    what,
+                    what: what.name(world),
                 });
             }
         }
@@ -160,12 +165,7 @@ impl SystemAccess {
             filter => format!("Query<{}, {}>", short_name(type_name::<Q>()), short_name(filter)),
         };
         match world.query_access::<Q, F>() {
-            Ok(access) => self.add(Param { name, touch: Touch::Components(access) }).map_err(|error| match error {
-                AccessError::Conflict { system, first, second, what } => {
-                    AccessError::Conflict { system, first, second, what: named(&what, world) }
-                }
-                other => other,
-            }),
+            Ok(access) => self.add_named(Param { name, touch: Touch::Components(access) }, Some(world)),
             Err(error) => Err(AccessError::Refused { system: self.system, param: name, error }),
         }
     }
@@ -188,7 +188,8 @@ impl SystemAccess {
         for a in &self.params {
             for b in &other.params {
                 if let Some(what) = clash(&a.touch, &b.touch, Filters::Ignored) {
-                    return Some(Clash { first: a.name.clone(), second: b.name.clone(), what: named(&what, world) });
+                    let what = what.name(Some(world));
+                    return Some(Clash { first: a.name.clone(), second: b.name.clone(), what });
                 }
             }
         }
@@ -205,28 +206,43 @@ enum Filters {
     Ignored,
 }
 
-/// What two parameters both touch, one writing it: a component id (as a number, named later), a resource, or the
-/// world.
-fn clash(a: &Touch, b: &Touch, filters: Filters) -> Option<String> {
+/// What two parameters clash over.
+enum Subject {
+    /// A component type.
+    Component(ComponentId),
+    /// A resource (its type's name).
+    Resource(&'static str),
+    /// The whole world.
+    Everything,
+}
+
+impl Subject {
+    /// For people: a component by its type's name (its id if `world` does not know it).
+    fn name(&self, world: Option<&World>) -> String {
+        match self {
+            Subject::Component(id) => match world.and_then(|world| world.component_info(*id)) {
+                Some(info) => short_name(info.name),
+                None => format!("component #{id}"),
+            },
+            Subject::Resource(name) => short_name(name),
+            Subject::Everything => "World".into(),
+        }
+    }
+}
+
+/// What two parameters both touch, one writing it.
+fn clash(a: &Touch, b: &Touch, filters: Filters) -> Option<Subject> {
     match (a, b) {
-        (Touch::Exclusive, _) | (_, Touch::Exclusive) => Some("World".into()),
+        (Touch::Exclusive, _) | (_, Touch::Exclusive) => Some(Subject::Everything),
         (Touch::Components(a), Touch::Components(b)) => match filters {
             Filters::Apart => a.conflict(b),
             Filters::Ignored => a.overlap(b),
         }
-        .map(|id| format!("#{id}")),
+        .map(Subject::Component),
         (Touch::Resource { type_id: a, name, write: wa }, Touch::Resource { type_id: b, write: wb, .. }) => {
-            (a == b && (*wa || *wb)).then(|| short_name(name))
+            (a == b && (*wa || *wb)).then_some(Subject::Resource(name))
         }
         _ => None,
-    }
-}
-
-/// A clash's subject for people: a component id (`#3`) by its type's name.
-fn named(what: &str, world: &World) -> String {
-    match what.strip_prefix('#').and_then(|id| id.parse().ok()) {
-        Some(id) => world.component_info(id).map_or(what.to_string(), |info| short_name(info.name)),
-        None => what.to_string(),
     }
 }
 

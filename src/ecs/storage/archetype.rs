@@ -648,7 +648,6 @@ impl Archetypes {
     }
 }
 
-/// The entities and records of a batch of new rows (see [`Archetypes::new_rows`]).
 /// A table's index of its columns by component id: where a new row's values go.
 #[doc(hidden)]
 pub struct ColumnIndex<'a> {
@@ -664,6 +663,7 @@ impl ColumnIndex<'_> {
     }
 }
 
+/// The entities and records of a batch of new rows (see [`Archetypes::new_rows`]).
 pub(crate) struct NewRows<'a> {
     table: u32,
     entities: &'a mut Vec<Entity>,
