@@ -16,11 +16,26 @@ fn frame(c: &mut Criterion) {
             }
             let config = SimConfig::with_population(n);
             let mut app = build_app(config.clone(), 1, backend, config.default_capacity());
+            app.set_threads(1);
             let warm_up = if n > 50_000 { 120 } else { 300 };
             for _ in 0..warm_up {
                 app.update();
             }
             group.bench_function(BenchmarkId::new(backend.name(), n), |b| b.iter(|| app.update()));
+        }
+    }
+    group.finish();
+    // The schedule on one thread and on a pool of two (the sparse-set backend).
+    let mut group = c.benchmark_group("frame_threads");
+    for n in [10_000u32, 100_000] {
+        for threads in [1, 2] {
+            let config = SimConfig::with_population(n);
+            let mut app = build_app(config.clone(), 1, Backend::SparseSet, config.default_capacity());
+            app.set_threads(threads);
+            for _ in 0..if n > 50_000 { 120 } else { 300 } {
+                app.update();
+            }
+            group.bench_function(BenchmarkId::new(format!("{threads}_threads"), n), |b| b.iter(|| app.update()));
         }
     }
 }

@@ -54,6 +54,9 @@ pub struct Cli {
           help = format!("Storage backend: {} (or all, headless) [default: {}, or the one a --load file was saved on]",
                          Backend::names(), Backend::default().name()))]
     pub backend: Option<BackendChoice>,
+    /// Threads the schedule may use [default: the machine's cores]; the world is the same for every count.
+    #[arg(long, allow_negative_numbers = true, value_parser = within(limits::THREADS))]
+    pub threads: Option<u32>,
     /// Switch to the next backend live every K frames (headless: the digest must not change; window: a demo).
     #[arg(long, allow_negative_numbers = true, value_parser = within(limits::SWITCH_EVERY))]
     pub switch_every: Option<u32>,
@@ -256,6 +259,12 @@ impl Cli {
             frames: self.frames.unwrap_or(600),
             backend,
             switch_every: self.switch_every,
+            threads: self.threads(),
         }
+    }
+
+    /// The thread count: `--threads`, or the machine's cores.
+    pub fn threads(&self) -> usize {
+        self.threads.map_or_else(crate::app::default_threads, |n| n as usize)
     }
 }

@@ -208,6 +208,7 @@ fn replay(cli: &Cli, path: &Path) -> ExitCode {
     let replayed = replay::replay(
         &recording,
         Profiler::new(),
+        cli.threads(),
         |app| trace = start_trace(app, cli.trace.as_deref()),
         |check| say(check),
     );

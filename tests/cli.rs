@@ -103,18 +103,29 @@ fn json_report_and_trace_file() {
         "5",
         "--seed",
         "18446744073709551615",
+        "--threads",
+        "2",
         "--trace",
         trace.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
     let reports: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
     assert_eq!(reports[0]["frames"], 20);
+    assert_eq!(reports[0]["threads"], 2);
     assert_eq!(reports[0]["switches"], 3);
     assert_eq!(reports[0]["digest"].as_str().unwrap().len(), 16);
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     assert!(events.iter().any(|e| e["name"] == "integrate_velocity"));
     assert!(events.len() >= 20 * 9, "{} trace events for 20 frames", events.len());
+    // One lane per thread: exclusive systems run on the frame's thread, a batch of several on the pool's.
+    let mut lanes: Vec<u64> = events.iter().filter(|e| e["ph"] == "X").map(|e| e["tid"].as_u64().unwrap()).collect();
+    lanes.sort_unstable();
+    lanes.dedup();
+    assert!(lanes.len() >= 2, "lanes {lanes:?}");
+    for lane in &lanes {
+        assert!(events.iter().any(|e| e["ph"] == "M" && e["tid"] == *lane), "lane {lane} is named");
+    }
     std::fs::remove_dir_all(dir).ok();
 }
 

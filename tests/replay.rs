@@ -29,17 +29,19 @@ fn new_start(seed: u64) -> Start {
 fn record_a_session(path: &std::path::Path) -> (u64, usize) {
     let start = new_start(7);
     let mut play = Play::new(&start, Profiler::new()).unwrap();
+    // Recorded on one thread, then three, then two (and replayed on eight): the world is the same for every count.
+    play.app.set_threads(1);
     let mut recorder = Recorder::create(path, &start).unwrap();
     let mut quick_slot = None;
     let mut inputs = 0;
     let plan: Vec<(u32, Vec<Input>)> = vec![
         (30, vec![Input::Burst(Vec2::new(812.0, 400.5)), Input::Population(1000)]),
-        (20, vec![Input::Backend(Backend::Archetype), Input::Burst(Vec2::new(100.25, 900.0))]),
+        (20, vec![Input::Backend(Backend::Archetype), Input::Threads(3), Input::Burst(Vec2::new(100.25, 900.0))]),
         (25, vec![Input::DrawOrder(DrawOrder::YSorted(SortMethod::Hybrid)), Input::Backend(Backend::SparseSet)]),
         (15, vec![Input::AlignEvery(30), Input::Pause(true), Input::Step, Input::Step, Input::Pause(false)]),
         (10, vec![]), // quick save here (not an input: it changes nothing)
         (40, vec![Input::Population(-1500), Input::Backend(Backend::BTree), Input::Reset]),
-        (35, vec![Input::Backend(Backend::DirectArray), Input::Burst(Vec2::new(1500.0, 200.0))]),
+        (35, vec![Input::Backend(Backend::DirectArray), Input::Threads(2), Input::Burst(Vec2::new(1500.0, 200.0))]),
         (20, vec![]), // quick load of the save above
         (30, vec![Input::Population(400), Input::DrawOrder(DrawOrder::Storage), Input::Backend(Backend::HashMap)]),
     ];
@@ -72,7 +74,7 @@ fn record_a_session(path: &std::path::Path) -> (u64, usize) {
 fn replay_file(path: &std::path::Path) -> (swarm::sim::replay::Replayed, Vec<Check>) {
     let recording = Recording::read(path).unwrap();
     let mut checks = Vec::new();
-    let replayed = replay(&recording, Profiler::new(), |_| {}, |c| checks.push(c.clone())).unwrap();
+    let replayed = replay(&recording, Profiler::new(), 8, |_| {}, |c| checks.push(c.clone())).unwrap();
     (replayed, checks)
 }
 

@@ -2,13 +2,14 @@
 
 use glam::Vec2;
 use swarm::ecs::Backend;
+use swarm::ecs::Component;
 use swarm::sim::components::{Blue, Position, Red};
 use swarm::sim::report::{run, RunSettings};
 use swarm::sim::{build_app, digest, Scenario, SimConfig, SimStats, StaleCatches};
 
 fn settings(seed: u64, population: u32, frames: u32, backend: Backend, switch_every: Option<u32>) -> RunSettings {
     let config = SimConfig::with_population(population);
-    RunSettings { capacity: config.default_capacity(), config, seed, frames, backend, switch_every }
+    RunSettings { capacity: config.default_capacity(), config, seed, frames, backend, switch_every, threads: 1 }
 }
 
 #[test]
@@ -117,7 +118,7 @@ fn digest_sees_every_change() {
 /// keeps each entity's value with it), so queries visit entities in an order no system chose.
 fn shuffle_pools(world: &mut swarm::ecs::World, rng: &mut u64) {
     use swarm::sim::components::*;
-    fn shuffle<T: 'static>(world: &mut swarm::ecs::World, rng: &mut u64) {
+    fn shuffle<T: Component>(world: &mut swarm::ecs::World, rng: &mut u64) {
         let Some(pool) = world.sparse_set_mut::<T>() else { return };
         for i in (1..pool.len()).rev() {
             // xorshift64*: a fixed stream, independent of the simulation's own generator.
@@ -170,7 +171,7 @@ fn shuffled_iteration_order_does_not_change_the_world() {
 }
 
 /// Mean x of a team's fighters.
-fn mean_x<T: 'static>(world: &swarm::ecs::World) -> f32 {
+fn mean_x<T: Component>(world: &swarm::ecs::World) -> f32 {
     let (mut sum, mut n) = (0.0, 0);
     world.query_ref::<(&Position, &T)>().for_each(|_, (p, _)| {
         sum += p.0.x;
@@ -234,4 +235,19 @@ fn stale_catches_hold_each_frames_stale_handles() {
         total += stale;
     }
     assert!(total > 0, "no stale handle in 300 frames: the test would prove little");
+}
+
+#[test]
+fn same_digest_for_every_thread_count_on_every_backend_with_live_switches() {
+    let reference = run(&settings(3, 800, 120, Backend::SparseSet, None), |_| {});
+    assert!(reference.deaths > 0, "nobody died: the test would prove little");
+    for backend in Backend::ALL {
+        for threads in [1, 2, 3, 8] {
+            for switch_every in [None, Some(17)] {
+                let settings = RunSettings { threads, ..settings(3, 800, 120, backend, switch_every) };
+                let report = run(&settings, |_| {});
+                assert_eq!(report.digest, reference.digest, "{backend}, {threads} threads, switch {switch_every:?}");
+            }
+        }
+    }
 }

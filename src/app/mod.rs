@@ -20,9 +20,16 @@
 
 pub mod profile;
 pub mod schedule;
+pub mod system;
 
-use crate::ecs::World;
+pub use crate::ecs::Commands;
+pub use system::{IntoSystem, Local, Query, Res, ResMut, System, SystemParam};
+
+use crate::ecs::{Resource, World};
 use profile::Profiler;
+use schedule::{AccessError, SystemAccess};
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// When a system runs within a frame. Startup runs once, before the first frame's other stages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -79,58 +86,67 @@ impl_plugin_tuple!(A a, B b, C c, D d, E e, F f);
 impl_plugin_tuple!(A a, B b, C c, D d, E e, F f, G g);
 impl_plugin_tuple!(A a, B b, C c, D d, E e, F f, G g, H h);
 
-/// A system: a function of the world. Its name (for spans and reports) is the function's name.
-pub trait System: 'static {
-    /// Runs the system once.
-    fn run(&mut self, world: &mut World);
-    /// The name in spans and reports.
-    fn name(&self) -> &'static str;
-}
-
-impl<F: FnMut(&mut World) + 'static> System for F {
-    fn run(&mut self, world: &mut World) {
-        self(world)
-    }
-    fn name(&self) -> &'static str {
-        let full = std::any::type_name::<F>();
-        full.rsplit("::").next().unwrap_or(full)
-    }
-}
-
-/// One system or a tuple of systems, added in order.
-pub trait IntoSystems {
+/// One system or a tuple of systems (up to 8), added in order. (`Marker` tells the kinds of system apart; callers
+/// never name it.)
+pub trait IntoSystems<Marker> {
     /// Appends the systems to `out`, in order.
     fn into_systems(self, out: &mut Vec<Box<dyn System>>);
 }
 
-impl<S: System> IntoSystems for S {
+impl<M, S: IntoSystem<M>> IntoSystems<M> for S {
     fn into_systems(self, out: &mut Vec<Box<dyn System>>) {
-        out.push(Box::new(self));
+        out.push(self.into_system());
     }
 }
 
 macro_rules! impl_into_systems_tuple {
-    ($($S:ident $s:ident),+) => {
-        impl<$($S: System),+> IntoSystems for ($($S,)+) {
+    ($($S:ident $M:ident $s:ident),+) => {
+        impl<$($M, $S: IntoSystem<$M>),+> IntoSystems<($($M,)+)> for ($($S,)+) {
             fn into_systems(self, out: &mut Vec<Box<dyn System>>) {
                 let ($($s,)+) = self;
-                $(out.push(Box::new($s));)+
+                $(out.push($s.into_system());)+
             }
         }
     };
 }
-impl_into_systems_tuple!(A a, B b);
-impl_into_systems_tuple!(A a, B b, C c);
-impl_into_systems_tuple!(A a, B b, C c, D d);
-impl_into_systems_tuple!(A a, B b, C c, D d, E e);
-impl_into_systems_tuple!(A a, B b, C c, D d, E e, F f);
+impl_into_systems_tuple!(A MA a, B MB b);
+impl_into_systems_tuple!(A MA a, B MB b, C MC c);
+impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d);
+impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d, E ME e);
+impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d, E ME e, F MF f);
+impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d, E ME e, F MF f, G MG g);
+impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d, E ME e, F MF f, G MG g, H MH h);
 
 struct Entry {
     system: Box<dyn System>,
+    /// What it touches, worked out when it was added.
+    access: SystemAccess,
     name: &'static str,
     id: u64,
     /// The group it belongs to, as a position in `App::groups`.
     group: Option<usize>,
+    /// Its panic in the batch running now, if it panicked.
+    panic: Option<Box<dyn Any + Send>>,
+    /// The world's registry its state was worked out in ([`World::registry_stamp`]).
+    registry: u64,
+}
+
+impl Entry {
+    /// If the world's registry was replaced since the system's state was worked out (a snapshot loaded into the
+    /// world), works it out again: its queries' ids named the old registry's types. Its parameters' state starts
+    /// afresh ([`Local`] values too). Whether it did.
+    fn reinit_if_replaced(&mut self, world: &mut World) -> bool {
+        let stamp = world.registry_stamp();
+        if self.registry == stamp {
+            return false;
+        }
+        self.access = match self.system.init(world) {
+            Ok(access) => access,
+            Err(error) => panic!("{error}"),
+        };
+        self.registry = stamp;
+        true
+    }
 }
 
 /// A named group of systems in one stage: its systems run one after another, its time is their sum (one span
@@ -179,6 +195,30 @@ pub struct App {
     frames: u64,
     profiler: Profiler,
     apply_id: u64,
+    /// Threads the schedule may use (1: every system on the calling thread, in order).
+    threads: usize,
+    /// The pool for `threads` > 1, built when first needed.
+    pool: Option<rayon::ThreadPool>,
+    /// The pool was asked for (and, if `pool` is `None`, refused: the schedule runs on the calling thread).
+    pool_asked: bool,
+    /// Per stage, the batches of each run of systems (a group, or systems in none), worked out when first run
+    /// after a change.
+    plans: [Option<Vec<Segment>>; 5],
+    /// The systems run since their command buffers last joined the world's (reused).
+    ran: Vec<usize>,
+}
+
+/// A run of a stage's systems that belong to the same group (or to none), cut into batches that may run at once.
+struct Segment {
+    /// The group, as a position in `App::groups`.
+    group: Option<usize>,
+    /// Positions in the stage, batch by batch.
+    batches: Vec<Vec<usize>>,
+}
+
+/// The machine's cores: the default thread count.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl Default for App {
@@ -211,7 +251,29 @@ impl App {
             frames: 0,
             profiler,
             apply_id,
+            threads: default_threads(),
+            pool: None,
+            pool_asked: false,
+            plans: Default::default(),
+            ran: Vec::new(),
         }
+    }
+
+    /// How many threads the schedule uses: systems of one batch (whose access does not clash) run at once on up to
+    /// this many. The world after a frame is the same for every count.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Sets the thread count (at least 1; 1 runs every system on the calling thread, in order).
+    pub fn set_threads(&mut self, threads: usize) -> &mut Self {
+        let threads = threads.max(1);
+        if threads != self.threads {
+            self.threads = threads;
+            self.pool = None;
+            self.pool_asked = false;
+        }
+        self
     }
 
     /// Adds a plugin, a `fn(&mut App)`, or a tuple of them.
@@ -221,24 +283,38 @@ impl App {
     }
 
     /// Inserts a resource into the world.
-    pub fn insert_resource<R: 'static>(&mut self, value: R) -> &mut Self {
+    pub fn insert_resource<R: Resource>(&mut self, value: R) -> &mut Self {
         self.world.insert_resource(value);
         self
     }
 
-    /// Adds systems to `stage`; within a stage they run in the order added.
-    pub fn add_systems(&mut self, stage: Stage, systems: impl IntoSystems) -> &mut Self {
-        let at = self.stages[stage.slot()].len();
-        self.insert_systems(stage, at, None, systems);
+    /// Adds systems to `stage`; within a stage they run in the order added (systems that touch nothing in common
+    /// may run at once, with the same result).
+    ///
+    /// # Panics
+    /// If a system's own parameters conflict ([`App::try_add_systems`] returns the error instead).
+    pub fn add_systems<M>(&mut self, stage: Stage, systems: impl IntoSystems<M>) -> &mut Self {
+        if let Err(error) = self.try_add_systems(stage, systems) {
+            panic!("{error}");
+        }
         self
+    }
+
+    /// Adds systems to `stage`, or none of them if one is refused: its own parameters conflict (two `ResMut` of
+    /// one type, a query writing what another reads, unless filters keep them apart).
+    pub fn try_add_systems<M>(&mut self, stage: Stage, systems: impl IntoSystems<M>) -> Result<&mut Self, AccessError> {
+        let at = self.stages[stage.slot()].len();
+        self.insert_systems(stage, at, None, systems)?;
+        Ok(self)
     }
 
     /// Adds systems to the group `group` of `stage`, made at the end of the stage if new. Systems added to an
     /// existing group run after its others, and the group keeps its place in the stage.
     ///
     /// # Panics
-    /// If the group exists in another stage, or a group and a system share a name (they share the profiler's rows).
-    pub fn add_group(&mut self, stage: Stage, group: &'static str, systems: impl IntoSystems) -> &mut Self {
+    /// If the group exists in another stage, or a group and a system share a name (they share the profiler's rows),
+    /// or a system's own parameters conflict.
+    pub fn add_group<M>(&mut self, stage: Stage, group: &'static str, systems: impl IntoSystems<M>) -> &mut Self {
         let index = match self.groups.iter().position(|g| g.name == group) {
             Some(index) => {
                 let found = self.groups[index].stage;
@@ -257,18 +333,47 @@ impl App {
         };
         let entries = &self.stages[stage.slot()];
         let at = entries.iter().rposition(|e| e.group == Some(index)).map_or(entries.len(), |last| last + 1);
-        self.insert_systems(stage, at, Some(index), systems);
+        if let Err(error) = self.insert_systems(stage, at, Some(index), systems) {
+            panic!("{error}");
+        }
         self
     }
 
-    fn insert_systems(&mut self, stage: Stage, at: usize, group: Option<usize>, systems: impl IntoSystems) {
+    fn insert_systems<M>(
+        &mut self,
+        stage: Stage,
+        at: usize,
+        group: Option<usize>,
+        systems: impl IntoSystems<M>,
+    ) -> Result<(), AccessError> {
+        self.reinit_if_replaced();
         let mut boxed = Vec::new();
         systems.into_systems(&mut boxed);
-        for (offset, system) in boxed.into_iter().enumerate() {
+        let mut entries = Vec::with_capacity(boxed.len());
+        for mut system in boxed {
             let name = system.name();
             assert!(!self.groups.iter().any(|g| g.name == name), "system `{name}` has the name of a group");
-            let id = self.profiler.register(name);
-            self.stages[stage.slot()].insert(at + offset, Entry { system, name, id, group });
+            let access = system.init(&mut self.world)?;
+            let registry = self.world.registry_stamp();
+            entries.push(Entry { system, access, name, id: 0, group, panic: None, registry });
+        }
+        for (offset, mut entry) in entries.into_iter().enumerate() {
+            entry.id = self.profiler.register(entry.name);
+            self.stages[stage.slot()].insert(at + offset, entry);
+        }
+        self.plans[stage.slot()] = None;
+        Ok(())
+    }
+
+    /// Works out again the state of systems initialised in a registry the world no longer has (see
+    /// `Entry::reinit_if_replaced`), and the batches with it.
+    fn reinit_if_replaced(&mut self) {
+        let mut any = false;
+        for entry in self.stages.iter_mut().flatten() {
+            any |= entry.reinit_if_replaced(&mut self.world);
+        }
+        if any {
+            self.plans = Default::default();
         }
     }
 
@@ -317,42 +422,220 @@ impl App {
         self.stages[stage.slot()].iter().map(|e| e.name)
     }
 
+    /// The batches of `stage`'s systems, run by run of one group (or none), as positions in the stage: what
+    /// [`App::update`] runs at once.
+    pub fn batches(&mut self, stage: Stage) -> Vec<Vec<usize>> {
+        self.reinit_if_replaced();
+        let Self { world, stages, plans, .. } = self;
+        let plan = plans[stage.slot()].get_or_insert_with(|| plan(&stages[stage.slot()], world));
+        plan.iter().flat_map(|segment| segment.batches.iter().cloned()).collect()
+    }
+
     /// Runs one frame: Startup systems the first time, then every frame stage in order, then the command buffer.
+    ///
+    /// # Panics
+    /// If a system panics (the message names it; the world is left consistent: what the system moved out for its
+    /// run is back, and the commands recorded so far are kept), or a system's resource is missing.
     pub fn update(&mut self) {
-        let Self { world, stages, groups, started, profiler, apply_id, .. } = self;
-        if !*started {
-            *started = true;
-            for entry in &mut stages[Stage::Startup.slot()] {
-                profiler.time(entry.name, entry.id, || entry.system.run(world));
-            }
-            world.apply_commands();
+        self.reinit_if_replaced();
+        if !self.started {
+            self.started = true;
+            self.run_stage(Stage::Startup);
+            self.world.apply_commands();
         }
         for stage in Stage::FRAME {
-            let entries = &mut stages[stage.slot()];
-            let mut i = 0;
-            while i < entries.len() {
-                let Some(g) = entries[i].group else {
-                    let entry = &mut entries[i];
-                    profiler.time(entry.name, entry.id, || entry.system.run(world));
-                    i += 1;
-                    continue;
-                };
-                // A group's systems are contiguous: one span around them all.
-                let end = i + entries[i..].iter().take_while(|e| e.group == Some(g)).count();
-                let group = &groups[g];
-                if group.enabled {
-                    profiler.time(group.name, group.id, || {
-                        for entry in &mut entries[i..end] {
-                            profiler.time(entry.name, entry.id, || entry.system.run(world));
-                        }
-                    });
-                }
-                i = end;
-            }
+            self.run_stage(stage);
         }
+        let Self { world, profiler, apply_id, .. } = self;
         profiler.time("apply_commands", *apply_id, || world.apply_commands());
         self.frames += 1;
     }
+
+    fn run_stage(&mut self, stage: Stage) {
+        if self.threads > 1 && !self.pool_asked {
+            // Without a pool (the system refused threads) the schedule runs on this thread, with the same result.
+            self.pool = rayon::ThreadPoolBuilder::new().num_threads(self.threads).build().ok();
+            self.pool_asked = true;
+        }
+        let Self { world, stages, groups, profiler, plans, pool, ran, .. } = self;
+        let entries = &mut stages[stage.slot()];
+        let plan = plans[stage.slot()].get_or_insert_with(|| plan(entries, world));
+        for segment in plan.iter() {
+            let mut run = || run_batches(world, entries, &segment.batches, profiler, pool.as_ref(), ran);
+            match segment.group {
+                None => run(),
+                Some(g) => {
+                    let group = &groups[g];
+                    if group.enabled {
+                        profiler.time(group.name, group.id, run);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Cuts a stage's systems into runs of one group (or none), and each run into batches.
+fn plan(entries: &[Entry], world: &World) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < entries.len() {
+        let group = entries[start].group;
+        let end = start + entries[start..].iter().take_while(|e| e.group == group).count();
+        let access: Vec<SystemAccess> = entries[start..end].iter().map(|e| e.access.clone()).collect();
+        let batches = schedule::batches(&access, world)
+            .into_iter()
+            .map(|batch| batch.into_iter().map(|k| start + k).collect())
+            .collect();
+        out.push(Segment { group, batches });
+        start = end;
+    }
+    out
+}
+
+/// Runs the batches in order (see [`run_batch`]). Batches may hold systems out of the schedule's order (a system
+/// that clashes with nothing before it joins the first batch), so the command buffers of function systems join the
+/// world's in the schedule's order once the batches up to the next exclusive system (which clashes with every
+/// system, so none moves past it) have run, and at the end: the world's buffer then holds the commands in the order
+/// the serial schedule records them.
+fn run_batches(
+    world: &mut World,
+    entries: &mut [Entry],
+    batches: &[Vec<usize>],
+    profiler: &Profiler,
+    pool: Option<&rayon::ThreadPool>,
+    ran: &mut Vec<usize>,
+) {
+    for batch in batches {
+        let exclusive = matches!(**batch, [k] if entries[k].access.is_exclusive());
+        if exclusive {
+            flush(world, entries, ran);
+        }
+        let outcome = catch_unwind(AssertUnwindSafe(|| run_batch(world, entries, batch, profiler, pool)));
+        if !exclusive {
+            ran.extend(batch);
+        }
+        if let Err(panic) = outcome {
+            flush(world, entries, ran);
+            resume_unwind(panic);
+        }
+    }
+    flush(world, entries, ran);
+}
+
+/// The command buffers of the systems at `ran` join the world's, in the schedule's order.
+fn flush(world: &mut World, entries: &mut [Entry], ran: &mut Vec<usize>) {
+    ran.sort_unstable();
+    for k in ran.drain(..) {
+        entries[k].system.flush(world);
+    }
+}
+
+/// Runs one batch. An exclusive system is alone in its batch and runs on the world. Function systems are each
+/// prepared in order (their written types and resources moved out of the world; a missing resource stops the
+/// batch before any of it runs), run (on the pool with the world shared, if there is a pool and more than one, else
+/// in order on this thread), then finished (everything put back), panicking or not. So what a batch does is the
+/// same for every thread count.
+fn run_batch(
+    world: &mut World,
+    entries: &mut [Entry],
+    batch: &[usize],
+    profiler: &Profiler,
+    pool: Option<&rayon::ThreadPool>,
+) {
+    if let [k] = *batch {
+        if entries[k].access.is_exclusive() {
+            let entry = &mut entries[k];
+            let run = catch_unwind(AssertUnwindSafe(|| {
+                profiler.time(entry.name, entry.id, || entry.system.run_exclusive(world))
+            }));
+            if let Err(panic) = run {
+                resume_named(entry.name, panic);
+            }
+            return;
+        }
+    }
+    // Prepared in order; a missing resource or a panic (a system's state worked out again for a registry an
+    // exclusive system just replaced, say) puts back what the batch took so far, then goes on.
+    let mut prepared = 0;
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        for &k in batch {
+            entries[k].reinit_if_replaced(world);
+            entries[k].system.prepare(world)?;
+            prepared += 1;
+        }
+        Ok::<(), system::Missing>(())
+    }));
+    if !matches!(outcome, Ok(Ok(()))) {
+        let failed = batch[prepared.min(batch.len() - 1)];
+        for &k in &batch[..(prepared + 1).min(batch.len())] {
+            entries[k].system.finish(world);
+        }
+        match outcome {
+            Ok(Err(missing)) => panic!("system `{}`: {missing}", entries[failed].name),
+            Err(panic) => resume_named(entries[failed].name, panic),
+            Ok(Ok(())) => unreachable!(),
+        }
+    }
+    {
+        let world = &*world;
+        let run = |entry: &mut Entry| {
+            let run = || profiler.time(entry.name, entry.id, || entry.system.run_shared(world));
+            entry.panic = catch_unwind(AssertUnwindSafe(run)).err();
+        };
+        match pool {
+            Some(pool) if batch.len() > 1 => pool.install(|| run_split(entries, 0, batch, &run)),
+            _ => {
+                for (k, entry) in entries.iter_mut().enumerate() {
+                    if batch.contains(&k) {
+                        run(entry);
+                    }
+                }
+            }
+        }
+    }
+    for &k in batch {
+        entries[k].system.finish(world);
+    }
+    if let Some(&k) = batch.iter().find(|&&k| entries[k].panic.is_some()) {
+        let panic = entries[k].panic.take().expect("found above");
+        for &j in batch {
+            entries[j].panic = None;
+        }
+        resume_named(entries[k].name, panic);
+    }
+}
+
+/// Runs `run` on each entry of `entries` (the stage's from position `first` on) that `batch` names, on the pool:
+/// the slice is halved and the halves joined (`rayon::join`), down to one system per task. Joins keep their jobs on
+/// the stack, so a frame allocates nothing here (a scope's spawns would box each job).
+fn run_split(entries: &mut [Entry], first: usize, batch: &[usize], run: &(impl Fn(&mut Entry) + Sync)) {
+    let named = |k: &usize| (first..first + entries.len()).contains(k);
+    match batch.iter().filter(|k| named(k)).count() {
+        0 => {}
+        1 => {
+            let k = *batch.iter().find(|k| named(k)).expect("counted above");
+            run(&mut entries[k - first]);
+        }
+        _ => {
+            let middle = entries.len() / 2;
+            let (left, right) = entries.split_at_mut(middle);
+            rayon::join(|| run_split(left, first, batch, run), || run_split(right, first + middle, batch, run));
+        }
+    }
+}
+
+/// Panics again with the system's name in front of the message.
+fn resume_named(system: &str, panic: Box<dyn Any + Send>) -> ! {
+    let message = match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(text), _) => text.to_string(),
+        (_, Some(text)) => text.clone(),
+        _ => resume_unwind(panic),
+    };
+    if message.starts_with("system `") {
+        resume_unwind(panic);
+    }
+    panic!("system `{system}` panicked: {message}");
 }
 
 #[cfg(test)]

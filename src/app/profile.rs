@@ -75,6 +75,8 @@ struct Open {
 }
 
 struct ChromeEvent {
+    /// The thread's lane (1 for the first thread that recorded a span, then 2, ...).
+    lane: u32,
     row: usize,
     start_us: f64,
     dur_us: f64,
@@ -180,15 +182,27 @@ impl Profiler {
         let file = File::create(path)?;
         let mut out = BufWriter::new(file);
         writeln!(out, "{{\"traceEvents\":[")?;
+        // One lane per thread that ran a system (numbered in the order threads of the process first did).
+        let mut lanes: Vec<u32> = events.iter().map(|e| e.lane).collect();
+        lanes.sort_unstable();
+        lanes.dedup();
+        for lane in lanes {
+            let name = format!("thread {lane}");
+            writeln!(
+                out,
+                "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{lane},\"args\":{{\"name\":\"{name}\"}}}},"
+            )?;
+        }
         for (k, e) in events.iter().enumerate() {
             let name = &shared.timings.stats[e.row].name;
             let comma = if k + 1 == events.len() { "" } else { "," };
             writeln!(
                 out,
-                "{{\"name\":{},\"cat\":\"system\",\"ph\":\"X\",\"ts\":{:.3},\"dur\":{:.3},\"pid\":1,\"tid\":1}}{comma}",
+                "{{\"name\":{},\"cat\":\"system\",\"ph\":\"X\",\"ts\":{:.3},\"dur\":{:.3},\"pid\":1,\"tid\":{}}}{comma}",
                 serde_json::to_string(name).expect("a string serializes"),
                 e.start_us,
-                e.dur_us
+                e.dur_us,
+                e.lane
             )?;
         }
         writeln!(out, "],\"displayTimeUnit\":\"ms\"}}")?;
@@ -232,6 +246,24 @@ impl Drop for TraceFile {
 
 struct Recorder {
     shared: Arc<Mutex<Shared>>,
+}
+
+/// The lanes handed out so far, over the process.
+static LANES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+thread_local! {
+    /// This thread's lane in traces; 0 until it records its first span.
+    static LANE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// This thread's lane in traces, handed out the first time it records a span.
+fn lane() -> u32 {
+    LANE.with(|lane| {
+        if lane.get() == 0 {
+            lane.set(LANES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
+        }
+        lane.get()
+    })
 }
 
 struct IdVisitor(Option<u64>);
@@ -286,7 +318,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recorder {
         stat.total_ms += ms;
         stat.runs += 1;
         if let Some(trace) = &mut shared.trace {
-            trace.push(ChromeEvent { row, start_us, dur_us: ms * 1e3 });
+            trace.push(ChromeEvent { lane: lane(), row, start_us, dur_us: ms * 1e3 });
         }
     }
 
@@ -331,9 +363,12 @@ mod tests {
         profiler.write_trace(&path).unwrap();
         let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let events = json["traceEvents"].as_array().unwrap();
-        assert_eq!(events.len(), 2);
-        assert_eq!(events[0]["name"], "move \"quoted\"");
-        assert_eq!(events[0]["ph"], "X");
+        // The lane's name, then the two spans on it.
+        assert_eq!(events.len(), 3);
+        assert_eq!((&events[0]["ph"], &events[0]["name"]), (&"M".into(), &"thread_name".into()));
+        assert_eq!(events[1]["name"], "move \"quoted\"");
+        assert_eq!(events[1]["ph"], "X");
+        assert_eq!(events[1]["tid"], events[0]["tid"]);
         std::fs::remove_file(path).ok();
     }
 }

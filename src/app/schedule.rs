@@ -14,6 +14,7 @@
 //! order given: each system goes in the batch after the last one holding a system it conflicts with. Running the
 //! batches in order, each batch's systems in any order or at once, gives the world the serial order gives.
 
+use crate::ecs::Resource;
 use crate::ecs::{ComponentId, Filter, QueryAccess, QueryData, QueryError, World};
 use std::any::{type_name, TypeId};
 use std::fmt;
@@ -126,6 +127,14 @@ pub fn short_name(full: &str) -> String {
     out
 }
 
+/// How a query parameter reads in messages: `Query<(&mut Pos, &Vel), With<Red>>`.
+pub(crate) fn query_param_name<Q, F>() -> String {
+    match type_name::<F>() {
+        "()" => format!("Query<{}>", short_name(type_name::<Q>())),
+        filter => format!("Query<{}, {}>", short_name(type_name::<Q>()), short_name(filter)),
+    }
+}
+
 impl SystemAccess {
     /// A system that touches nothing yet.
     pub fn new(system: &'static str) -> Self {
@@ -160,10 +169,7 @@ impl SystemAccess {
 
     /// Adds a query parameter `Query<Q, F>`, registering its types in `world`.
     pub fn add_query<Q: QueryData, F: Filter>(&mut self, world: &mut World) -> Result<(), AccessError> {
-        let name = match type_name::<F>() {
-            "()" => format!("Query<{}>", short_name(type_name::<Q>())),
-            filter => format!("Query<{}, {}>", short_name(type_name::<Q>()), short_name(filter)),
-        };
+        let name = query_param_name::<Q, F>();
         match world.query_access::<Q, F>() {
             Ok(access) => self.add_named(Param { name, touch: Touch::Components(access) }, Some(world)),
             Err(error) => Err(AccessError::Refused { system: self.system, param: name, error }),
@@ -171,7 +177,7 @@ impl SystemAccess {
     }
 
     /// Adds a resource parameter: `Res<R>` (`write` false) or `ResMut<R>`.
-    pub fn add_resource<R: 'static>(&mut self, write: bool) -> Result<(), AccessError> {
+    pub fn add_resource<R: Resource>(&mut self, write: bool) -> Result<(), AccessError> {
         let kind = if write { "ResMut" } else { "Res" };
         let name = format!("{kind}<{}>", short_name(type_name::<R>()));
         self.add(Param { name, touch: Touch::Resource { type_id: TypeId::of::<R>(), name: type_name::<R>(), write } })
@@ -185,6 +191,12 @@ impl SystemAccess {
     /// Why this system and `other` cannot run at once, if they cannot: a component type one writes and the other
     /// names (whatever their filters), a resource one writes and the other names, or the whole world.
     pub fn clash(&self, other: &SystemAccess, world: &World) -> Option<Clash> {
+        // An exclusive system is a barrier even for a system that touches nothing of the world (no parameters, or
+        // only `Local`): what such a system does outside the world keeps its place in the order given.
+        if self.is_exclusive() || other.is_exclusive() {
+            let name = |s: &SystemAccess| s.params.first().map_or("(no parameters)".into(), |p| p.name.clone());
+            return Some(Clash { first: name(self), second: name(other), what: "World".into() });
+        }
         for a in &self.params {
             for b in &other.params {
                 if let Some(what) = clash(&a.touch, &b.touch, Filters::Ignored) {

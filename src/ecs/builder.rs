@@ -4,6 +4,7 @@ use super::component::ComponentId;
 use super::entity::Entity;
 use super::storage::archetype::Archetypes;
 use super::storage::{ErasedValue, Registry, Storage};
+use crate::ecs::Component;
 use rustc_hash::FxHashMap;
 use std::any::{Any, TypeId};
 
@@ -49,7 +50,7 @@ impl EntityBuilder {
 
     /// Adds `value` as the entity's component of type `T`, replacing (and dropping) a value of `T` added before.
     /// Chains: `builder.add(a).add(b)`.
-    pub fn add<T: 'static>(&mut self, value: T) -> &mut Self {
+    pub fn add<T: Component>(&mut self, value: T) -> &mut Self {
         let slot = match self.slot_of.get(&TypeId::of::<T>()) {
             Some(&slot) => slot,
             None => {
@@ -66,12 +67,12 @@ impl EntityBuilder {
     }
 
     /// Whether a value of `T` was added.
-    pub fn has<T: 'static>(&self) -> bool {
+    pub fn has<T: Component>(&self) -> bool {
         self.slot_of.get(&TypeId::of::<T>()).is_some_and(|&slot| self.slots[slot].is_filled())
     }
 
     /// The value of `T` added, if any.
-    pub fn get<T: 'static>(&self) -> Option<&T> {
+    pub fn get<T: Component>(&self) -> Option<&T> {
         let slot = *self.slot_of.get(&TypeId::of::<T>())?;
         self.slots[slot].as_any().downcast_ref::<Typed<T>>().expect("slots are keyed by type").0.as_ref()
     }
@@ -138,13 +139,13 @@ trait Slot: ErasedValue + Any {
 
 struct Typed<T>(Option<T>);
 
-impl<T: 'static> Typed<T> {
+impl<T: Component> Typed<T> {
     fn take(&mut self) -> T {
         self.0.take().expect("an empty slot was moved into a world")
     }
 }
 
-impl<T: 'static> Slot for Typed<T> {
+impl<T: Component> Slot for Typed<T> {
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -168,7 +169,7 @@ impl<T: 'static> Slot for Typed<T> {
     }
 }
 
-impl<T: 'static> ErasedValue for Typed<T> {
+impl<T: Component> ErasedValue for Typed<T> {
     fn id(&self, components: &Registry) -> ComponentId {
         components.id::<T>().expect("the builder registered its types")
     }

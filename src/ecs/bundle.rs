@@ -6,6 +6,7 @@
 //! field marked `#[bundle]` (flattened). Tuples and derived structs say which parts they are ([`Compose`]) and hand
 //! every method to them (`__delegate_bundle!`), so a derived bundle compiles to the loops of its tuple.
 
+use crate::ecs::Component;
 use std::any::TypeId;
 
 use super::component::{BundleIds, ComponentId, MAX_BUNDLE};
@@ -57,7 +58,7 @@ use super::storage::{AnyPool, ErasedPool, Layout, Pool, PutBundle, Registry, Spa
     label = "not a bundle",
     note = "a bundle is a tuple of components, `(A, B)` or `(A,)`, or a struct that derives `Bundle`"
 )]
-pub trait Bundle: PutBundle + 'static {
+pub trait Bundle: PutBundle + Send + Sync + 'static {
     #[doc(hidden)]
     /// Appends the component types to `types`, in the order of the values.
     ///
@@ -125,7 +126,7 @@ impl TypeList {
         Self { types: [TypeId::of::<()>(); MAX_BUNDLE], len: 0 }
     }
 
-    fn push<T: 'static>(&mut self) {
+    fn push<T: Component>(&mut self) {
         let id = TypeId::of::<T>();
         assert!(
             !self.types[..self.len].contains(&id),
@@ -165,21 +166,21 @@ pub struct One<T>(pub T);
 pub struct Parts<P>(pub P);
 
 /// Whether the live `entity` has `T`.
-fn has<T: 'static>(storage: &Storage, components: &Registry, entity: Entity) -> bool {
+fn has<T: Component>(storage: &Storage, components: &Registry, entity: Entity) -> bool {
     components.id::<T>().is_some_and(|id| storage.get::<T>(id, entity.index()).is_some())
 }
 
 /// Removes `T` from the live `entity`, which has it.
-fn take<T: 'static>(storage: &mut Storage, components: &Registry, entity: Entity) -> T {
+fn take<T: Component>(storage: &mut Storage, components: &Registry, entity: Entity) -> T {
     let id = components.id::<T>().expect("checked present");
     storage.remove::<T>(id, components, entity.index()).expect("checked present")
 }
 
-fn typed<T: 'static>(pool: &mut Box<dyn ErasedPool>) -> &mut AnyPool<T> {
+fn typed<T: Component>(pool: &mut Box<dyn ErasedPool>) -> &mut AnyPool<T> {
     AnyPool::downcast_mut(pool.as_mut())
 }
 
-impl<T: 'static> Bundle for One<T> {
+impl<T: Component> Bundle for One<T> {
     fn type_ids(types: &mut TypeList) {
         types.push::<T>();
     }
@@ -202,7 +203,7 @@ impl<T: 'static> Bundle for One<T> {
     }
 }
 
-impl<T: 'static> PutBundle for One<T> {
+impl<T: Component> PutBundle for One<T> {
     const COMPONENTS: usize = 1;
     type Pools<'p, L: Layout> = &'p mut L::Pool<T>;
     type Columns<'p> = &'p mut Vec<T>;
@@ -514,7 +515,7 @@ macro_rules! __delegate_bundle {
 macro_rules! impl_tuple {
     ($($T:ident $v:ident),*) => {
         #[allow(clippy::unused_unit)]
-        impl<$($T: 'static),*> Compose for ($($T,)*) {
+        impl<$($T: Component),*> Compose for ($($T,)*) {
             type Parts = Parts<($(One<$T>,)*)>;
             #[inline(always)]
             fn into_parts(self) -> Self::Parts {
@@ -537,7 +538,7 @@ macro_rules! impl_tuple {
                 )*
             }
         }
-        __delegate_bundle!(impl [<$($T: 'static),*>] ($($T,)*) where []);
+        __delegate_bundle!(impl [<$($T: Component),*>] ($($T,)*) where []);
     };
 }
 

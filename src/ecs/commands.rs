@@ -15,11 +15,11 @@
 
 use super::bundle::Bundle;
 use super::component::BundleIds;
-use super::entity::{Entities, Entity, WorldFull};
+use super::entity::{Entities, Entity, WorldFull, DEFERRED_PER_BUFFER};
 use super::world::World;
+use crate::ecs::Component;
 use rustc_hash::FxHashMap;
 use std::any::{Any, TypeId};
-use std::num::NonZeroU32;
 
 /// Counts of the last [`World::apply_commands`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -71,8 +71,12 @@ enum Op {
     Despawn(Entity),
 }
 
-trait ErasedQueue: Any {
+trait ErasedQueue: Any + Send + Sync {
     fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// An empty queue of the same type.
+    fn empty(&self) -> Box<dyn ErasedQueue>;
+    /// Moves every value of `self` to the end of `into` (a queue of the same type); the slot the first one took.
+    fn move_into(&mut self, into: &mut dyn ErasedQueue) -> u32;
     /// An insert queue's op: applies the value in `slot` to `entity`; whether it was applied (the value is dropped
     /// if not). Spawn queues never get insert ops.
     fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool;
@@ -95,6 +99,15 @@ impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
+    fn empty(&self) -> Box<dyn ErasedQueue> {
+        Box::new(SpawnQueue::<B> { bundles: Vec::new(), ids: self.ids })
+    }
+    fn move_into(&mut self, into: &mut dyn ErasedQueue) -> u32 {
+        let into = &mut into.as_any_mut().downcast_mut::<Self>().expect("queues of one type").bundles;
+        let first = into.len() as u32;
+        into.append(&mut self.bundles);
+        first
+    }
     fn apply_insert(&mut self, _: &mut World, _: Entity, _: u32) -> bool {
         unreachable!("insert ops name insert queues")
     }
@@ -109,9 +122,18 @@ impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
     }
 }
 
-impl<T: 'static> ErasedQueue for InsertQueue<T> {
+impl<T: Component> ErasedQueue for InsertQueue<T> {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+    fn empty(&self) -> Box<dyn ErasedQueue> {
+        Box::new(InsertQueue::<T>(Vec::new()))
+    }
+    fn move_into(&mut self, into: &mut dyn ErasedQueue) -> u32 {
+        let into = &mut into.as_any_mut().downcast_mut::<Self>().expect("queues of one type").0;
+        let first = into.len() as u32;
+        into.append(&mut self.0);
+        first
     }
     fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool {
         let value = self.0[slot as usize].take().expect("an insert op without its value");
@@ -131,6 +153,15 @@ struct BundleQueue<B>(Vec<Option<B>>);
 impl<B: Bundle> ErasedQueue for BundleQueue<B> {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+    fn empty(&self) -> Box<dyn ErasedQueue> {
+        Box::new(BundleQueue::<B>(Vec::new()))
+    }
+    fn move_into(&mut self, into: &mut dyn ErasedQueue) -> u32 {
+        let into = &mut into.as_any_mut().downcast_mut::<Self>().expect("queues of one type").0;
+        let first = into.len() as u32;
+        into.append(&mut self.0);
+        first
     }
     fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool {
         let bundle = self.0[slot as usize].take().expect("an insert op without its bundle");
@@ -154,7 +185,7 @@ fn push_slot<T>(values: &mut Vec<Option<T>>, value: T) -> u32 {
 /// The recorded commands. Lives in the [`World`]; record through [`World::commands`] or inside
 /// [`Query::for_each_with_commands`](super::Query::for_each_with_commands).
 #[derive(Default)]
-pub(crate) struct CommandQueue {
+pub struct CommandQueue {
     ops: Vec<Op>,
     /// The ops of the query loop recording now, in recorded order; sorted into `ops` when it ends.
     keyed: Vec<Op>,
@@ -162,11 +193,22 @@ pub(crate) struct CommandQueue {
     /// (The entities a loop visits are alive, so their indices differ: the index alone orders them.)
     keys: Vec<u64>,
     queues: Vec<Box<dyn ErasedQueue>>,
+    /// The type of each queue (the key it has in `queue_of`).
+    queue_types: Vec<TypeId>,
     queue_of: FxHashMap<TypeId, u32>,
+    /// Where each queue's values went in the last [`CommandQueue::append`] of this buffer to another, reused.
+    moved: Vec<(u32, u32)>,
     /// The queue found last, by type.
     last: Option<(TypeId, u32)>,
     /// Deferred spawns recorded so far (the last deferred handle's number).
     deferred: u32,
+    /// The tag in this buffer's deferred handles: 0 for the world's own buffer, another for each system's, so a
+    /// handle that leaves its system (through a resource, say) still names its spawn in the world's buffer.
+    tag: u8,
+    /// The world's buffer: per tag, the deferred spawns of that tag's buffers joined here (its own in `deferred`).
+    joined: Vec<u32>,
+    /// While applying: where each tag's deferred handles start in `resolved`.
+    starts: Vec<u32>,
     /// While applying: the real handle of each deferred spawn (`None` until spawned, or if refused).
     resolved: Vec<Option<Entity>>,
     /// The run of despawns or spawns being applied, reused.
@@ -193,6 +235,7 @@ impl CommandQueue {
                         let queue = Box::new(make());
                         let k = self.queues.len() as u32;
                         self.queues.push(queue);
+                        self.queue_types.push(type_id);
                         self.queue_of.insert(type_id, k);
                         k
                     }
@@ -232,14 +275,95 @@ impl CommandQueue {
         self.keys.clear();
     }
 
+    /// A system's buffer, whose deferred handles carry `tag` (not 0, the world's).
+    pub(crate) fn tagged(tag: u8) -> Self {
+        Self { tag, ..Self::default() }
+    }
+
+    /// Moves every command of `other` (a system's buffer) to the end of this one (the world's), in `other`'s
+    /// order, leaving `other` empty (with its capacity). Deferred handles keep their buffer's tag, so one that
+    /// left its system (stored in a resource and used by a later system) still names its spawn; a buffer joined
+    /// twice before an apply has its numbers moved past its first ones. A system's own buffer joins the world's
+    /// this way, in the schedule's order.
+    pub(crate) fn append(&mut self, other: &mut CommandQueue) {
+        other.end_loop();
+        if other.ops.is_empty() {
+            other.clear_values();
+            return;
+        }
+        // Where each of `other`'s value queues lands here, and the slot its first value takes.
+        let mut moved = std::mem::take(&mut other.moved);
+        moved.clear();
+        for (queue, &type_id) in other.queues.iter_mut().zip(&other.queue_types) {
+            let k = match self.queue_of.get(&type_id) {
+                Some(&k) => k,
+                None => {
+                    let k = self.queues.len() as u32;
+                    self.queues.push(queue.empty());
+                    self.queue_types.push(type_id);
+                    self.queue_of.insert(type_id, k);
+                    k
+                }
+            };
+            moved.push((k, queue.move_into(&mut *self.queues[k as usize])));
+        }
+        let tag = other.tag;
+        if self.joined.len() <= tag as usize {
+            self.joined.resize(tag as usize + 1, 0);
+        }
+        let offset = self.joined[tag as usize];
+        let renumber = |entity: Entity| match entity.is_deferred() {
+            true => match entity.deferred_parts() {
+                (of, n) if of == tag && offset > 0 => Entity::deferred(tag, n + offset),
+                _ => entity,
+            },
+            false => entity,
+        };
+        self.ops.extend(other.ops.drain(..).map(|op| match op {
+            Op::Spawn { entity, queue, slot } => {
+                let (queue, first) = moved[queue as usize];
+                Op::Spawn { entity: renumber(entity), queue, slot: first + slot }
+            }
+            Op::Insert { entity, queue, slot } => {
+                let (queue, first) = moved[queue as usize];
+                Op::Insert { entity: renumber(entity), queue, slot: first + slot }
+            }
+            Op::Remove { entity, remove } => Op::Remove { entity: renumber(entity), remove },
+            Op::Despawn(entity) => Op::Despawn(renumber(entity)),
+        }));
+        // (Both below `DEFERRED_PER_BUFFER`: a buffer refuses more, and a joined tag counts toward it, see `spawn`.)
+        self.joined[tag as usize] = offset + other.deferred;
+        other.deferred = 0;
+        other.moved = moved;
+    }
+
     /// The live handle a command's target stands for: itself, or for a deferred handle the entity its spawn made
     /// (`None` if that spawn was refused, not applied yet, or belongs to another buffer).
-    fn resolve(resolved: &[Option<Entity>], entity: Entity) -> Option<Entity> {
+    fn resolve(resolved: &[Option<Entity>], starts: &[u32], entity: Entity) -> Option<Entity> {
         if entity.is_deferred() {
-            resolved.get(entity.generation().get() as usize - 1).copied().flatten()
+            let (tag, n) = entity.deferred_parts();
+            let start = *starts.get(tag as usize)?;
+            let end = starts.get(tag as usize + 1).copied().unwrap_or(resolved.len() as u32);
+            let at = start + n - 1;
+            if n == 0 || at >= end {
+                return None; // a handle of a buffer not joined here, or from an earlier frame's
+            }
+            resolved[at as usize]
         } else {
             Some(entity)
         }
+    }
+
+    /// Lays out `resolved`: the world's own deferred spawns (tag 0), then each joined tag's.
+    fn lay_out_resolved(&mut self) {
+        self.starts.clear();
+        let mut total = 0;
+        for tag in 0..self.joined.len().max(1) {
+            self.starts.push(total);
+            total += if tag == 0 { self.deferred } else { self.joined[tag] };
+        }
+        self.resolved.clear();
+        self.resolved.resize(total as usize, None);
     }
 
     /// Applies every command in order, then clears (keeping capacity).
@@ -253,22 +377,22 @@ impl CommandQueue {
     pub(crate) fn apply(&mut self, world: &mut World) -> ApplyStats {
         self.end_loop(); // no-op: a loop's recording ends with the loop
         let mut stats = ApplyStats::default();
-        self.resolved.clear();
-        self.resolved.resize(self.deferred as usize, None);
+        self.lay_out_resolved();
         let (ops, run, slots, resolved) = (&self.ops, &mut self.run, &mut self.run_slots, &mut self.resolved);
+        let starts = &self.starts;
         let mut at = 0;
         while at < ops.len() {
             match ops[at] {
                 Op::Insert { entity, queue, slot } => {
                     at += 1;
-                    match Self::resolve(resolved, entity) {
+                    match Self::resolve(resolved, starts, entity) {
                         Some(entity) => stats.count(self.queues[queue as usize].apply_insert(world, entity, slot)),
                         None => stats.skipped += 1,
                     }
                 }
                 Op::Remove { entity, remove } => {
                     at += 1;
-                    match Self::resolve(resolved, entity) {
+                    match Self::resolve(resolved, starts, entity) {
                         Some(entity) => stats.count(remove(world, entity)),
                         None => stats.skipped += 1,
                     }
@@ -287,7 +411,7 @@ impl CommandQueue {
                                 if spawns && (entity.is_deferred() || world.entities().is_reserved(entity)) {
                                     break;
                                 }
-                                match Self::resolve(resolved, entity) {
+                                match Self::resolve(resolved, starts, entity) {
                                     Some(entity) => run.push(entity),
                                     None => stats.skipped += 1,
                                 }
@@ -315,7 +439,11 @@ impl CommandQueue {
                             if entity.is_deferred() {
                                 match world.reserve_for_apply() {
                                     Ok(handle) => {
-                                        resolved[entity.generation().get() as usize - 1] = Some(handle);
+                                        let (tag, n) = entity.deferred_parts();
+                                        match starts.get(tag as usize) {
+                                            Some(&start) => resolved[(start + n - 1) as usize] = Some(handle),
+                                            None => unreachable!("a deferred spawn's tag is laid out"),
+                                        }
                                         run.push(handle);
                                         slots.push(slot);
                                     }
@@ -347,6 +475,7 @@ impl CommandQueue {
     /// by slot, so a queue left holding values could not feed them to another buffer's ops anyway.)
     fn clear_values(&mut self) {
         self.deferred = 0;
+        self.joined.iter_mut().for_each(|n| *n = 0);
         let mut first_panic = None;
         for queue in &mut self.queues {
             // A `Vec`'s clear sets its length first, so after a panic the queue is empty either way.
@@ -383,12 +512,16 @@ impl CommandQueue {
 /// [`World::apply_commands`] runs (the app does it at the end of every frame). A command whose target is dead or
 /// stale by then is skipped and counted, never applied to an entity that took its index.
 ///
-/// There are two ways to get one:
+/// There are three ways to get one:
 /// - [`World::commands`], between queries: commands apply in the order recorded, and a spawn reserves its handle
 ///   at once (or says the world is full);
 /// - inside a query loop, [`Query::for_each_with_commands`](super::Query::for_each_with_commands) hands one to
 ///   each visited row: those commands apply sorted by the visited entity, and a spawn returns a *deferred* handle
-///   (see there).
+///   (see there);
+/// - as a system parameter ([`crate::app::system`]): the system's own buffer, in recorded order, joined to the
+///   world's after the system runs, in the schedule's order; a spawn returns a deferred handle (systems on several
+///   threads must not take handles from the allocator in the order they happen to run). Such a handle also names
+///   its spawn in the buffers of the systems after it in the same frame (a resource may carry it there).
 ///
 /// ```
 /// use swarm::ecs::World;
@@ -414,6 +547,9 @@ enum Mode<'w> {
     Direct(&'w mut Entities),
     /// Inside a query loop, visiting `key`: ops keyed by it; spawns deferred.
     Keyed(Entity),
+    /// A system's own buffer: ops in recorded order; spawns deferred (a handle reserved on one of several threads
+    /// would depend on which thread came first).
+    Deferred,
 }
 
 impl<'w> Commands<'w> {
@@ -421,10 +557,20 @@ impl<'w> Commands<'w> {
         Self { queue, mode: Mode::Direct(entities) }
     }
 
+    /// A system's recorder over its own buffer: ops in recorded order, spawns deferred.
+    pub(crate) fn deferred(queue: &'w mut CommandQueue) -> Self {
+        Self { queue, mode: Mode::Deferred }
+    }
+
+    /// The buffer recorded into.
+    pub(crate) fn queue(&mut self) -> &mut CommandQueue {
+        self.queue
+    }
+
     /// A recorder for a query loop; [`Commands::visit`] sets the row before each call, and
     /// [`Commands::end_loop`] sorts its ops into the buffer when the loop ends (or unwinds).
     pub(crate) fn keyed(queue: &'w mut CommandQueue) -> Self {
-        Self { queue, mode: Mode::Keyed(Entity::deferred(NonZeroU32::MAX)) }
+        Self { queue, mode: Mode::Keyed(Entity::deferred(0, 1)) }
     }
 
     /// Makes `entity` the key of the ops recorded next (keyed recorders only).
@@ -443,7 +589,7 @@ impl<'w> Commands<'w> {
     #[inline]
     fn push(&mut self, op: Op) {
         match self.mode {
-            Mode::Direct(_) => self.queue.ops.push(op),
+            Mode::Direct(_) | Mode::Deferred => self.queue.ops.push(op),
             Mode::Keyed(key) => {
                 let position = self.queue.keyed.len() as u64;
                 self.queue.keys.push(u64::from(key.index()) << 32 | position);
@@ -455,9 +601,10 @@ impl<'w> Commands<'w> {
     /// Records a spawn and returns the entity's handle at once. Later commands in the same buffer may target it.
     ///
     /// From [`World::commands`] the handle is reserved now and alive after [`World::apply_commands`]; this fails
-    /// if the world is full (reservations count). Inside a query loop the handle is deferred (see
-    /// [`Entity::is_deferred`]): the spawn takes a real handle when applied, or is refused then if the world is
-    /// full (counted in [`ApplyStats::refused`]), so this does not fail.
+    /// if the world is full (reservations count). Inside a query loop, and from a system's `Commands` parameter,
+    /// the handle is deferred (see [`Entity::is_deferred`]): the spawn takes a real handle when applied, or is
+    /// refused then if the world is full (counted in [`ApplyStats::refused`]), so this fails only past 16,777,215
+    /// deferred spawns in one buffer before it is applied.
     ///
     /// # Panics
     /// If the tuple names a component type twice (now, not when the buffer is applied).
@@ -469,12 +616,16 @@ impl<'w> Commands<'w> {
         });
         let entity = match &mut self.mode {
             Mode::Direct(entities) => entities.reserve()?,
-            Mode::Keyed(_) => {
-                let n = self.queue.deferred.checked_add(1).and_then(NonZeroU32::new);
-                // Four billion deferred spawns in one buffer could never all fit in a world anyway.
-                let n = n.ok_or(WorldFull { capacity: u32::MAX })?;
-                self.queue.deferred = n.get();
-                Entity::deferred(n)
+            Mode::Keyed(_) | Mode::Deferred => {
+                // The world's buffer counts the deferred spawns of its tag joined from elsewhere (none: its tag is
+                // its own) toward the same bound.
+                let n = self.queue.deferred + 1;
+                if n >= DEFERRED_PER_BUFFER {
+                    // Sixteen million deferred spawns in one buffer between applies: refused like a full world.
+                    return Err(WorldFull { capacity: DEFERRED_PER_BUFFER - 1 });
+                }
+                self.queue.deferred = n;
+                Entity::deferred(self.queue.tag, n)
             }
         };
         let slot = push_slot(&mut self.queue.queue_at::<SpawnQueue<B>>(queue).bundles, bundle);
@@ -488,15 +639,15 @@ impl<'w> Commands<'w> {
     }
 
     /// Records setting component `T` of `entity` to `value`. Skipped (the value dropped) if `entity` is dead.
-    pub fn insert<T: 'static>(&mut self, entity: Entity, value: T) {
+    pub fn insert<T: Component>(&mut self, entity: Entity, value: T) {
         let queue = self.queue.queue_index(|| InsertQueue::<T>(Vec::new()));
         let slot = push_slot(&mut self.queue.queue_at::<InsertQueue<T>>(queue).0, value);
         self.push(Op::Insert { entity, queue, slot });
     }
 
     /// Records removing component `T` from `entity`. Skipped if `entity` is dead or lacks `T`.
-    pub fn remove<T: 'static>(&mut self, entity: Entity) {
-        fn remove<T: 'static>(world: &mut World, entity: Entity) -> bool {
+    pub fn remove<T: Component>(&mut self, entity: Entity) {
+        fn remove<T: Component>(world: &mut World, entity: Entity) -> bool {
             world.remove::<T>(entity).is_ok()
         }
         self.push(Op::Remove { entity, remove: remove::<T> });

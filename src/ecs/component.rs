@@ -126,7 +126,7 @@ pub struct ComponentInfo {
 }
 
 impl ComponentInfo {
-    fn of<T: 'static>() -> Self {
+    fn of<T: Component>() -> Self {
         Self { name: type_name::<T>(), type_id: TypeId::of::<T>(), size: std::mem::size_of::<T>() }
     }
 }
@@ -135,11 +135,11 @@ impl ComponentInfo {
 /// it is registered (a monomorphized function table, say).
 pub trait TypeData: Copy + 'static {
     /// The data for `T`.
-    fn of<T: 'static>() -> Self;
+    fn of<T: Component>() -> Self;
 }
 
 impl TypeData for () {
-    fn of<T: 'static>() -> Self {}
+    fn of<T: Component>() -> Self {}
 }
 
 /// The registry: `TypeId -> ComponentId`, and one [`ComponentInfo`] and one `D` per id; and a cache of `G`
@@ -173,7 +173,7 @@ impl<D: TypeData, G: Copy> Components<D, G> {
 
     /// The id of `T`, if the registry has met it.
     #[inline]
-    pub fn id<T: 'static>(&self) -> Option<ComponentId> {
+    pub fn id<T: Component>(&self) -> Option<ComponentId> {
         self.ids.get(&TypeId::of::<T>()).copied()
     }
 
@@ -182,7 +182,7 @@ impl<D: TypeData, G: Copy> Components<D, G> {
     /// # Panics
     /// When a registry would hold more than [`MAX_COMPONENTS`] component types.
     #[inline]
-    pub fn register<T: 'static>(&mut self) -> (ComponentId, bool) {
+    pub fn register<T: Component>(&mut self) -> (ComponentId, bool) {
         if let Some(&id) = self.ids.get(&TypeId::of::<T>()) {
             return (id, false);
         }
@@ -275,6 +275,18 @@ impl BundleIds {
         &self.ascending[..self.len]
     }
 }
+
+/// What a component type must be: owned data that threads may share (`&T` on several threads at once) and move
+/// (a parallel schedule lends a type's pool to the thread of the system that writes it). Every `Send + Sync +
+/// 'static` type is one; nothing to implement.
+pub trait Component: Send + Sync + 'static {}
+
+impl<T: Send + Sync + 'static> Component for T {}
+
+/// What a resource type must be: the same bounds as a [`Component`], for the same reasons.
+pub trait Resource: Send + Sync + 'static {}
+
+impl<T: Send + Sync + 'static> Resource for T {}
 
 #[cfg(test)]
 mod tests {

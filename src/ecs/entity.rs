@@ -68,9 +68,19 @@ impl Entity {
         self.index == DEFERRED_INDEX
     }
 
-    /// The `n`-th deferred handle of a command buffer.
-    pub(crate) const fn deferred(n: NonZeroU32) -> Self {
-        Self { index: DEFERRED_INDEX, generation: n }
+    /// The `n`-th deferred handle (`n` from 1, below [`DEFERRED_PER_BUFFER`]) of the command buffer tagged `tag`
+    /// (0: the world's own; a system's buffer has its own tag). The tag rides in the generation's top byte.
+    pub(crate) const fn deferred(tag: u8, n: u32) -> Self {
+        let bits = (tag as u32) << 24 | n;
+        match NonZeroU32::new(bits) {
+            Some(generation) => Self { index: DEFERRED_INDEX, generation },
+            None => panic!("a deferred number starts at 1"),
+        }
+    }
+
+    /// A deferred handle's buffer tag and number (see [`Entity::deferred`]).
+    pub(crate) const fn deferred_parts(self) -> (u8, u32) {
+        ((self.generation.get() >> 24) as u8, self.generation.get() & (DEFERRED_PER_BUFFER - 1))
     }
 
     /// Packs the handle into 64 bits (`generation << 32 | index`), e.g. for digests or serialization.
@@ -118,10 +128,17 @@ impl<'de> serde::Deserialize<'de> for Entity {
 /// The index of deferred handles; the allocator never hands it out.
 const DEFERRED_INDEX: u32 = u32::MAX;
 
+/// Deferred spawns one command buffer may hold before it is applied: the number takes the low 24 bits of a deferred
+/// handle's generation, the buffer's tag the top 8.
+pub(crate) const DEFERRED_PER_BUFFER: u32 = 1 << 24;
+
 impl fmt::Debug for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_deferred() {
-            write!(f, "deferred#{}", self.generation)
+            match self.deferred_parts() {
+                (0, n) => write!(f, "deferred#{n}"),
+                (tag, n) => write!(f, "deferred#{n} of buffer {tag}"),
+            }
         } else {
             write!(f, "{}v{}", self.index, self.generation)
         }
@@ -1039,7 +1056,8 @@ mod tests {
     fn errors_and_handles_print_what_they_mean() {
         let e = Entity::from_parts(7, NonZeroU32::new(3).unwrap());
         assert_eq!((format!("{e}"), format!("{e:?}")), ("7v3".to_string(), "7v3".to_string()));
-        assert_eq!(format!("{}", Entity::deferred(NonZeroU32::new(2).unwrap())), "deferred#2");
+        assert_eq!(format!("{}", Entity::deferred(0, 2)), "deferred#2");
+        assert_eq!(format!("{}", Entity::deferred(3, 2)), "deferred#2 of buffer 3");
         assert_eq!(WorldFull { capacity: 5 }.to_string(), "world is full: it holds its capacity of 5 entities");
         assert_eq!(NoSuchEntity(e).to_string(), "no such entity: 7v3 is stale or was never spawned");
         assert_eq!(ComponentError::NoSuchEntity(e).to_string(), NoSuchEntity(e).to_string());

@@ -6,6 +6,7 @@ use super::bundle::Bundle;
 use super::component::ComponentInfo;
 use super::entity::{ComponentError, Entity};
 use super::world::World;
+use crate::ecs::Component;
 
 /// One live entity, read through a shared world: `world.entity(e)?`. The same as calling [`World::get`] and
 /// [`World::has`] with `e`, without repeating the handle (or its liveness check, done once here).
@@ -42,12 +43,12 @@ impl<'w> EntityRef<'w> {
     }
 
     /// Whether the entity has `T`.
-    pub fn has<T: 'static>(&self) -> bool {
+    pub fn has<T: Component>(&self) -> bool {
         self.world.has::<T>(self.entity)
     }
 
     /// Component `T`, if the entity has it.
-    pub fn get<T: 'static>(&self) -> Option<&'w T> {
+    pub fn get<T: Component>(&self) -> Option<&'w T> {
         self.world.get::<T>(self.entity)
     }
 
@@ -108,28 +109,28 @@ impl<'w> EntityWorldMut<'w> {
     }
 
     /// Whether the entity has `T`.
-    pub fn has<T: 'static>(&self) -> bool {
+    pub fn has<T: Component>(&self) -> bool {
         self.world.has::<T>(self.entity)
     }
 
     /// Component `T`, if the entity has it.
-    pub fn get<T: 'static>(&self) -> Option<&T> {
+    pub fn get<T: Component>(&self) -> Option<&T> {
         self.world.get::<T>(self.entity)
     }
 
     /// Component `T`, mutably, if the entity has it.
-    pub fn get_mut<T: 'static>(&mut self) -> Option<&mut T> {
+    pub fn get_mut<T: Component>(&mut self) -> Option<&mut T> {
         self.world.get_mut::<T>(self.entity)
     }
 
     /// Sets component `T` ([`World::insert`]); the previous value is dropped. Chains.
-    pub fn insert<T: 'static>(&mut self, value: T) -> &mut Self {
+    pub fn insert<T: Component>(&mut self, value: T) -> &mut Self {
         self.world.insert(self.entity, value).expect("the view's entity is alive");
         self
     }
 
     /// Sets component `T` and returns the previous value, if any.
-    pub fn replace<T: 'static>(&mut self, value: T) -> Option<T> {
+    pub fn replace<T: Component>(&mut self, value: T) -> Option<T> {
         self.world.insert(self.entity, value).expect("the view's entity is alive")
     }
 
@@ -144,7 +145,7 @@ impl<'w> EntityWorldMut<'w> {
 
     /// Removes component `T` and returns it ([`World::remove`]); [`ComponentError::MissingComponent`] if the
     /// entity lacks it.
-    pub fn remove<T: 'static>(&mut self) -> Result<T, ComponentError> {
+    pub fn remove<T: Component>(&mut self) -> Result<T, ComponentError> {
         self.world.remove::<T>(self.entity)
     }
 

@@ -26,15 +26,17 @@ mod world;
 
 pub use builder::EntityBuilder;
 pub use bundle::Bundle;
+#[doc(hidden)]
+pub use commands::CommandQueue;
 pub use commands::{ApplyStats, CommandTotals, Commands};
-pub use component::{ComponentId, ComponentInfo, ComponentSet, MAX_BUNDLE, MAX_COMPONENTS};
+pub use component::{Component, ComponentId, ComponentInfo, ComponentSet, Resource, MAX_BUNDLE, MAX_COMPONENTS};
 pub use entity::{
     AllocatorState, ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull,
 };
 pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use query::{
-    Batch, Batches, Filter, Or, Query, QueryAccess, QueryData, QueryError, QueryOneError, QueryRef, ReadOnlyQueryData,
-    With, Without, MAX_QUERY_TYPES,
+    Batch, Batches, Filter, Lease, Or, Query, QueryAccess, QueryData, QueryError, QueryOneError, QueryRef, QueryState,
+    ReadOnlyQueryData, With, Without, MAX_QUERY_TYPES,
 };
 pub use snapshot::{
     checksum, Format, HoldsEntities, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION,

@@ -1,42 +1,43 @@
 //! Resources: one value per type, owned by the world (time, config, RNG, statistics).
 
+use crate::ecs::Resource;
 use rustc_hash::FxHashMap;
 use std::any::{type_name, Any, TypeId};
 
-/// Similar to `HashMap<TypeId, Box<dyn Any>>`, which is what it is: one boxed value per type.
+/// Similar to `HashMap<TypeId, Box<dyn Any + Send + Sync>>`, which is what it is: one boxed value per type.
 #[derive(Default)]
 pub struct Resources {
-    map: FxHashMap<TypeId, Box<dyn Any>>,
+    map: FxHashMap<TypeId, Box<dyn Any + Send + Sync>>,
 }
 
 impl Resources {
     /// Inserts or replaces the resource of type `R`; returns the previous one.
-    pub fn insert<R: 'static>(&mut self, value: R) -> Option<R> {
+    pub fn insert<R: Resource>(&mut self, value: R) -> Option<R> {
         self.map.insert(TypeId::of::<R>(), Box::new(value)).map(|old| *old.downcast::<R>().expect("keyed by type"))
     }
 
     /// The resource of type `R`, if inserted.
-    pub fn get<R: 'static>(&self) -> Option<&R> {
+    pub fn get<R: Resource>(&self) -> Option<&R> {
         self.map.get(&TypeId::of::<R>()).map(|r| r.downcast_ref::<R>().expect("keyed by type"))
     }
 
     /// The resource of type `R`, mutably.
-    pub fn get_mut<R: 'static>(&mut self) -> Option<&mut R> {
+    pub fn get_mut<R: Resource>(&mut self) -> Option<&mut R> {
         self.map.get_mut(&TypeId::of::<R>()).map(|r| r.downcast_mut::<R>().expect("keyed by type"))
     }
 
     /// Removes and returns the resource of type `R`.
-    pub fn remove<R: 'static>(&mut self) -> Option<R> {
+    pub fn remove<R: Resource>(&mut self) -> Option<R> {
         self.map.remove(&TypeId::of::<R>()).map(|r| *r.downcast::<R>().expect("keyed by type"))
     }
 
     /// Takes the boxed resource out (no reallocation: the box goes back with [`Resources::put_boxed`]).
-    pub(crate) fn take_boxed<R: 'static>(&mut self) -> Option<Box<dyn Any>> {
+    pub(crate) fn take_boxed<R: Resource>(&mut self) -> Option<Box<dyn Any + Send + Sync>> {
         self.map.remove(&TypeId::of::<R>())
     }
 
     /// Puts back a box taken by [`Resources::take_boxed`].
-    pub(crate) fn put_boxed<R: 'static>(&mut self, value: Box<dyn Any>) {
+    pub(crate) fn put_boxed<R: Resource>(&mut self, value: Box<dyn Any + Send + Sync>) {
         self.map.insert(TypeId::of::<R>(), value);
     }
 
@@ -46,7 +47,7 @@ impl Resources {
     }
 
     /// Whether a resource of type `R` is present.
-    pub fn contains<R: 'static>(&self) -> bool {
+    pub fn contains<R: Resource>(&self) -> bool {
         self.map.contains_key(&TypeId::of::<R>())
     }
 }

@@ -45,6 +45,7 @@ use super::commands::CommandTotals;
 use super::entity::{AllocatorState, Entities, Entity};
 use super::storage::Backend;
 use super::world::World;
+use crate::ecs::{Component, Resource};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::any::TypeId;
@@ -167,7 +168,7 @@ trait Codec: 'static {
     fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self::Value, String>;
     fn decode<T: DeserializeOwned>(value: Self::Value) -> Result<T, String>;
     /// One component type's entity indices, ascending, and its values encoded as a sequence in that order.
-    fn save_column<T: Serialize + 'static>(world: &World) -> Result<(Vec<u32>, Self::Value), String>;
+    fn save_column<T: Serialize + Component>(world: &World) -> Result<(Vec<u32>, Self::Value), String>;
     fn column(entry: &ComponentEntry) -> &ColumnFns<Self>
     where
         Self: Sized;
@@ -195,7 +196,7 @@ impl Codec for Postcard {
     /// on some backends), with its byte range noted by entity index; then the ranges are joined in index order
     /// (a walk over the indices, not a sort). A postcard sequence is its length then its elements, so the join is
     /// exactly what encoding the sorted values would give.
-    fn save_column<T: Serialize + 'static>(world: &World) -> Result<(Vec<u32>, Self::Value), String> {
+    fn save_column<T: Serialize + Component>(world: &World) -> Result<(Vec<u32>, Self::Value), String> {
         const ABSENT: (u32, u32) = (u32::MAX, 0);
         let mut ranges = vec![ABSENT; world.entities().index_bound() as usize];
         let mut encoded = Vec::new();
@@ -240,7 +241,7 @@ impl Codec for Json {
     fn decode<T: DeserializeOwned>(value: Self::Value) -> Result<T, String> {
         serde_json::from_value(value).map_err(|e| e.to_string())
     }
-    fn save_column<T: Serialize + 'static>(world: &World) -> Result<(Vec<u32>, Self::Value), String> {
+    fn save_column<T: Serialize + Component>(world: &World) -> Result<(Vec<u32>, Self::Value), String> {
         let mut handles: Vec<Entity> = Vec::new();
         world.query_ref::<(&T,)>().for_each(|e, _| handles.push(e));
         // Index order whatever the backend's order: the same world saves to the same file on every backend.
@@ -417,7 +418,7 @@ fn column_entities(entities: &Entities, name: &str, indices: &[u32]) -> Result<V
     Ok(handles)
 }
 
-fn load_column<T: DeserializeOwned + 'static, C: Codec>(
+fn load_column<T: DeserializeOwned + Component, C: Codec>(
     world: &mut World,
     name: &'static str,
     indices: &[u32],
@@ -450,7 +451,7 @@ fn load_column<T: DeserializeOwned + 'static, C: Codec>(
 
 /// A resource's save and load in codec `C`: `encode` turns the world's resource into a value, `decode` a value
 /// into the resource (seeing the loaded world), each failing with a reason that the error names with the resource.
-fn resource_fns<R: 'static, C: Codec>(
+fn resource_fns<R: Resource, C: Codec>(
     name: &'static str,
     encode: impl Fn(&R, &World) -> Result<C::Value, String> + 'static,
     decode: impl Fn(C::Value, &World) -> Result<R, String> + 'static,
@@ -490,7 +491,7 @@ impl SnapshotSchema {
         Self::default()
     }
 
-    fn push_component<T: Serialize + DeserializeOwned + 'static>(
+    fn push_component<T: Serialize + DeserializeOwned + Component>(
         mut self,
         name: &'static str,
         check: Option<CheckHandles<T>>,
@@ -500,7 +501,7 @@ impl SnapshotSchema {
             "component `{name}` ({}) is in the schema twice",
             std::any::type_name::<T>()
         );
-        fn fns<T: Serialize + DeserializeOwned + 'static, C: Codec>(
+        fn fns<T: Serialize + DeserializeOwned + Component, C: Codec>(
             name: &'static str,
             check: Option<CheckHandles<T>>,
         ) -> ColumnFns<C> {
@@ -525,13 +526,13 @@ impl SnapshotSchema {
     ///
     /// # Panics
     /// If the name or the type is in the schema already.
-    pub fn component<T: Serialize + DeserializeOwned + 'static>(self, name: &'static str) -> Self {
+    pub fn component<T: Serialize + DeserializeOwned + Component>(self, name: &'static str) -> Self {
         self.push_component::<T>(name, None)
     }
 
     /// Like [`SnapshotSchema::component`], for a type that holds entity handles: loading checks each one names an
     /// entity the saved allocator handed out (alive, or stale) and refuses the file otherwise.
-    pub fn component_with_entities<T: Serialize + DeserializeOwned + HoldsEntities + 'static>(
+    pub fn component_with_entities<T: Serialize + DeserializeOwned + HoldsEntities + Component>(
         self,
         name: &'static str,
     ) -> Self {
@@ -539,7 +540,7 @@ impl SnapshotSchema {
     }
 
     /// Saves resource `R` under `name`. Loading replaces the resource in the world it loads into.
-    pub fn resource<R: Serialize + DeserializeOwned + 'static>(self, name: &'static str) -> Self {
+    pub fn resource<R: Serialize + DeserializeOwned + Resource>(self, name: &'static str) -> Self {
         self.push_checked_resource::<R>(name, None)
     }
 
@@ -563,7 +564,7 @@ impl SnapshotSchema {
     /// let error = schema.load(&bytes, None).err().unwrap();
     /// assert!(matches!(error, SnapshotError::OutOfRange { name: "speed", .. }), "{error}");
     /// ```
-    pub fn resource_checked<R: Serialize + DeserializeOwned + 'static>(
+    pub fn resource_checked<R: Serialize + DeserializeOwned + Resource>(
         self,
         name: &'static str,
         check: fn(&R) -> Result<(), String>,
@@ -571,12 +572,12 @@ impl SnapshotSchema {
         self.push_checked_resource::<R>(name, Some(check))
     }
 
-    fn push_checked_resource<R: Serialize + DeserializeOwned + 'static>(
+    fn push_checked_resource<R: Serialize + DeserializeOwned + Component>(
         self,
         name: &'static str,
         check: Option<ResourceCheck<R>>,
     ) -> Self {
-        fn fns<R: Serialize + DeserializeOwned + 'static, C: Codec>(
+        fn fns<R: Serialize + DeserializeOwned + Component, C: Codec>(
             name: &'static str,
             check: Option<ResourceCheck<R>>,
         ) -> ResourceFns<C> {
@@ -601,13 +602,13 @@ impl SnapshotSchema {
     /// sees the loaded world (its entities, components and the resources named before this one) and may refuse
     /// with a reason. For a resource that is derived data (a spatial index, say): save what cannot be derived,
     /// rebuild the rest.
-    pub fn resource_with<R: 'static, S: Serialize + DeserializeOwned + 'static>(
+    pub fn resource_with<R: Resource, S: Serialize + DeserializeOwned + Component>(
         self,
         name: &'static str,
         save: fn(&R, &World) -> S,
         load: fn(S, &World) -> Result<R, String>,
     ) -> Self {
-        fn fns<R: 'static, S: Serialize + DeserializeOwned + 'static, C: Codec>(
+        fn fns<R: Resource, S: Serialize + DeserializeOwned + Component, C: Codec>(
             name: &'static str,
             save: fn(&R, &World) -> S,
             load: fn(S, &World) -> Result<R, String>,

@@ -9,6 +9,7 @@
 
 use super::entity::{ComponentError, Entities, Entity};
 use super::storage::values::{not_alive, ComponentValues};
+use crate::ecs::Component;
 
 /// Mutable access to component `T` of any live entity, with the type's storage found once. Get one from
 /// [`World::view_mut`](crate::ecs::World::view_mut). Every operation on a stale or dead handle answers "no such
@@ -28,12 +29,12 @@ use super::storage::values::{not_alive, ComponentValues};
 /// }
 /// assert_eq!(world.get::<Health>(a).map(|h| h.0), Some(6));
 /// ```
-pub struct ViewMut<'w, T: 'static> {
+pub struct ViewMut<'w, T: Component> {
     pub(crate) entities: &'w Entities,
     pub(crate) store: ComponentValues<'w, T>,
 }
 
-impl<T: 'static> ViewMut<'_, T> {
+impl<T: Component> ViewMut<'_, T> {
     /// `entity`'s value; `None` if the handle is stale or the component absent.
     #[inline]
     pub fn get(&self, entity: Entity) -> Option<&T> {

@@ -8,7 +8,7 @@ use super::component::{ComponentId, ComponentInfo};
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull};
 use super::entity_ref::{EntityRef, EntityWorldMut};
 use super::query::{
-    Filter, Query, QueryAccess, QueryCache, QueryContext, QueryData, QueryError, QueryOneError, QueryRef,
+    Filter, Lease, Query, QueryAccess, QueryCache, QueryContext, QueryData, QueryError, QueryOneError, QueryRef,
     ReadOnlyQueryData,
 };
 use super::resources::{missing, Resources};
@@ -16,6 +16,7 @@ use super::storage::sparse_set::SparseSet;
 use super::storage::values::ComponentValues;
 use super::storage::{Backend, Registry, Storage};
 use super::view::ViewMut;
+use crate::ecs::{Component, Resource};
 
 /// Bytes held by one component type's storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +56,15 @@ pub struct World {
     handle_scratch: Vec<Entity>,
     /// What queries worked out per query shape (ids, access check, matching tables), for this registry.
     queries: QueryCache,
+    /// Names the registry: a new one (a loaded snapshot's) gets a new number, so state worked out for the old ids
+    /// (a system's queries) knows to start again.
+    registry_stamp: u64,
+    /// The last tag handed to a system's command buffer ([`World::command_tag`]).
+    command_tags: u8,
 }
+
+/// The next registry's number.
+static NEXT_REGISTRY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// The default capacity of [`World::new`]: about a million entities.
 pub const DEFAULT_CAPACITY: u32 = 1 << 20;
@@ -89,7 +98,15 @@ impl World {
             scratch: Vec::new(),
             handle_scratch: Vec::new(),
             queries: QueryCache::default(),
+            registry_stamp: NEXT_REGISTRY.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            command_tags: 0,
         }
+    }
+
+    /// The number of the world's component registry: it changes when the registry is replaced (a snapshot loaded
+    /// into the world), and then component ids worked out before may name other types.
+    pub(crate) fn registry_stamp(&self) -> u64 {
+        self.registry_stamp
     }
 
     /// The backend in use.
@@ -124,7 +141,7 @@ impl World {
     }
 
     #[inline]
-    fn register<T: 'static>(&mut self) -> ComponentId {
+    fn register<T: Component>(&mut self) -> ComponentId {
         let (id, _) = self.components.register::<T>();
         self.storage.init_component(id, &self.components);
         id
@@ -441,7 +458,7 @@ impl World {
     }
 
     /// Sets component `T` of `entity`; returns the previous value.
-    pub fn insert<T: 'static>(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
+    pub fn insert<T: Component>(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
         if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
         }
@@ -450,7 +467,7 @@ impl World {
     }
 
     /// Removes component `T` from `entity` and returns it.
-    pub fn remove<T: 'static>(&mut self, entity: Entity) -> Result<T, ComponentError> {
+    pub fn remove<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
         if let Some(id) = self.components.id::<T>() {
             if let (entities, Some(mut store)) = self.entities_and_store::<T>(id) {
                 match store.remove_entity(entities, entity) {
@@ -465,7 +482,7 @@ impl World {
     /// [`World::remove`] when the type has no pool or the handle is reserved: a reserved handle is settled (see
     /// [`World::reserve_entity`]) and the removal tried again.
     #[cold]
-    fn remove_unheld<T: 'static>(&mut self, entity: Entity) -> Result<T, ComponentError> {
+    fn remove_unheld<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
         if self.entities.is_reserved(entity) && self.settle(entity) {
             return self.remove::<T>(entity);
         }
@@ -489,7 +506,7 @@ impl World {
     /// assert_eq!(world.insert_many([(a, 1u8), (r, 2u8)]), 0); // `r` comes alive, then gets its value
     /// assert_eq!(world.get::<u8>(r), Some(&2));
     /// ```
-    pub fn insert_many<T: 'static>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
+    pub fn insert_many<T: Component>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
         let id = self.register::<T>();
         let mut items = items.into_iter().peekable();
         let mut skipped = 0;
@@ -518,7 +535,7 @@ impl World {
     /// assert_eq!(world.remove_many::<u8>(&[a, r]), 2); // `r` is spawned with its `u8`, then loses it
     /// assert!(world.is_alive(r) && !world.has::<u8>(r));
     /// ```
-    pub fn remove_many<T: 'static>(&mut self, targets: &[Entity]) -> usize {
+    pub fn remove_many<T: Component>(&mut self, targets: &[Entity]) -> usize {
         if self.has_buffered_commands() {
             if let Some(k) = targets.iter().position(|&entity| self.entities.is_reserved(entity)) {
                 let before = self.remove_many::<T>(&targets[..k]);
@@ -532,7 +549,7 @@ impl World {
 
     /// Component `T` of `entity`; `None` if the handle is stale or the component absent.
     #[inline]
-    pub fn get<T: 'static>(&self, entity: Entity) -> Option<&T> {
+    pub fn get<T: Component>(&self, entity: Entity) -> Option<&T> {
         if !self.entities.is_alive(entity) {
             return None;
         }
@@ -542,7 +559,7 @@ impl World {
 
     /// Component `T` of `entity`, mutably.
     #[inline]
-    pub fn get_mut<T: 'static>(&mut self, entity: Entity) -> Option<&mut T> {
+    pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Option<&mut T> {
         if !self.settle(entity) {
             return None;
         }
@@ -552,7 +569,7 @@ impl World {
 
     /// A view of component `T`: per-entity get / insert / remove with the type's storage found once, for systems
     /// that touch many chosen entities (registers `T` if new). See [`ViewMut`].
-    pub fn view_mut<T: 'static>(&mut self) -> ViewMut<'_, T> {
+    pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
         let id = self.register::<T>();
         let (entities, store) = self.entities_and_store::<T>(id);
         ViewMut { entities, store: store.expect("register made the pool") }
@@ -561,12 +578,12 @@ impl World {
     /// Where component `id`'s values live in the current layout; `None` if the type was registered (by a refused
     /// query or spawn) but never given a pool, which means no entity has it.
     #[inline]
-    fn store<T: 'static>(&mut self, id: ComponentId) -> Option<ComponentValues<'_, T>> {
+    fn store<T: Component>(&mut self, id: ComponentId) -> Option<ComponentValues<'_, T>> {
         self.entities_and_store(id).1
     }
 
     #[inline]
-    fn entities_and_store<T: 'static>(&mut self, id: ComponentId) -> (&Entities, Option<ComponentValues<'_, T>>) {
+    fn entities_and_store<T: Component>(&mut self, id: ComponentId) -> (&Entities, Option<ComponentValues<'_, T>>) {
         (&self.entities, self.storage.values(id, &self.components))
     }
 
@@ -587,7 +604,7 @@ impl World {
     ///     assert_eq!(world.count_of::<u32>(), 0);
     /// }
     /// ```
-    pub fn count_of<T: 'static>(&self) -> usize {
+    pub fn count_of<T: Component>(&self) -> usize {
         self.components.id::<T>().map_or(0, |id| self.storage.count_of(id))
     }
 
@@ -675,7 +692,7 @@ impl World {
     }
 
     /// Whether `entity` is alive and has `T`.
-    pub fn has<T: 'static>(&self, entity: Entity) -> bool {
+    pub fn has<T: Component>(&self, entity: Entity) -> bool {
         self.get::<T>(entity).is_some()
     }
 
@@ -757,7 +774,7 @@ impl World {
     /// assert_eq!(world.get::<Health>(a).unwrap().0, 3);
     /// assert!(world.get_many_mut::<Health, 2>([a, a]).is_err());
     /// ```
-    pub fn get_many_mut<T: 'static, const N: usize>(
+    pub fn get_many_mut<T: Component, const N: usize>(
         &mut self,
         entities: [Entity; N],
     ) -> Result<[&mut T; N], QueryOneError> {
@@ -776,7 +793,7 @@ impl World {
 
     /// The id the world gave type `T`, if it has met it (ids name types in a [`QueryAccess`] and a
     /// [`ComponentSet`](super::ComponentSet)).
-    pub fn component_id<T: 'static>(&self) -> Option<ComponentId> {
+    pub fn component_id<T: Component>(&self) -> Option<ComponentId> {
         self.components.id::<T>()
     }
 
@@ -812,6 +829,41 @@ impl World {
         (&self.entities, &self.components, &self.storage)
     }
 
+    /// Moves the storage of each component type of `ids` (registered, no repeats) out of the world into `lease`,
+    /// for a system to write while the rest of the world is shared. The world must get them back
+    /// ([`World::give_back`]) before anything else changes it: meanwhile its storage holds empty stand-ins.
+    pub(crate) fn lend(&mut self, ids: &[ComponentId], lease: &mut Lease) {
+        assert!(lease.is_empty(), "a lease is given back before it is lent again");
+        self.storage.catch_up(&self.components);
+        let mut spares = std::mem::take(&mut lease.spares);
+        self.storage.lend(&self.components, ids, &mut spares, |loan| lease.push(loan));
+        lease.spares = spares;
+    }
+
+    /// Puts back everything `lease` holds (lent by [`World::lend`]), emptying it.
+    pub(crate) fn give_back(&mut self, lease: &mut Lease) {
+        let (loans, spares) = lease.drain();
+        self.storage.give_back(loans, spares);
+    }
+
+    /// The resources, to move a system's written ones out for its run and back.
+    pub(crate) fn resources_mut(&mut self) -> &mut Resources {
+        &mut self.resources
+    }
+
+    /// A tag for a system's own command buffer: 1, 2, ... 255, then 1 again (0 is the world's buffer's). Two
+    /// buffers share a tag only past 255 systems with `Commands`; a deferred handle one of them hands to the
+    /// other may then name the wrong spawn.
+    pub(crate) fn command_tag(&mut self) -> u8 {
+        self.command_tags = self.command_tags % 255 + 1;
+        self.command_tags
+    }
+
+    /// The command buffer, for a system's own buffer to join.
+    pub(crate) fn command_queue(&mut self) -> &mut CommandQueue {
+        &mut self.commands
+    }
+
     pub(crate) fn query_context(&mut self) -> QueryContext<'_> {
         QueryContext {
             entities: &self.entities,
@@ -824,7 +876,7 @@ impl World {
     }
 
     /// The packed sparse-set pool of `T`, when the backend is [`Backend::SparseSet`] (for sorting, inspection).
-    pub fn sparse_set<T: 'static>(&self) -> Option<&SparseSet<T>> {
+    pub fn sparse_set<T: Component>(&self) -> Option<&SparseSet<T>> {
         self.storage.sparse_set(self.components.id::<T>()?)
     }
 
@@ -833,7 +885,7 @@ impl World {
     /// checks (liveness, the other pools) and is the caller's responsibility. The world keeps values only under live
     /// handles and relies on it: a value held under exactly the handle given to [`World::remove`] (or a view's
     /// `remove`) is taken without asking the allocator whether the handle is live.
-    pub fn sparse_set_mut<T: 'static>(&mut self) -> Option<&mut SparseSet<T>> {
+    pub fn sparse_set_mut<T: Component>(&mut self) -> Option<&mut SparseSet<T>> {
         self.storage.sparse_set_mut(self.components.id::<T>()?)
     }
 
@@ -922,12 +974,13 @@ impl World {
     /// world's (resources `other` lacks stay). Recorded commands are dropped (their handles named the old world).
     pub(crate) fn replace_contents(&mut self, other: World) {
         // The cache goes with the registry it was worked out for.
-        let World { entities, components, storage, resources, totals, queries, .. } = other;
+        let World { entities, components, storage, resources, totals, queries, registry_stamp, .. } = other;
         let old_commands = std::mem::take(&mut self.commands);
         let old_storage = std::mem::replace(&mut self.storage, storage);
         self.entities = entities;
         self.components = components;
         self.queries = queries;
+        self.registry_stamp = registry_stamp;
         self.totals = totals;
         self.resources.absorb(resources);
         // Last, when the world is whole: a value's drop may panic.
@@ -941,7 +994,7 @@ impl World {
     }
 
     /// Inserts or replaces the resource of type `R`.
-    pub fn insert_resource<R: 'static>(&mut self, value: R) -> Option<R> {
+    pub fn insert_resource<R: Resource>(&mut self, value: R) -> Option<R> {
         self.resources.insert(value)
     }
 
@@ -949,37 +1002,37 @@ impl World {
     ///
     /// # Panics
     /// If it was never inserted; [`World::get_resource`] returns an `Option`.
-    pub fn resource<R: 'static>(&self) -> &R {
+    pub fn resource<R: Resource>(&self) -> &R {
         self.resources.get().unwrap_or_else(|| missing::<R>())
     }
 
     /// The resource of type `R`, mutably. Panics like [`World::resource`].
-    pub fn resource_mut<R: 'static>(&mut self) -> &mut R {
+    pub fn resource_mut<R: Resource>(&mut self) -> &mut R {
         self.resources.get_mut().unwrap_or_else(|| missing::<R>())
     }
 
     /// The resource of type `R`, if inserted.
-    pub fn get_resource<R: 'static>(&self) -> Option<&R> {
+    pub fn get_resource<R: Resource>(&self) -> Option<&R> {
         self.resources.get()
     }
 
     /// The resource of type `R`, mutably, if inserted.
-    pub fn get_resource_mut<R: 'static>(&mut self) -> Option<&mut R> {
+    pub fn get_resource_mut<R: Resource>(&mut self) -> Option<&mut R> {
         self.resources.get_mut()
     }
 
     /// Whether a resource of type `R` is present.
-    pub fn contains_resource<R: 'static>(&self) -> bool {
+    pub fn contains_resource<R: Resource>(&self) -> bool {
         self.resources.contains::<R>()
     }
 
     /// Removes and returns the resource of type `R`.
-    pub fn remove_resource<R: 'static>(&mut self) -> Option<R> {
+    pub fn remove_resource<R: Resource>(&mut self) -> Option<R> {
         self.resources.remove()
     }
 
     /// Runs `f` with the resource `R` taken out of the world, so `f` can use both. Panics like [`World::resource`].
-    pub fn resource_scope<R: 'static, U>(&mut self, f: impl FnOnce(&mut World, &mut R) -> U) -> U {
+    pub fn resource_scope<R: Resource, U>(&mut self, f: impl FnOnce(&mut World, &mut R) -> U) -> U {
         // The box itself travels out and back, so a scope allocates nothing; it goes back even if `f` panics.
         let mut boxed = self.resources.take_boxed::<R>().unwrap_or_else(|| missing::<R>());
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

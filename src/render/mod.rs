@@ -72,10 +72,11 @@ impl Game {
     fn new(cli: Cli, start: Start) -> Self {
         let profiler = Profiler::new();
         // `start` was checked before the window opened: a snapshot that fails here is a bug, not bad input.
-        let play = Play::new(&start, profiler.clone()).unwrap_or_else(|error| {
+        let mut play = Play::new(&start, profiler.clone()).unwrap_or_else(|error| {
             eprintln!("swarm: cannot start: {error}");
             std::process::exit(1);
         });
+        play.app.set_threads(cli.threads());
         // Registered after the systems and the y-sort, so the overlay lists them last.
         let render_id = profiler.register("render");
         let overlay_id = profiler.register("overlay+panel");
@@ -554,6 +555,11 @@ impl Window {
                 let on = world.resource::<SimConfig>().align_every > 0;
                 Input::AlignEvery(if on { 0 } else { ALIGN_EVERY })
             }
+            Action::CycleThreads => {
+                let most = swarm::app::default_threads().max(2);
+                let now = game.play.app.threads();
+                Input::Threads(if now >= most { 1 } else { now as u32 + 1 })
+            }
             Action::Burst(at) => Input::Burst(at),
             Action::Group(name, enabled) => Input::Group { name: name.to_string(), enabled },
             Action::QuickSave => return game.quick_save(),
@@ -684,6 +690,7 @@ fn gather(
     }
     let totals = world.command_totals();
     readout.backend = world.backend();
+    readout.threads = game.play.app.threads();
     readout.whole = whole.summary();
     readout.sim = sim.summary();
     readout.scenario = world.resource::<SimConfig>().scenario;

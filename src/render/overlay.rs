@@ -97,6 +97,8 @@ impl FrameTimes {
 pub struct Readout {
     /// Backend in use.
     pub backend: Backend,
+    /// Threads the schedule uses.
+    pub threads: usize,
     /// The whole frame, start to start (presenting included), ms statistics: its mean's inverse is the FPS shown.
     pub whole: FrameSummary,
     /// The simulation's CPU time per drawn frame (every step it ran), ms statistics.
@@ -266,7 +268,7 @@ pub fn draw(
     let modified = if readout.modified { "   MODIFIED" } else { "" };
     let (w, f) = (readout.whole, readout.sim);
     text.clear();
-    let _ = write!(text, "backend: {}   ", readout.backend);
+    let _ = write!(text, "backend: {}   threads: {}   ", readout.backend, readout.threads);
     if w.mean > 0.0 {
         let _ = write!(text, "{:.0} fps", 1000.0 / w.mean);
     } else {
@@ -364,6 +366,20 @@ pub fn draw(
                 }
             }
         }
+        // The frame's systems add up to more than the frame's time when some ran at once on several threads.
+        let mut sum = 0.0;
+        for node in &tree.nodes {
+            match node {
+                Node::System(at) => sum += stats.get(*at).map_or(0.0, |s| s.last_ms),
+                Node::Group { enabled: true, systems, .. } => {
+                    sum += systems.iter().filter_map(|&at| stats.get(at)).map(|s| s.last_ms).sum::<f64>();
+                }
+                Node::Group { .. } => {}
+            }
+        }
+        text.clear();
+        let _ = write!(text, "  {:<22} {sum:>7.3}", "systems' sum");
+        put(text, dim, &mut y);
         put("window, not the simulation", dim, &mut y);
         for &at in &tree.apart {
             row(at, "  ", 22, white, false, text, &mut y);

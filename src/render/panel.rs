@@ -28,6 +28,8 @@ pub enum Action {
     CycleOrder,
     /// Align the velocity and health pools to the position pool every 30 frames, or stop.
     ToggleAlign,
+    /// Run the schedule on the next thread count (1, 2, ... up to the cores, then 1 again).
+    CycleThreads,
     /// Spawn a burst of fighters at this arena point.
     Burst(Vec2),
     /// Save the world to the quick slot.
@@ -43,7 +45,7 @@ pub enum Action {
 }
 
 /// How many entries the key line has.
-const KEYS_LEN: usize = 17;
+const KEYS_LEN: usize = 18;
 
 /// The keys and what they do, in the key line at the bottom (and the README).
 pub static KEYS: LazyLock<[(String, &'static str); KEYS_LEN]> = LazyLock::new(|| {
@@ -56,6 +58,7 @@ pub static KEYS: LazyLock<[(String, &'static str); KEYS_LEN]> = LazyLock::new(||
         ("L".into(), "legend"),
         ("Y".into(), "draw order"),
         ("A".into(), "align"),
+        ("T".into(), "threads"),
         ("+/-".into(), "population"),
         ("click".into(), "burst / group on-off"),
         ("wheel".into(), "zoom"),
@@ -258,6 +261,7 @@ pub fn read_input(current: Backend, to_arena: impl Fn(Vec2) -> Vec2, over_ui: bo
         (KeyCode::L, Action::ToggleLegend),
         (KeyCode::Y, Action::CycleOrder),
         (KeyCode::A, Action::ToggleAlign),
+        (KeyCode::T, Action::CycleThreads),
         (KeyCode::Equal, Action::Population(1000)),
         (KeyCode::KpAdd, Action::Population(1000)),
         (KeyCode::Minus, Action::Population(-1000)),

@@ -151,6 +151,7 @@ mod tests {
             p50_ms: 0.0,
             p99_ms: p99,
             max_ms: p99,
+            threads: 1,
             systems: systems
                 .iter()
                 .enumerate()

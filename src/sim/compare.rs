@@ -113,6 +113,7 @@ pub fn table(reports: &[Report]) -> String {
     row(&mut out, "frame ms, p50", &mut ms(|r| r.p50_ms));
     row(&mut out, "frame ms, p99", &mut ms(|r| r.p99_ms));
     row(&mut out, "frame ms, max", &mut ms(|r| r.max_ms));
+    row(&mut out, "threads", &mut reports.iter().map(|r| r.threads.to_string()));
     // The time tree, as the report prints it; each backend's figure found by name.
     if let Some(first) = reports.first() {
         for label in first.rows() {

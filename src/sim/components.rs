@@ -1,5 +1,6 @@
 //! The simulation's components. Tags (`Red`, `Blue`, `Hunter`, `Particle`) are zero-sized: membership only.
 
+use crate::ecs::Component;
 use crate::ecs::{Bundle, Entity};
 use glam::Vec2;
 use serde::{Deserialize, Serialize};
@@ -48,7 +49,7 @@ pub struct Lifetime(pub u16);
 
 /// A fighter as spawned: where it is, how it moves, its health, and its team's tag `T` (`Red` or `Blue`).
 #[derive(Bundle)]
-pub struct FighterBundle<T: 'static> {
+pub struct FighterBundle<T: Component> {
     /// Where it starts.
     pub position: Position,
     /// Its heading times its speed.
@@ -61,7 +62,7 @@ pub struct FighterBundle<T: 'static> {
 
 /// A hunter as spawned: a fighter that also hunts.
 #[derive(Bundle)]
-pub struct HunterBundle<T: 'static> {
+pub struct HunterBundle<T: Component> {
     /// The fighter it is.
     #[bundle]
     pub fighter: FighterBundle<T>,

@@ -5,9 +5,8 @@
 use super::collision::Broadphase;
 use super::components::{Hunter, Target, Velocity};
 use super::config::{SimConfig, SimStats, StaleCatches};
-use crate::app::{App, Stage};
-use crate::ecs::Entity;
-use crate::ecs::World;
+use crate::app::{App, Commands, Query, Res, ResMut, Stage};
+use crate::ecs::{Entity, With, Without};
 use glam::Vec2;
 
 /// Adds [`hunt_targets`] to `Update`, in the group "movement", and the [`StaleCatches`] it fills.
@@ -23,62 +22,56 @@ pub fn plugin(app: &mut App) {
 /// handle (the generation makes a recycled index fail). `despawn_dead` clears the slots of the fighters it
 /// despawns, so the snapshot never vouches for the dead. Retargeting only reads the snapshot and records its
 /// change keyed by the hunter, so the result does not depend on the order hunters are visited in.
-pub fn hunt_targets(world: &mut World) {
-    let config = world.resource::<SimConfig>().clone();
+#[allow(clippy::too_many_arguments)] // (one per thing it touches: that is the point of parameters)
+pub fn hunt_targets(
+    config: Res<SimConfig>,
+    broadphase: Res<Broadphase>,
+    mut stats: ResMut<SimStats>,
+    mut caught: ResMut<StaleCatches>,
+    mut hunting: Query<(&Target, &mut Velocity)>,
+    mut idle: Query<(), (With<Hunter>, Without<Target>)>,
+    mut commands: Commands,
+) {
     let (mut stale, mut retargets) = (0u64, 0u64);
-    // Taken out and put back (a move, not a copy), so the closures below can push while the world is borrowed;
-    // the buffer keeps its capacity from frame to frame. A world without it (built by hand) just gets one.
-    let mut caught = world.get_resource_mut::<StaleCatches>().map(|c| std::mem::take(&mut c.0)).unwrap_or_default();
+    let caught = &mut caught.0;
     caught.clear();
-    world.resource_scope::<Broadphase, _>(|world, broadphase| {
-        let nearest = |hunter: Entity| {
-            let me = broadphase.fighter(hunter)?;
-            nearest_enemy(broadphase, me.position, me.team, config.search_cells)
-        };
-        // Only hunters are ever given a `Target` (below), so the query needs no `With<Hunter>`; and a hunter's own
-        // position comes from the snapshot too (a hunter got its target from the grid it was in, and every grid
-        // since holds it), so the position pool is not probed either.
-        world.query::<(&Target, &mut Velocity)>().for_each_with_commands(|hunter, (target, v), commands| {
-            match broadphase.fighter(target.0) {
-                Some(goal) => {
-                    let Some(me) = broadphase.fighter(hunter) else { return };
-                    let to = goal.position - me.position;
-                    if to.length_squared() > 1e-6 {
-                        v.0 = to.normalize() * config.hunter_speed;
-                    }
-                }
-                None => {
-                    stale += 1;
-                    if let Some(me) = broadphase.fighter(hunter) {
-                        caught.push(me.position);
-                    }
-                    match nearest(hunter) {
-                        Some(enemy) => {
-                            commands.insert(hunter, Target(enemy));
-                            retargets += 1;
-                        }
-                        None => commands.remove::<Target>(hunter),
-                    }
-                }
+    let nearest = |hunter: Entity| {
+        let me = broadphase.fighter(hunter)?;
+        nearest_enemy(&broadphase, me.position, me.team, config.search_cells)
+    };
+    // Only hunters are ever given a `Target` (below), so the query needs no `With<Hunter>`; and a hunter's own
+    // position comes from the snapshot too (a hunter got its target from the grid it was in, and every grid since
+    // holds it), so the position pool is not probed either.
+    hunting.for_each_with_commands(&mut commands, |hunter, (target, v), commands| match broadphase.fighter(target.0) {
+        Some(goal) => {
+            let Some(me) = broadphase.fighter(hunter) else { return };
+            let to = goal.position - me.position;
+            if to.length_squared() > 1e-6 {
+                v.0 = to.normalize() * config.hunter_speed;
             }
-        });
-        // Hunters without a target, entities alone: the hunter pool drives, and the target pool is only probed.
-        // (A hunter outside the grid, without a position or a team, gets no target.)
-        world.query::<()>().with::<Hunter>().without::<Target>().for_each_with_commands(|hunter, (), commands| {
-            if let Some(enemy) = nearest(hunter) {
-                commands.insert(hunter, Target(enemy));
-                retargets += 1;
-            }
-        });
-    });
-    // Put back in place: inserting would box it anew each frame.
-    match world.get_resource_mut::<StaleCatches>() {
-        Some(catches) => catches.0 = caught,
-        None => {
-            world.insert_resource(StaleCatches(caught));
         }
-    }
-    let stats = world.resource_mut::<SimStats>();
+        None => {
+            stale += 1;
+            if let Some(me) = broadphase.fighter(hunter) {
+                caught.push(me.position);
+            }
+            match nearest(hunter) {
+                Some(enemy) => {
+                    commands.insert(hunter, Target(enemy));
+                    retargets += 1;
+                }
+                None => commands.remove::<Target>(hunter),
+            }
+        }
+    });
+    // Hunters without a target, entities alone: the hunter pool drives, and the target pool is only probed. (A
+    // hunter outside the grid, without a position or a team, gets no target.)
+    idle.for_each_with_commands(&mut commands, |hunter, (), commands| {
+        if let Some(enemy) = nearest(hunter) {
+            commands.insert(hunter, Target(enemy));
+            retargets += 1;
+        }
+    });
     stats.stale_caught += stale;
     stats.retargets += retargets;
 }

@@ -3,7 +3,7 @@
 use super::collision::Broadphase;
 use super::components::{Health, Lifetime, Particle, ParticleBundle, Position, Velocity};
 use super::config::{Draw, SimConfig, SimRng, SimStats};
-use crate::app::{App, Stage};
+use crate::app::{App, Commands, Query, Res, ResMut, Stage};
 use crate::ecs::World;
 use glam::Vec2;
 use rand::Rng;
@@ -22,13 +22,19 @@ pub fn plugin(app: &mut App) {
 /// not a fighter this game makes, and is left alone. A burst draws from the dying fighter's own random stream,
 /// and the commands are keyed by it, so neither depends on the order the health pool is walked in. (The buffer
 /// applies the alternating despawns and spawns as one batch of despawns, then one of spawns.)
-pub fn despawn_dead(world: &mut World) {
-    let config = world.resource::<SimConfig>().clone();
-    let rng = *world.resource::<SimRng>();
-    let frame = world.resource::<SimStats>().frames;
+pub fn despawn_dead(
+    config: Res<SimConfig>,
+    rng: Res<SimRng>,
+    mut stats: ResMut<SimStats>,
+    mut broadphase: ResMut<Broadphase>,
+    mut health: Query<&Health>,
+    mut commands: Commands,
+) {
+    let rng = *rng;
+    let frame = stats.frames;
     let (mut deaths, mut particles) = (0u64, 0u64);
-    world.resource_scope::<Broadphase, _>(|world, broadphase| {
-        world.query::<(&Health,)>().for_each_with_commands(|e, (h,), commands| {
+    {
+        health.for_each_with_commands(&mut commands, |e, h, commands| {
             if h.0 > 0 {
                 return;
             }
@@ -51,15 +57,14 @@ pub fn despawn_dead(world: &mut World) {
                 particles += 1;
             }
         });
-    });
-    let stats = world.resource_mut::<SimStats>();
+    }
     stats.deaths += deaths;
     stats.particles += particles;
 }
 
 /// Counts particles' frames down; the expired are despawned.
-pub fn age_particles(world: &mut World) {
-    world.query::<(&mut Lifetime,)>().for_each_with_commands(|e, (life,), commands| {
+pub fn age_particles(mut lifetimes: Query<&mut Lifetime>, mut commands: Commands) {
+    lifetimes.for_each_with_commands(&mut commands, |e, life, commands| {
         life.0 = life.0.saturating_sub(1);
         if life.0 == 0 {
             commands.despawn(e);

@@ -19,6 +19,8 @@ pub const CAPACITY: RangeInclusive<u32> = 1..=64 << 20;
 pub const FRAMES: RangeInclusive<u32> = 1..=10_000_000;
 /// Frames between live switches (`--switch-every`).
 pub const SWITCH_EVERY: RangeInclusive<u32> = 1..=10_000_000;
+/// Threads the schedule may use (`--threads`, the window's T key, a recording's `threads` input).
+pub const THREADS: RangeInclusive<u32> = 1..=256;
 /// Frames between pool alignments (`--align-every`; 0 = never).
 pub const ALIGN_EVERY: RangeInclusive<u32> = 0..=10_000_000;
 /// Frames each backend runs in the window's compare view (`--compare-frames`).

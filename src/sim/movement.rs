@@ -2,8 +2,8 @@
 
 use super::components::{Health, Position, Velocity};
 use super::config::{SimConfig, DT};
-use crate::app::{App, Stage};
-use crate::ecs::{Query, World};
+use crate::app::{App, Query, Res, Stage};
+use crate::ecs::World;
 use glam::Vec2;
 
 /// Adds [`align_pools`] and [`integrate_velocity`] to `Update`, in the group "movement" (after steering).
@@ -16,8 +16,8 @@ pub fn plugin(app: &mut App) {
 }
 
 /// What [`integrate_velocity`] reads and writes of each moving entity.
-#[derive(Query)]
-struct Mover<'a> {
+#[derive(crate::ecs::Query)]
+pub struct Mover<'a> {
     position: &'a mut Position,
     velocity: &'a mut Velocity,
 }
@@ -27,9 +27,9 @@ struct Mover<'a> {
 ///
 /// Written without branches (clamp, compare, select), so the loop body is a few vector instructions. (A NaN
 /// position, which nothing here makes, would be clamped to the wall at 0.)
-pub fn integrate_velocity(world: &mut World) {
-    let arena = world.resource::<SimConfig>().arena;
-    world.query::<Mover>().for_each(|_, Mover { position, velocity }| {
+pub fn integrate_velocity(config: Res<SimConfig>, mut movers: Query<Mover>) {
+    let arena = config.arena;
+    movers.for_each(|_, Mover { position, velocity }| {
         let moved = position.0 + velocity.0 * DT;
         let inside = moved.clamp(Vec2::ZERO, arena);
         velocity.0 = Vec2::select(moved.cmpne(inside), -velocity.0, velocity.0);
@@ -86,7 +86,9 @@ mod tests {
             let east = world.spawn(step(Vec2::new(99.9, 25.0), Vec2::new(60.0, 6.0))).unwrap();
             let corner = world.spawn(step(Vec2::new(0.1, 0.1), Vec2::new(-60.0, -60.0))).unwrap();
             let on_wall = world.spawn(step(Vec2::new(100.0, 50.0), Vec2::ZERO)).unwrap();
-            integrate_velocity(&mut world);
+            let mut app = App::with_world(world);
+            app.add_systems(Stage::Update, integrate_velocity).update();
+            let world = &app.world;
             let at = |e| (world.get::<Position>(e).unwrap().0, world.get::<Velocity>(e).unwrap().0);
             assert_eq!(
                 at(inside),

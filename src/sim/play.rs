@@ -42,6 +42,9 @@ pub enum Input {
     DrawOrder(#[serde(with = "order_name")] DrawOrder),
     /// Replace the running world by this snapshot (binary), on the backend it was saved on.
     QuickLoad(#[serde(with = "base64_bytes")] Vec<u8>),
+    /// Run the schedule on this many threads (at least 1). The world after each frame is the same for every
+    /// count, so a replay may run at another.
+    Threads(u32),
     /// Turn a named group of systems off or on ([`App::set_group_enabled`]); turning one off marks the run as
     /// modified. A reset or a quick load builds a new app, with every group on.
     Group {
@@ -93,6 +96,7 @@ impl fmt::Display for Input {
             Input::DrawOrder(order) => write!(f, "draw order {}", order.name()),
             Input::QuickLoad(bytes) => write!(f, "quick load ({} bytes)", bytes.len()),
             Input::Group { name, enabled } => write!(f, "group {name} {}", if *enabled { "on" } else { "off" }),
+            Input::Threads(n) => write!(f, "threads {n}"),
         }
     }
 }
@@ -251,9 +255,14 @@ impl Play {
             Input::DrawOrder(order) => self.order = *order,
             Input::QuickLoad(bytes) => {
                 // Built aside: a snapshot that fails to load leaves the running world as it was.
+                let threads = self.app.threads();
                 self.app = snapshot::load_app(bytes, None, self.profiler.clone())?.0;
+                self.app.set_threads(threads);
             }
             Input::Group { name, enabled } => self.app.set_group_enabled(name, *enabled).map_err(InputError::Group)?,
+            Input::Threads(n) => {
+                self.app.set_threads(*n as usize);
+            }
         }
         Ok(())
     }
@@ -266,7 +275,9 @@ impl Play {
         let config = world.resource::<SimConfig>().clone();
         let seed = world.resource::<super::SimRng>().seed();
         let (backend, capacity) = (world.backend(), world.capacity());
+        let threads = self.app.threads();
         self.app = build_app_with(config, seed, backend, capacity, self.profiler.clone());
+        self.app.set_threads(threads);
     }
 
     /// Sorts the pools into the draw order (a y-sort; nothing for storage order or other backends than the

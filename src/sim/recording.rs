@@ -298,6 +298,9 @@ impl Recording {
                 match &parsed.input {
                     Input::AlignEvery(every) => limits::check("align_every", *every, &limits::ALIGN_EVERY)
                         .map_err(|e| fail(line, e.to_string()))?,
+                    Input::Threads(n) => {
+                        limits::check("threads", *n, &limits::THREADS).map_err(|e| fail(line, e.to_string()))?
+                    }
                     Input::Burst(at) if !at.is_finite() => {
                         return Err(fail(line, format!("burst at ({}, {}), not a point", at.x, at.y)))
                     }

@@ -59,17 +59,20 @@ pub struct Replayed {
     pub complete: bool,
 }
 
-/// Replays `recording`: starts a play from its start, and for each input runs frames up to the input's frame,
+/// Replays `recording` on `threads` threads (until a recorded `threads` input changes it; the world is the same
+/// for every count): starts a play from its start, and for each input runs frames up to the input's frame,
 /// applies it through [`Play::apply`], and compares digests, then runs to the end line's frame. `on_app` sees
 /// the first app before anything runs (to attach a trace); `on_check` sees each comparison as it is made. Spans go
 /// into `profiler`.
 pub fn replay(
     recording: &Recording,
     profiler: Profiler,
+    threads: usize,
     on_app: impl FnOnce(&App),
     mut on_check: impl FnMut(&Check),
 ) -> Result<Replayed, String> {
     let mut play = Play::new(&recording.start, profiler).map_err(|e| format!("the start snapshot: {e}"))?;
+    play.app.set_threads(threads);
     on_app(&play.app);
     let mut meter = Meter::new(&play.app, recording.end.map_or(0, |e| e.frame as usize));
     let run_to = |play: &mut Play, meter: &mut Meter, frame: u64| {

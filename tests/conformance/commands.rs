@@ -162,8 +162,8 @@ fn a_stretch_of_spawns_and_despawns_despawns_first(backend: Backend) {
 }
 
 fn values_of_commands_that_never_land_are_dropped_at_once(backend: Backend) {
-    use std::rc::Rc;
-    let token = Rc::new(());
+    use std::sync::Arc;
+    let token = Arc::new(());
     let mut w = World::with_capacity(2);
     w.set_backend(backend);
     let x = w.spawn((Pos(0.0, 0.0),)).unwrap();
@@ -172,20 +172,20 @@ fn values_of_commands_that_never_land_are_dropped_at_once(backend: Backend) {
     // Discarded: a spawn's bundle and an insert's value.
     let mut c = w.commands();
     assert!(c.is_empty());
-    c.spawn((Rc::clone(&token),)).unwrap();
-    c.insert(x, Rc::clone(&token));
+    c.spawn((Arc::clone(&token),)).unwrap();
+    c.insert(x, Arc::clone(&token));
     assert_eq!((c.len(), c.is_empty()), (2, false));
     w.discard_commands();
-    assert_eq!(Rc::strong_count(&token), 1, "discarded values were dropped");
+    assert_eq!(Arc::strong_count(&token), 1, "discarded values were dropped");
     // Skipped (a dead target) and refused (a full world): dropped by the apply.
-    w.commands().insert(dead, Rc::clone(&token));
+    w.commands().insert(dead, Arc::clone(&token));
     w.spawn((Red,)).unwrap(); // the world is full now
     w.query::<(&Pos,)>().for_each_with_commands(|_, _, c| {
-        c.spawn((Rc::clone(&token),)).unwrap();
+        c.spawn((Arc::clone(&token),)).unwrap();
     });
     let stats = w.apply_commands();
     assert_eq!((stats.skipped, stats.refused), (1, 1));
-    assert_eq!(Rc::strong_count(&token), 1, "skipped and refused values were dropped");
+    assert_eq!(Arc::strong_count(&token), 1, "skipped and refused values were dropped");
     // A loop's commands count with the others.
     let mut c = w.commands();
     c.insert(x, Vel(0.0, 0.0));

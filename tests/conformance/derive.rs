@@ -2,6 +2,7 @@
 //! batches, through commands, nested and generic), and a derived query reads and writes what its tuple does.
 
 use crate::{sorted, world, Blue, Name, Pos, Red, Vel};
+use swarm::ecs::Component;
 use swarm::ecs::{Backend, Bundle, Entity, Query, QueryOneError, World};
 
 #[derive(Bundle)]
@@ -23,7 +24,7 @@ struct Fighter {
 struct Pair(#[bundle] (Pos, Vel), Blue);
 
 #[derive(Bundle)]
-struct Tagged<T: 'static> {
+struct Tagged<T: Component> {
     value: T,
     tag: Red,
 }

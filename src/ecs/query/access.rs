@@ -6,6 +6,7 @@ use super::error::{QueryError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use crate::ecs::component::{ComponentId, ComponentSet};
 use crate::ecs::storage::Registry;
+use crate::ecs::Component;
 use std::any::{type_name, TypeId};
 
 /// The component ids a query names, in order, with whether each is borrowed mutably.
@@ -35,7 +36,13 @@ pub(super) const ABSENT: ComponentId = ComponentId::MAX;
 impl Access {
     /// Records a named type: `id` is `None` if the world has not met it (shared queries only). `required` for
     /// fetched terms and `With`; `excluded` for `Without`.
-    pub(super) fn name<T: 'static>(&mut self, id: Option<ComponentId>, mutable: bool, required: bool, excluded: bool) {
+    pub(super) fn name<T: Component>(
+        &mut self,
+        id: Option<ComponentId>,
+        mutable: bool,
+        required: bool,
+        excluded: bool,
+    ) {
         if self.error.is_some() {
             return;
         }
@@ -77,12 +84,12 @@ impl Access {
 /// query take to name their types.
 pub trait Names {
     /// The id of `T`, if it has one.
-    fn id<T: 'static>(&mut self) -> Option<ComponentId>;
+    fn id<T: Component>(&mut self) -> Option<ComponentId>;
 }
 
 impl Names for Registry {
     #[inline]
-    fn id<T: 'static>(&mut self) -> Option<ComponentId> {
+    fn id<T: Component>(&mut self) -> Option<ComponentId> {
         Some(self.register::<T>().0)
     }
 }
@@ -92,7 +99,7 @@ pub struct Lookup<'a>(pub &'a Registry);
 
 impl Names for Lookup<'_> {
     #[inline]
-    fn id<T: 'static>(&mut self) -> Option<ComponentId> {
+    fn id<T: Component>(&mut self) -> Option<ComponentId> {
         self.0.id::<T>()
     }
 }
@@ -126,6 +133,9 @@ pub struct QueryAccess {
     pub required: ComponentSet,
     /// Types an entity must lack to match (`Without`).
     pub excluded: ComponentSet,
+    /// Types the filter names (`With`, `Without`, inside `Or`): it looks at their storage, so a system writing one
+    /// of them cannot run beside this query's.
+    pub filtered: ComponentSet,
 }
 
 impl QueryAccess {
@@ -135,7 +145,7 @@ impl QueryAccess {
     }
 
     /// The access of `access` (a query's named types), or its refusal.
-    fn of(access: &Access) -> Result<Self, QueryError> {
+    pub(super) fn of(access: &Access) -> Result<Self, QueryError> {
         if let Some(error) = access.refusal() {
             return Err(error.clone());
         }
@@ -143,6 +153,11 @@ impl QueryAccess {
         for k in 0..access.fetched {
             let set = if access.mutable[k] { &mut out.writes } else { &mut out.reads };
             set.insert(access.ids[k]);
+        }
+        for &id in &access.ids[access.fetched..access.len] {
+            if id != ABSENT {
+                out.filtered.insert(id);
+            }
         }
         Ok(out)
     }
@@ -162,11 +177,11 @@ impl QueryAccess {
         self.overlap(other)
     }
 
-    /// A type one query writes and the other reads or writes, whatever their filters: the two need the same pool
-    /// (or columns) at once, one of them exclusively. The smallest such id.
+    /// A type one query writes and the other reads, writes or filters on, whatever their filters: the two need
+    /// the same pool (or columns) at once, one of them exclusively. The smallest such id.
     pub fn overlap(&self, other: &QueryAccess) -> Option<ComponentId> {
         let clash = |a: &QueryAccess, b: &QueryAccess| {
-            a.writes.iter().find(|&id| b.writes.contains(id) || b.reads.contains(id))
+            a.writes.iter().find(|&id| b.writes.contains(id) || b.reads.contains(id) || b.filtered.contains(id))
         };
         match (clash(self, other), clash(other, self)) {
             (Some(a), Some(b)) => Some(a.min(b)),

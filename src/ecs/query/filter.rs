@@ -9,6 +9,7 @@ use super::term::Lent;
 use crate::ecs::component::{ComponentId, ComponentSet};
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::{AnyPool, ErasedPool, Layout, Pool};
+use crate::ecs::Component;
 use std::marker::PhantomData;
 
 /// Keeps only entities that have `T` (without borrowing it).
@@ -56,7 +57,7 @@ pub trait Filter: 'static {
 
 /// A filter's pool of `T`, read whichever way it was lent (filters only test membership).
 #[inline]
-fn pool<T: 'static, L: Layout>(pool: Lent<'_, dyn ErasedPool>) -> &L::Pool<T> {
+fn pool<T: Component, L: Layout>(pool: Lent<'_, dyn ErasedPool>) -> &L::Pool<T> {
     L::pool_ref(AnyPool::<T>::downcast_ref(pool.shared()))
 }
 
@@ -80,7 +81,7 @@ impl Filter for () {
     }
 }
 
-impl<T: 'static> Filter for With<T> {
+impl<T: Component> Filter for With<T> {
     type Pools<'w, L: Layout> = &'w L::Pool<T>;
     fn access(names: &mut impl Names, access: &mut Access) {
         access.name::<T>(names.id::<T>(), false, true, false);
@@ -110,7 +111,7 @@ impl<T: 'static> Filter for With<T> {
     }
 }
 
-impl<T: 'static> Filter for Without<T> {
+impl<T: Component> Filter for Without<T> {
     /// `None` where the world has no pool of `T` (a shared query): then nothing is excluded.
     type Pools<'w, L: Layout> = Option<&'w L::Pool<T>>;
     fn access(names: &mut impl Names, access: &mut Access) {

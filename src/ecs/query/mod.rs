@@ -34,6 +34,7 @@ mod data;
 mod error;
 mod filter;
 mod run;
+mod state;
 mod term;
 
 pub use access::QueryAccess;
@@ -47,12 +48,14 @@ pub use data::{QueryData, ReadOnlyQueryData};
 pub use error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 pub use filter::{Filter, Or, With, Without};
 pub(crate) use run::QueryContext;
+pub use state::{Lease, QueryState};
 #[doc(hidden)]
 pub use term::Lent;
 
 use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;
 use crate::ecs::world::World;
+use crate::ecs::Component;
 use run::{batches, exclusive, many, one, run, shared, Parts};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
@@ -137,12 +140,12 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     }
 
     /// Also requires `T`.
-    pub fn with<T: 'static>(self) -> Query<W, Q, (F, With<T>)> {
+    pub fn with<T: Component>(self) -> Query<W, Q, (F, With<T>)> {
         Query::new(self.world)
     }
 
     /// Also requires the absence of `T`.
-    pub fn without<T: 'static>(self) -> Query<W, Q, (F, Without<T>)> {
+    pub fn without<T: Component>(self) -> Query<W, Q, (F, Without<T>)> {
         Query::new(self.world)
     }
 

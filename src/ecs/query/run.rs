@@ -16,8 +16,8 @@ use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::archetype::{Archetypes, Table, TypeColumns};
 use crate::ecs::storage::sparse_set::PackedOrder;
-use crate::ecs::storage::Storage;
 use crate::ecs::storage::{dispatch, split_disjoint, ErasedPool, Layout, PoolLayout, Registry};
+use crate::ecs::storage::{Loan, Storage};
 use crate::ecs::world::World;
 
 /// A mutable world's parts a query borrows apart: its storage, allocator, scratch buffer, command buffer, registry
@@ -44,7 +44,7 @@ pub(crate) struct QueryContext<'w> {
 #[doc(hidden)]
 pub struct Parts<'w, 's> {
     pub(super) entities: &'w Entities,
-    pub(super) storage: Lent<'w, Storage>,
+    pub(super) storage: Store<'w>,
     pub(super) shape: &'s mut Shape,
     pub(super) scratch: &'s mut Vec<Entity>,
 }
@@ -62,7 +62,7 @@ pub(super) fn exclusive<'w, Q: QueryData, F: Filter>(
         return Err(error.clone());
     }
     storage.catch_up(components);
-    let storage = Lent::Exclusive(storage);
+    let storage = Store::Whole(Lent::Exclusive(storage));
     Ok((Parts { entities, storage, shape, scratch }, commands))
 }
 
@@ -79,23 +79,80 @@ pub(super) fn shared<'w, Q: QueryData, F: Filter, R>(
     }
     // Only a probing loop over an index-only layout copies handles: then this buffer grows.
     let mut scratch = Vec::new();
-    Ok(body(Parts { entities, storage: Lent::Shared(storage), shape: &mut shape, scratch: &mut scratch }))
+    Ok(body(Parts { entities, storage: Store::Whole(Lent::Shared(storage)), shape: &mut shape, scratch: &mut scratch }))
+}
+
+/// The loans a system's query borrows for one run: the pools (or columns) of types moved out of the world for the
+/// system, each at most once, in no particular order.
+pub(crate) type Loaned<'w> = [Option<&'w mut Loan>; MAX_QUERY_TYPES];
+
+/// What a query's storage is: the world's, lent whole (exclusively or shared), or split: the world's shared, except
+/// the types a system holds on loan (moved out of the world, so the system may write them while other systems read
+/// the rest of the world on other threads).
+pub(crate) enum Store<'w> {
+    Whole(Lent<'w, Storage>),
+    Split(&'w Storage, Loaned<'w>),
+}
+
+/// The pools of a per-component layout as lent: whole, or the world's shared with some on loan.
+enum PoolsLent<'w> {
+    Whole(Lent<'w, [Box<dyn ErasedPool>]>),
+    Split(&'w [Box<dyn ErasedPool>], Loaned<'w>),
+}
+
+/// The archetype tables as lent: whole, or shared with some types' columns on loan.
+enum TablesLent<'w> {
+    Whole(Lent<'w, Archetypes>),
+    Split(&'w Archetypes, Loaned<'w>),
+}
+
+impl TablesLent<'_> {
+    fn as_ref(&self) -> &Archetypes {
+        match self {
+            TablesLent::Whole(archetypes) => archetypes.as_ref(),
+            TablesLent::Split(archetypes, _) => archetypes,
+        }
+    }
+}
+
+/// Every table's columns of each type as lent.
+enum ColumnsLent<'w> {
+    Whole(Lent<'w, [TypeColumns]>),
+    Split(&'w [TypeColumns], Loaned<'w>),
 }
 
 /// The storage as it is lent, opened: pools of one layout, or archetype tables.
 enum Lending<'w> {
-    Pools(PoolLayout, Lent<'w, [Box<dyn ErasedPool>]>),
-    Tables(Lent<'w, Archetypes>),
+    Pools(PoolLayout, PoolsLent<'w>),
+    Tables(TablesLent<'w>),
 }
 
 #[inline(always)]
-fn lending(storage: Lent<'_, Storage>) -> Lending<'_> {
+fn lending(storage: Store<'_>) -> Lending<'_> {
     match storage {
-        Lent::Exclusive(Storage::Pools { layout, pools }) => Lending::Pools(*layout, Lent::Exclusive(pools)),
-        Lent::Shared(Storage::Pools { layout, pools }) => Lending::Pools(*layout, Lent::Shared(pools)),
-        Lent::Exclusive(Storage::Tables(archetypes)) => Lending::Tables(Lent::Exclusive(archetypes)),
-        Lent::Shared(Storage::Tables(archetypes)) => Lending::Tables(Lent::Shared(archetypes)),
+        Store::Whole(Lent::Exclusive(Storage::Pools { layout, pools })) => {
+            Lending::Pools(*layout, PoolsLent::Whole(Lent::Exclusive(pools)))
+        }
+        Store::Whole(Lent::Shared(Storage::Pools { layout, pools })) => {
+            Lending::Pools(*layout, PoolsLent::Whole(Lent::Shared(pools)))
+        }
+        Store::Whole(Lent::Exclusive(Storage::Tables(archetypes))) => {
+            Lending::Tables(TablesLent::Whole(Lent::Exclusive(archetypes)))
+        }
+        Store::Whole(Lent::Shared(Storage::Tables(archetypes))) => {
+            Lending::Tables(TablesLent::Whole(Lent::Shared(archetypes)))
+        }
+        Store::Split(Storage::Pools { layout, pools }, loaned) => {
+            Lending::Pools(*layout, PoolsLent::Split(pools, loaned))
+        }
+        Store::Split(Storage::Tables(archetypes), loaned) => Lending::Tables(TablesLent::Split(archetypes, loaned)),
     }
+}
+
+/// Takes the loan of type `id` out of `loaned`, if the system holds it.
+#[inline]
+fn take_loan<'w>(loaned: &mut Loaned<'w>, id: u32) -> Option<&'w mut Loan> {
+    loaned.iter_mut().find(|loan| loan.as_ref().is_some_and(|loan| loan.id() == id))?.take()
 }
 
 /// Runs query `(Q, F)` on `parts`, handing the matches to `visit`: the one storage dispatch, then a loop
@@ -117,7 +174,7 @@ pub(super) fn run<Q: QueryData, F: Filter, V: Visit<Q>>(parts: Parts<'_, '_>, vi
 /// panicking loop body leaves nothing to put back) and downcast once; `None` if no entity can match.
 #[inline]
 fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
-    pools: Lent<'w, [Box<dyn ErasedPool>]>,
+    pools: PoolsLent<'w>,
     shape: &Shape,
 ) -> Option<(Q::Pools<'w, L>, F::Pools<'w, L>)> {
     // The query's pools, then the filter's, from the pools lent in access order. (Forced inline: each caller lends
@@ -133,10 +190,18 @@ fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
     let ids = shape.access.ids();
     let pools = match pools {
         // A type the world never met (`ABSENT`) has no pool.
-        Lent::Shared(pools) => {
+        PoolsLent::Whole(Lent::Shared(pools)) => {
             return take::<Q, F, L>(ids.iter().map(|&id| pools.get(id as usize).map(|pool| Lent::Shared(&**pool))))
         }
-        Lent::Exclusive(pools) => pools,
+        // A type on loan comes from the loan; the others are read where they are.
+        PoolsLent::Split(pools, mut loaned) => {
+            return take::<Q, F, L>(ids.iter().map(move |&id| match take_loan(&mut loaned, id) {
+                Some(Loan::Pool(_, pool)) => Some(Lent::Exclusive(&mut **pool)),
+                Some(Loan::Columns(..)) => unreachable!("a pool layout lends pools"),
+                None => pools.get(id as usize).map(|pool| Lent::Shared(&**pool)),
+            }))
+        }
+        PoolsLent::Whole(Lent::Exclusive(pools)) => pools,
     };
     let lend = |pool: &'w mut Box<dyn ErasedPool>| Some(Lent::Exclusive(&mut **pool));
     // One or two pools (most systems' queries) are borrowed directly; more are split off in ascending id order.
@@ -157,15 +222,19 @@ fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
 
 /// The tables, and every table's columns of each type as lent.
 #[inline]
-fn lend_columns(archetypes: Lent<'_, Archetypes>) -> (&[Table], Lent<'_, [TypeColumns]>) {
+fn lend_columns(archetypes: TablesLent<'_>) -> (&[Table], ColumnsLent<'_>) {
     match archetypes {
-        Lent::Exclusive(archetypes) => {
+        TablesLent::Whole(Lent::Exclusive(archetypes)) => {
             let (tables, columns) = archetypes.parts_mut();
-            (tables, Lent::Exclusive(columns))
+            (tables, ColumnsLent::Whole(Lent::Exclusive(columns)))
         }
-        Lent::Shared(archetypes) => {
+        TablesLent::Whole(Lent::Shared(archetypes)) => {
             let (tables, columns) = archetypes.parts();
-            (tables, Lent::Shared(columns))
+            (tables, ColumnsLent::Whole(Lent::Shared(columns)))
+        }
+        TablesLent::Split(archetypes, loaned) => {
+            let (tables, columns) = archetypes.parts();
+            (tables, ColumnsLent::Split(columns, loaned))
         }
     }
 }
@@ -173,14 +242,22 @@ fn lend_columns(archetypes: Lent<'_, Archetypes>) -> (&[Table], Lent<'_, [TypeCo
 /// The fetched terms' columns (all tables' columns of each term's type), taken all at once and downcast once;
 /// `None` if a required term's type is in no table.
 #[inline]
-fn take_columns<'w, Q: QueryData>(columns: Lent<'w, [TypeColumns]>, shape: &Shape) -> Option<Q::Columns<'w>> {
+fn take_columns<'w, Q: QueryData>(columns: ColumnsLent<'w>, shape: &Shape) -> Option<Q::Columns<'w>> {
     let ids = &shape.access.ids()[..shape.access.fetched];
     match columns {
         // A type the world never met (`ABSENT`), or that no table holds yet, has no columns.
-        Lent::Shared(columns) => {
+        ColumnsLent::Whole(Lent::Shared(columns)) => {
             Q::columns(&mut ids.iter().map(|&id| columns.get(id as usize)?.as_deref().map(Lent::Shared)))
         }
-        Lent::Exclusive(columns) => {
+        // A type on loan comes from the loan; the others are read where they are.
+        ColumnsLent::Split(columns, mut loaned) => {
+            Q::columns(&mut ids.iter().map(|&id| match take_loan(&mut loaned, id) {
+                Some(Loan::Columns(_, lent)) => lent.as_deref_mut().map(Lent::Exclusive),
+                Some(Loan::Pool(..)) => unreachable!("archetype tables lend columns"),
+                None => columns.get(id as usize)?.as_deref().map(Lent::Shared),
+            }))
+        }
+        ColumnsLent::Whole(Lent::Exclusive(columns)) => {
             let lend = |columns: Option<&'w mut TypeColumns>| columns?.as_deref_mut().map(Lent::Exclusive);
             // One or two types (most systems' queries) are borrowed directly; more are split off in ascending id
             // order.
@@ -453,11 +530,7 @@ fn term_position<Q: QueryData, L: Layout>(pools: &Q::Pools<'_, L>, test: impl Fn
 /// index of each term's column among its type's columns (brought up to date with the tables made since), so a
 /// table costs an emptiness test, a split per term and the visit: no set test, slot lookup or dynamic call per
 /// table.
-fn run_tables<Q: QueryData, F: Filter, V: Visit<Q>>(
-    archetypes: Lent<'_, Archetypes>,
-    shape: &mut Shape,
-    visit: &mut V,
-) {
+fn run_tables<Q: QueryData, F: Filter, V: Visit<Q>>(archetypes: TablesLent<'_>, shape: &mut Shape, visit: &mut V) {
     shape.tables.update::<F>(archetypes.as_ref(), &shape.access);
     if shape.tables.found.is_empty() {
         return;

@@ -9,6 +9,7 @@ use super::data::{QueryData, ReadOnlyQueryData, TermPool};
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::archetype::{typed, typed_mut, ErasedColumns};
 use crate::ecs::storage::{AnyPool, ErasedPool, Layout, Pool};
+use crate::ecs::Component;
 
 /// How a query's world lends it a pool or a type's columns: exclusively (a query through `&mut World`) or shared
 /// (through `&World`). Every term takes what it is lent the same way; only `&mut T` asks for it exclusively, and a
@@ -83,7 +84,7 @@ impl<Q: QueryData, L: Layout> Lane<'_, Q, L> {
 }
 
 /// `&T`: one component, read.
-impl<T: 'static> QueryData for &T {
+impl<T: Component> QueryData for &T {
     type Item<'a> = &'a T;
     type Slices<'a> = &'a [T];
     type Pools<'w, L: Layout> = &'w L::Pool<T>;
@@ -190,7 +191,7 @@ impl<T: 'static> QueryData for &T {
 }
 
 /// `&mut T`: one component, written. The same steps as `&T`'s, with the exclusive borrow.
-impl<T: 'static> QueryData for &mut T {
+impl<T: Component> QueryData for &mut T {
     type Item<'a> = &'a mut T;
     type Slices<'a> = &'a mut [T];
     type Pools<'w, L: Layout> = &'w mut L::Pool<T>;
@@ -295,7 +296,7 @@ impl<T: 'static> QueryData for &mut T {
     }
 }
 
-impl<T: 'static> ReadOnlyQueryData for &T {}
+impl<T: Component> ReadOnlyQueryData for &T {}
 
 /// An optional query's values row by row: the inner query's if the table or pool has its values, else `None` for
 /// every row (the walk is bounded by the entities it is zipped with).

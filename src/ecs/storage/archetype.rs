@@ -30,6 +30,7 @@ use super::sparse_set::fresh_stamp;
 use super::Registry;
 use crate::ecs::component::{ComponentId, ComponentSet, MAX_COMPONENTS};
 use crate::ecs::entity::Entity;
+use crate::ecs::Component;
 use rustc_hash::FxHashMap;
 use std::any::Any;
 use std::mem::size_of;
@@ -54,7 +55,7 @@ impl<T> Default for Columns<T> {
 
 /// The columns of one component type, with the type erased (upcast to `dyn Any` to downcast to `Columns<T>`). A
 /// column is named by its index (see `Columns`).
-pub trait ErasedColumns: Any {
+pub trait ErasedColumns: Any + Send + Sync {
     /// Adds an empty column (for a new table) and returns its index.
     fn push_column(&mut self) -> u32;
     /// Number of columns.
@@ -73,7 +74,7 @@ pub trait ErasedColumns: Any {
     fn reserve(&mut self, column: u32, additional: usize);
 }
 
-impl<T: 'static> ErasedColumns for Columns<T> {
+impl<T: Component> ErasedColumns for Columns<T> {
     fn push_column(&mut self) -> u32 {
         self.0.push(Vec::new());
         (self.0.len() - 1) as u32
@@ -108,14 +109,14 @@ pub type TypeColumns = Option<Box<dyn ErasedColumns>>;
 /// The columns of `T` in `columns` (which must be `Columns<T>`), shared: one `TypeId` comparison (the upcast to
 /// `dyn Any` reads the vtable; only `type_id` is a dynamic call).
 #[inline]
-pub(crate) fn typed<T: 'static>(columns: &dyn ErasedColumns) -> &[Vec<T>] {
+pub(crate) fn typed<T: Component>(columns: &dyn ErasedColumns) -> &[Vec<T>] {
     let columns: &dyn Any = columns;
     &columns.downcast_ref::<Columns<T>>().expect("column type does not match its component id").0
 }
 
 /// The columns of `T` in `columns` (which must be `Columns<T>`), mutably.
 #[inline]
-pub(crate) fn typed_mut<T: 'static>(columns: &mut dyn ErasedColumns) -> &mut [Vec<T>] {
+pub(crate) fn typed_mut<T: Component>(columns: &mut dyn ErasedColumns) -> &mut [Vec<T>] {
     let columns: &mut dyn Any = columns;
     &mut columns.downcast_mut::<Columns<T>>().expect("column type does not match its component id").0
 }
@@ -361,7 +362,7 @@ impl Archetypes {
 
     /// The value of component `id` at `index`.
     #[inline]
-    pub fn get<T: 'static>(&self, index: u32, id: ComponentId) -> Option<&T> {
+    pub fn get<T: Component>(&self, index: u32, id: ComponentId) -> Option<&T> {
         let r = self.record(index)?;
         let column = self.tables[r.table as usize].column_index(id)?;
         let columns = self.columns[id as usize].as_deref().expect("no table holds the component");
@@ -370,7 +371,7 @@ impl Archetypes {
 
     /// The value of component `id` at `index`, mutably.
     #[inline]
-    pub fn get_mut<T: 'static>(&mut self, index: u32, id: ComponentId) -> Option<&mut T> {
+    pub fn get_mut<T: Component>(&mut self, index: u32, id: ComponentId) -> Option<&mut T> {
         let r = self.record(index)?;
         let column = self.tables[r.table as usize].column_index(id)?;
         Some(&mut typed_mut::<T>(self.columns_of(id))[column as usize][r.row as usize])
@@ -420,7 +421,7 @@ impl Archetypes {
     }
 
     /// Sets component `id` of `entity` (which must have a record) to `value`; returns the previous value.
-    pub fn insert<T: 'static>(
+    pub fn insert<T: Component>(
         &mut self,
         entity: Entity,
         id: ComponentId,
@@ -442,7 +443,7 @@ impl Archetypes {
     }
 
     /// Removes component `id` from `index`; returns its value.
-    pub fn remove<T: 'static>(&mut self, index: u32, id: ComponentId, components: &Registry) -> Option<T> {
+    pub fn remove<T: Component>(&mut self, index: u32, id: ComponentId, components: &Registry) -> Option<T> {
         let r = self.record(index)?;
         let slot = self.tables[r.table as usize].column_slot(id)?;
         let edge = self.edge(r.table, id, false, components);
@@ -491,7 +492,7 @@ impl Archetypes {
     }
 
     /// Pushes `value` onto column `column` of component `id` (the caller keeps rows and columns aligned).
-    pub(crate) fn push_value<T: 'static>(&mut self, id: ComponentId, column: u32, value: T) {
+    pub(crate) fn push_value<T: Component>(&mut self, id: ComponentId, column: u32, value: T) {
         typed_mut::<T>(self.columns_of(id))[column as usize].push(value);
     }
 
@@ -528,7 +529,7 @@ impl Archetypes {
 
     /// Fills component `id`'s column in every table that has it, row by row, taking each value from `value_of`
     /// (called with the row's entity index). Used when migrating into this backend.
-    pub(crate) fn fill_column<T: 'static>(&mut self, id: ComponentId, mut value_of: impl FnMut(u32) -> T) {
+    pub(crate) fn fill_column<T: Component>(&mut self, id: ComponentId, mut value_of: impl FnMut(u32) -> T) {
         let Some(columns) = self.columns.get_mut(id as usize).and_then(|c| c.as_deref_mut()) else {
             return;
         };
@@ -545,7 +546,7 @@ impl Archetypes {
 
     /// Takes every value of component `id` out of every table, with its entity. Leaves the columns empty: the
     /// caller must drop the tables afterwards (used when migrating out of this backend).
-    pub(crate) fn drain_column<T: 'static>(&mut self, id: ComponentId, mut f: impl FnMut(Entity, T)) {
+    pub(crate) fn drain_column<T: Component>(&mut self, id: ComponentId, mut f: impl FnMut(Entity, T)) {
         let Some(columns) = self.columns.get_mut(id as usize).and_then(|c| c.as_deref_mut()) else {
             return;
         };

@@ -1,6 +1,7 @@
 //! The B-tree backend: an ordered map from index to value (the role a red-black tree or C#'s `SortedDictionary` plays).
 
 use super::Pool;
+use crate::ecs::Component;
 use std::collections::BTreeMap;
 use std::mem::size_of;
 
@@ -26,7 +27,7 @@ impl<T> Default for BTreePool<T> {
 /// std's B-tree node holds up to `2B - 1 = 11` keys and values.
 const NODE_CAPACITY: usize = 11;
 
-impl<T: 'static> Pool<T> for BTreePool<T> {
+impl<T: Component> Pool<T> for BTreePool<T> {
     map_pool_methods!();
     /// One range over the smallest to the largest index: its two ends are found in O(log n) each (a pair costs
     /// no walk); the indices between are found by walking the keys between, merged with the indices sorted.

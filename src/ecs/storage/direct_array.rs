@@ -2,6 +2,7 @@
 
 use super::{handle, Pool};
 use crate::ecs::entity::{Entities, Entity};
+use crate::ecs::Component;
 use std::mem::size_of;
 use std::ops::Range;
 
@@ -36,7 +37,7 @@ impl<T> DirectArray<T> {
     }
 }
 
-impl<T: 'static> Pool<T> for DirectArray<T> {
+impl<T: Component> Pool<T> for DirectArray<T> {
     #[inline]
     fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         let index = entity.index() as usize;

@@ -1,6 +1,7 @@
 //! The hash-map backend: `index -> value` in a hash map (the role C#'s `Dictionary` plays).
 
 use super::Pool;
+use crate::ecs::Component;
 use rustc_hash::FxHashMap;
 use std::mem::size_of;
 
@@ -18,7 +19,7 @@ impl<T> Default for HashPool<T> {
     }
 }
 
-impl<T: 'static> Pool<T> for HashPool<T> {
+impl<T: Component> Pool<T> for HashPool<T> {
     map_pool_methods!();
     fn get_each_mut(&mut self, indices: &[u32]) -> Vec<Option<&mut T>> {
         // A few by lookup (hashbrown proves them disjoint; a repeat panics), more in one walk of the values.

@@ -103,12 +103,12 @@ macro_rules! layouts {
         pub struct $layout;
         impl Layout for $layout {
             const LAYOUT: PoolLayout = PoolLayout::$variant;
-            type Pool<T: 'static> = $pool<T>;
-            fn wrap<T: 'static>(pool: $pool<T>) -> AnyPool<T> {
+            type Pool<T: $crate::ecs::Component> = $pool<T>;
+            fn wrap<T: $crate::ecs::Component>(pool: $pool<T>) -> AnyPool<T> {
                 AnyPool::$variant(pool)
             }
             #[inline]
-            fn pool_ref<T: 'static>(any: &AnyPool<T>) -> &$pool<T> {
+            fn pool_ref<T: $crate::ecs::Component>(any: &AnyPool<T>) -> &$pool<T> {
                 match any {
                     AnyPool::$variant(pool) => pool,
                     #[allow(unreachable_patterns)] // a world with one per-component layout
@@ -116,7 +116,7 @@ macro_rules! layouts {
                 }
             }
             #[inline]
-            fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut $pool<T> {
+            fn pool_mut<T: $crate::ecs::Component>(any: &mut AnyPool<T>) -> &mut $pool<T> {
                 match any {
                     AnyPool::$variant(pool) => pool,
                     #[allow(unreachable_patterns)] // a world with one per-component layout
@@ -139,6 +139,7 @@ pub(crate) mod values;
 mod world_storage;
 
 use super::component::{BundleIds, ComponentId, ComponentSet, Components, TypeData};
+use crate::ecs::Component;
 
 use super::entity::{Entities, Entity};
 use archetype::Archetypes;
@@ -147,8 +148,8 @@ use std::any::Any;
 
 pub use put::PutBundle;
 pub(crate) use put::{put_batch, put_row, put_rows, put_sparse_batch};
-pub(crate) use world_storage::ErasedValue;
 pub use world_storage::Storage;
+pub(crate) use world_storage::{ErasedValue, Loan};
 
 #[doc(hidden)]
 pub use backend::{AnyPool, BTreeLayout, DirectArrayLayout, HashMapLayout, PoolLayout, SparseSetLayout};
@@ -174,7 +175,7 @@ pub struct LayoutFns {
 }
 
 impl TypeData for LayoutFns {
-    fn of<T: 'static>() -> Self {
+    fn of<T: Component>() -> Self {
         Self {
             new_pool: |layout| Box::new(AnyPool::<T>::new(layout)),
             new_columns: || Box::new(archetype::Columns::<T>::new()),
@@ -278,13 +279,13 @@ pub trait Layout: 'static {
     /// Which layout this is.
     const LAYOUT: PoolLayout;
     /// The pool of one component type.
-    type Pool<T: 'static>: Pool<T>;
+    type Pool<T: Component>: Pool<T>;
     /// The pool as an [`AnyPool`].
-    fn wrap<T: 'static>(pool: Self::Pool<T>) -> AnyPool<T>;
+    fn wrap<T: Component>(pool: Self::Pool<T>) -> AnyPool<T>;
     /// The pool inside an [`AnyPool`] of this layout, shared.
-    fn pool_ref<T: 'static>(any: &AnyPool<T>) -> &Self::Pool<T>;
+    fn pool_ref<T: Component>(any: &AnyPool<T>) -> &Self::Pool<T>;
     /// The pool inside an [`AnyPool`] of this layout.
-    fn pool_mut<T: 'static>(any: &mut AnyPool<T>) -> &mut Self::Pool<T>;
+    fn pool_mut<T: Component>(any: &mut AnyPool<T>) -> &mut Self::Pool<T>;
 }
 
 /// Matches a [`PoolLayout`] once and runs `$body` with the type `$L` naming that [`Layout`]: the single layout
@@ -326,7 +327,7 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
-impl<T: 'static> AnyPool<T> {
+impl<T: Component> AnyPool<T> {
     /// An empty pool in `layout`.
     pub fn new(layout: PoolLayout) -> Self {
         dispatch!(layout, L => L::wrap(Default::default()))
@@ -457,7 +458,7 @@ fn staged_btree<T>(fill: impl FnOnce(&mut dyn FnMut(u32, T))) -> BTreePool<T> {
 
 /// A pool with its component type erased: what the world can do knowing only a [`ComponentId`].
 #[doc(hidden)]
-pub trait ErasedPool: Any {
+pub trait ErasedPool: Any + Send + Sync {
     /// Upcast, to downcast to the typed [`AnyPool`].
     fn as_any(&self) -> &dyn Any;
     /// Upcast, to downcast to the typed [`AnyPool`].
@@ -491,7 +492,7 @@ pub trait ErasedPool: Any {
     fn reserve(&mut self, additional: usize);
 }
 
-impl<T: 'static> ErasedPool for AnyPool<T> {
+impl<T: Component> ErasedPool for AnyPool<T> {
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -22,7 +22,7 @@
 
 use super::Pool;
 use crate::ecs::entity::{Entities, Entity};
-use std::cell::Cell;
+use crate::ecs::Component;
 use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -50,14 +50,15 @@ pub struct SparseSet<T> {
     /// A stamp of the packed order: 0 is "unknown". A query that finds pools packed alike gives them all one
     /// fresh stamp; from then on `journal` lists every position whose entity may have changed, so two pools with
     /// equal nonzero stamps are packed alike iff they have the same length and agree at their journals' positions.
-    pub(crate) order: Cell<u64>,
+    ///
+    /// One word, `stamp << 1 | spent`: `spent` says a query gave the pool this stamp, so the journal is spent
+    /// (cleared by the next change; a query only holds `&self`). Atomic, and read in one load, because queries on
+    /// several threads may read one pool and stamp it at once: each reads a stamp and its flag that belong together.
+    pub(crate) order: AtomicU64,
     /// Positions changed since the stamp. Kept only while the stamp is nonzero; a wholesale change (a sort, a
     /// compaction) or a journal grown past a quarter of the set (or 64 entries, if more) resets the stamp to 0
     /// instead.
     journal: Vec<u32>,
-    /// A query gave the pool a new stamp, so the journal is spent (cleared by the next change; a query only holds
-    /// `&self`).
-    journal_spent: Cell<bool>,
 }
 
 /// A sparse set's packed order as a query sees it: the entities, and what is known of how they compare with other
@@ -65,9 +66,9 @@ pub struct SparseSet<T> {
 pub struct PackedOrder<'a> {
     /// The packed entities.
     pub entities: &'a [Entity],
-    stamp: &'a Cell<u64>,
+    stamp: u64,
     changed: &'a [u32],
-    spent: &'a Cell<bool>,
+    word: &'a AtomicU64,
 }
 
 impl PackedOrder<'_> {
@@ -78,8 +79,8 @@ impl PackedOrder<'_> {
         if self.entities.len() != other.entities.len() {
             return false;
         }
-        let stamp = self.stamp.get();
-        if stamp == 0 || stamp != other.stamp.get() {
+        let stamp = self.stamp;
+        if stamp == 0 || stamp != other.stamp {
             return self.entities == other.entities;
         }
         // Equal when stamped, so any difference is at a position one of them changed since.
@@ -91,10 +92,10 @@ impl PackedOrder<'_> {
 
     /// Whether the order is known equal to `other`'s without looking at any entity.
     pub fn known_same_as(&self, other: &PackedOrder<'_>) -> bool {
-        let stamp = self.stamp.get();
+        let stamp = self.stamp;
         // The lengths are implied by the journals; checked anyway, since a lock-step walk trusts the answer.
         stamp != 0
-            && stamp == other.stamp.get()
+            && stamp == other.stamp
             && self.changed.is_empty()
             && other.changed.is_empty()
             && self.entities.len() == other.entities.len()
@@ -105,8 +106,7 @@ impl PackedOrder<'_> {
     pub(crate) fn mark_same<'a>(orders: impl IntoIterator<Item = &'a PackedOrder<'a>>) {
         let stamp = fresh_stamp();
         for order in orders {
-            order.stamp.set(stamp);
-            order.spent.set(true);
+            order.word.store(stamp << 1 | 1, Ordering::Relaxed);
         }
     }
 }
@@ -131,34 +131,33 @@ impl<T> SparseSet<T> {
             sparse: Vec::new(),
             entities: Vec::new(),
             values: Vec::new(),
-            order: Cell::new(0),
+            order: AtomicU64::new(0),
             journal: Vec::new(),
-            journal_spent: Cell::new(false),
         }
     }
 
     /// The packed order as a query sees it (see [`PackedOrder`]).
     pub fn packed_order(&self) -> PackedOrder<'_> {
+        let word = self.order.load(Ordering::Relaxed);
         PackedOrder {
             entities: &self.entities,
-            stamp: &self.order,
-            changed: if self.journal_spent.get() { &[] } else { &self.journal },
-            spent: &self.journal_spent,
+            stamp: word >> 1,
+            changed: if word & 1 == 1 { &[] } else { &self.journal },
+            word: &self.order,
         }
     }
 
     /// Marks the packed order as changed wholesale: unknown until a query compares it again.
     #[inline]
     pub(crate) fn touch_order(&mut self) {
-        self.order.set(0);
+        *self.order.get_mut() = 0;
         self.journal.clear();
-        self.journal_spent.set(false);
     }
 
     /// Records that the entity at `position` may have changed (nothing to record while the stamp is unknown).
     #[inline(always)]
     pub(crate) fn note_position(&mut self, position: usize) {
-        if self.order.get() != 0 {
+        if *self.order.get_mut() != 0 {
             self.journal_position(position);
         }
     }
@@ -166,7 +165,9 @@ impl<T> SparseSet<T> {
     /// [`SparseSet::note_position`] under a known stamp; out of line, to keep the fast paths that call it small.
     #[inline(never)]
     fn journal_position(&mut self, position: usize) {
-        if self.journal_spent.replace(false) {
+        let word = self.order.get_mut();
+        if *word & 1 == 1 {
+            *word &= !1;
             self.journal.clear();
         }
         if self.journal.len() >= (self.entities.len() / 4).max(64) {
@@ -317,7 +318,7 @@ impl<T> SparseSet<T> {
             self.sparse[page] = Some(entries);
             position += run;
         }
-        if self.order.get() != 0 {
+        if *self.order.get_mut() != 0 {
             for position in start..self.entities.len() {
                 self.note_position(position);
             }
@@ -615,9 +616,8 @@ impl<T: Clone> Clone for SparseSet<T> {
             entities: self.entities.clone(),
             values: self.values.clone(),
             // Packed alike, so the stamp and the journal hold for the copy too.
-            order: self.order.clone(),
+            order: AtomicU64::new(self.order.load(Ordering::Relaxed)),
             journal: self.journal.clone(),
-            journal_spent: self.journal_spent.clone(),
         }
     }
 }
@@ -628,7 +628,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SparseSet<T> {
     }
 }
 
-impl<T: 'static> Pool<T> for SparseSet<T> {
+impl<T: Component> Pool<T> for SparseSet<T> {
     #[inline]
     fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         SparseSet::insert(self, entity, value)
@@ -859,7 +859,7 @@ mod tests {
         // A wholesale change forgets the stamp: compared whole (and found different).
         let (mut a, b) = stamped_pair(100);
         a.sort_by(crate::ecs::SortMethod::InPlace, |x, y| y.cmp(x));
-        assert_eq!(a.packed_order().stamp.get(), 0);
+        assert_eq!(a.packed_order().stamp, 0);
         assert!(!a.packed_order().same_as(&b.packed_order()));
     }
 
@@ -893,7 +893,7 @@ mod tests {
         assert!(a.packed_order().same_as(&b.packed_order()));
         PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
         // `a`'s journal was spent with its old stamp; `c` still has that stamp, so the two must not use journals.
-        assert_ne!(a.packed_order().stamp.get(), c.packed_order().stamp.get());
+        assert_ne!(a.packed_order().stamp, c.packed_order().stamp);
         assert!(!a.packed_order().same_as(&c.packed_order()));
     }
 
@@ -903,7 +903,7 @@ mod tests {
         for i in 0..150 {
             a.remove(i);
         }
-        assert_eq!(a.packed_order().stamp.get(), 0, "past a quarter of the set (100 here), compare whole instead");
+        assert_eq!(a.packed_order().stamp, 0, "past a quarter of the set (100 here), compare whole instead");
         assert!(a.packed_order().changed.is_empty());
     }
 

@@ -6,11 +6,12 @@ use super::sparse_set::SparseSet;
 use super::{with_pool, AnyPool, Pool, Registry};
 use crate::ecs::component::ComponentId;
 use crate::ecs::entity::{ComponentError, Entities, Entity};
+use crate::ecs::Component;
 
 /// Where one component type's values live in the world's [`Storage`](super::Storage): its pool, or its
 /// column in every archetype table. (Not to be confused with `Storage`, every type's values, or
 /// [`LayoutFns`](super::LayoutFns), a type's functions for moving between layouts.)
-pub(crate) enum ComponentValues<'w, T: 'static> {
+pub(crate) enum ComponentValues<'w, T: Component> {
     /// A per-component pool (sparse set, hash map, b-tree, direct array).
     Pool(&'w mut AnyPool<T>),
     /// A column of every archetype table holding component `id`.
@@ -20,7 +21,7 @@ pub(crate) enum ComponentValues<'w, T: 'static> {
 /// The per-entity operations, once for both layouts: the world's own `insert` / `remove` / `get_mut` and the
 /// view's go through here. Each is one match on the store and the pool's variant together, so the sparse set's
 /// arm compiles to its own inlined code.
-impl<'w, T: 'static> ComponentValues<'w, T> {
+impl<'w, T: Component> ComponentValues<'w, T> {
     #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&T> {
         match self {

@@ -2,6 +2,7 @@
 //! operations on it, each matching the layout once.
 
 use super::*;
+use crate::ecs::Component;
 
 /// Where a world's component values live: one pool per component type in one per-component layout, or the
 /// archetype tables. It owns the operations on values (placing, inserting, removing, despawning, clearing,
@@ -186,7 +187,7 @@ impl Storage {
     /// Where component `id`'s values live, for per-entity operations on them; `None` if the type was registered (by
     /// a refused query or spawn) but never given a pool, which means no entity has it.
     #[inline]
-    pub(crate) fn values<'w, T: 'static>(
+    pub(crate) fn values<'w, T: Component>(
         &'w mut self,
         id: ComponentId,
         components: &'w Registry,
@@ -201,7 +202,7 @@ impl Storage {
 
     /// Component `T` (id `id`) of the entity at `index`, if it has one.
     #[inline]
-    pub(crate) fn get<T: 'static>(&self, id: ComponentId, index: u32) -> Option<&T> {
+    pub(crate) fn get<T: Component>(&self, id: ComponentId, index: u32) -> Option<&T> {
         match self {
             Storage::Tables(archetypes) => archetypes.get::<T>(index, id),
             Storage::Pools { pools, .. } => {
@@ -214,7 +215,7 @@ impl Storage {
 
     /// Sets component `T` (id `id`) of the live `entity`, making its pool if need be; returns the previous value.
     #[inline]
-    pub(crate) fn insert<T: 'static>(
+    pub(crate) fn insert<T: Component>(
         &mut self,
         id: ComponentId,
         components: &Registry,
@@ -227,21 +228,21 @@ impl Storage {
 
     /// Removes and returns component `T` (id `id`) of the live entity at `index`, if it has one.
     #[inline]
-    pub(crate) fn remove<T: 'static>(&mut self, id: ComponentId, components: &Registry, index: u32) -> Option<T> {
+    pub(crate) fn remove<T: Component>(&mut self, id: ComponentId, components: &Registry, index: u32) -> Option<T> {
         self.values(id, components)?.remove(index)
     }
 
     /// Sets component `T` (id `id`, whose pool exists) on each entity of `items` that `entities` says is alive;
     /// the others are skipped, their values dropped. Returns how many were skipped. One layout dispatch and one
     /// downcast for the batch.
-    pub(crate) fn insert_many<T: 'static>(
+    pub(crate) fn insert_many<T: Component>(
         &mut self,
         id: ComponentId,
         components: &Registry,
         entities: &Entities,
         items: impl IntoIterator<Item = (Entity, T)>,
     ) -> usize {
-        fn run<L: Layout, T: 'static>(
+        fn run<L: Layout, T: Component>(
             pool: &mut AnyPool<T>,
             entities: &Entities,
             items: impl IntoIterator<Item = (Entity, T)>,
@@ -280,14 +281,14 @@ impl Storage {
 
     /// Removes component `T` (id `id`) from each entity of `targets` that `entities` says is alive, dropping the
     /// values; returns how many had it. One layout dispatch for the batch.
-    pub(crate) fn remove_many<T: 'static>(
+    pub(crate) fn remove_many<T: Component>(
         &mut self,
         id: ComponentId,
         components: &Registry,
         entities: &Entities,
         targets: &[Entity],
     ) -> usize {
-        fn run<L: Layout, T: 'static>(pool: &mut AnyPool<T>, entities: &Entities, targets: &[Entity]) -> usize {
+        fn run<L: Layout, T: Component>(pool: &mut AnyPool<T>, entities: &Entities, targets: &[Entity]) -> usize {
             let pool = L::pool_mut(pool);
             pool.remove_many(targets.iter().filter(|e| entities.is_alive(**e)).map(|e| e.index()))
         }
@@ -305,7 +306,7 @@ impl Storage {
     }
 
     /// Component `id`'s pool, when the layout is the sparse set and `T` is its type.
-    pub(crate) fn sparse_set<T: 'static>(&self, id: ComponentId) -> Option<&SparseSet<T>> {
+    pub(crate) fn sparse_set<T: Component>(&self, id: ComponentId) -> Option<&SparseSet<T>> {
         let Storage::Pools { pools, .. } = self else { return None };
         match pools.get(id as usize)?.as_any().downcast_ref::<AnyPool<T>>()? {
             AnyPool::SparseSet(set) => Some(set),
@@ -314,7 +315,7 @@ impl Storage {
     }
 
     /// Component `id`'s pool, mutably, when the layout is the sparse set and `T` is its type.
-    pub(crate) fn sparse_set_mut<T: 'static>(&mut self, id: ComponentId) -> Option<&mut SparseSet<T>> {
+    pub(crate) fn sparse_set_mut<T: Component>(&mut self, id: ComponentId) -> Option<&mut SparseSet<T>> {
         let Storage::Pools { pools, .. } = self else { return None };
         match pools.get_mut(id as usize)?.as_any_mut().downcast_mut::<AnyPool<T>>()? {
             AnyPool::SparseSet(set) => Some(set),
@@ -565,6 +566,80 @@ pub(crate) fn bundle_pools(
         ensure_pools(pools, layout, components, id);
         if reserve > 0 {
             pools[id as usize].reserve(reserve);
+        }
+    }
+}
+
+/// A component type's values moved out of the storage for a while: a system's written types, so the system's
+/// parameters can hold them exclusively while the rest of the storage is shared. The storage keeps a vacant pool
+/// (or no columns) in its place until [`Storage::give_back`].
+pub(crate) enum Loan {
+    /// A per-component layout's pool.
+    Pool(ComponentId, Box<dyn ErasedPool>),
+    /// Every archetype table's column of the type.
+    Columns(ComponentId, archetype::TypeColumns),
+}
+
+/// What a lent pool's slot holds meanwhile: an empty pool of a type no query names.
+struct Vacant;
+
+impl Loan {
+    /// The type lent.
+    pub(crate) fn id(&self) -> ComponentId {
+        match self {
+            Loan::Pool(id, _) | Loan::Columns(id, _) => *id,
+        }
+    }
+}
+
+impl Storage {
+    /// Moves the values of each of `ids` (registered; no repeats) out, handing each loan to `out`, in order. Every type gets its pool
+    /// first; a type no table holds yet lends no columns (a query on it finds nothing, as before).
+    /// A pool layout puts a stand-in (an empty pool of a type no query names) in each lent pool's place, taken from
+    /// `spares` (or made, the first time): [`Storage::give_back`] returns them there, so lending allocates nothing
+    /// once warm.
+    pub(crate) fn lend(
+        &mut self,
+        components: &Registry,
+        ids: &[ComponentId],
+        spares: &mut Vec<Box<dyn ErasedPool>>,
+        mut out: impl FnMut(Loan),
+    ) {
+        match self {
+            Storage::Pools { layout, pools } => {
+                for &id in ids {
+                    ensure_pools(pools, *layout, components, id);
+                    let vacant = spares
+                        .pop()
+                        .filter(|spare| spare.layout() == *layout)
+                        .unwrap_or_else(|| Box::new(AnyPool::<Vacant>::new(*layout)));
+                    out(Loan::Pool(id, std::mem::replace(&mut pools[id as usize], vacant)));
+                }
+            }
+            Storage::Tables(archetypes) => {
+                let columns = archetypes.parts_mut().1;
+                for &id in ids {
+                    out(Loan::Columns(id, columns.get_mut(id as usize).and_then(Option::take)));
+                }
+            }
+        }
+    }
+
+    /// Puts back every loan of `loans` (made by [`Storage::lend`] on this storage, whose layout and tables have not
+    /// changed since).
+    pub(crate) fn give_back(&mut self, loans: impl Iterator<Item = Loan>, spares: &mut Vec<Box<dyn ErasedPool>>) {
+        for loan in loans {
+            match (&mut *self, loan) {
+                (Storage::Pools { pools, .. }, Loan::Pool(id, pool)) => {
+                    spares.push(std::mem::replace(&mut pools[id as usize], pool));
+                }
+                (Storage::Tables(archetypes), Loan::Columns(id, columns)) => {
+                    if let Some(slot) = archetypes.parts_mut().1.get_mut(id as usize) {
+                        *slot = columns;
+                    }
+                }
+                _ => unreachable!("a loan goes back to the layout it came from"),
+            }
         }
     }
 }

@@ -1,0 +1,562 @@
+//! Systems: a plain function whose parameters say what it touches ([`Query`], [`Res`], [`ResMut`], [`Commands`],
+//! [`Local`], optional resources, up to 8 of them), or an exclusive `fn(&mut World)` that runs alone.
+//!
+//! What a function system touches is worked out once, when it is added ([`SystemAccess`]); a system whose own
+//! parameters conflict is refused then, naming both. A run has three steps, so that systems can run side by side
+//! without `unsafe`:
+//! 1. *prepare*, on the world borrowed exclusively: the component types its queries write are moved out of the
+//!    world into the system's [`Lease`] (`World::lend`), the resources it writes are moved into its parameters'
+//!    state;
+//! 2. *run*, on the world shared (`&World`, possibly on another thread, beside other systems): queries read the
+//!    world and write the lease, `Res` reads the world, `ResMut` writes its own moved-out value, `Commands` records
+//!    into the system's own buffer;
+//! 3. *finish*, exclusive again, in the schedule's order: everything moved out goes back, and the system's command
+//!    buffer joins the world's (so commands apply in the order the serial schedule records them).
+//!
+//! ```
+//! use swarm::app::{App, Commands, Local, Query, Res, ResMut, Stage};
+//! use swarm::ecs::{With, Without};
+//! struct Pos(f32); struct Vel(f32); struct Frozen;
+//! struct Gravity(f32);
+//! #[derive(Default)] struct Moved(u32);
+//! fn fall(gravity: Res<Gravity>, mut q: Query<&mut Vel, Without<Frozen>>) {
+//!     q.for_each(|_, vel| vel.0 -= gravity.0);
+//! }
+//! fn step(mut q: Query<(&mut Pos, &Vel)>, mut moved: ResMut<Moved>, mut runs: Local<u32>) {
+//!     *runs += 1;
+//!     q.for_each(|_, (pos, vel)| { pos.0 += vel.0; moved.0 += 1; });
+//! }
+//! fn thaw(mut q: Query<(), With<Frozen>>, mut commands: Commands) {
+//!     q.for_each_with_commands(&mut commands, |e, (), commands| commands.remove::<Frozen>(e));
+//! }
+//! let mut app = App::new();
+//! app.insert_resource(Gravity(1.0)).insert_resource(Moved::default());
+//! app.world.spawn((Pos(10.0), Vel(0.0))).unwrap();
+//! app.world.spawn((Pos(10.0), Vel(0.0), Frozen)).unwrap();
+//! app.add_systems(Stage::Update, (fall, step, thaw));
+//! app.update();
+//! assert_eq!(app.world.resource::<Moved>().0, 2);
+//! app.update(); // both fall now: the frozen one was thawed after the first frame
+//! let mut positions: Vec<f32> = Vec::new();
+//! app.world.query::<&Pos>().for_each(|_, p| positions.push(p.0));
+//! positions.sort_by(f32::total_cmp);
+//! assert_eq!(positions, [7.0, 9.0]);
+//! ```
+
+// The impls spell out `'w` and `'s` to read like the trait's signatures they implement.
+#![allow(clippy::needless_lifetimes)]
+
+use super::schedule::{AccessError, Param, SystemAccess, Touch};
+use crate::ecs::{
+    CommandQueue, Commands, ComponentId, Entity, Filter, Lease, QueryData, QueryOneError, QueryState, Resource, World,
+};
+use std::any::{type_name, Any};
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+
+/// What a system runs on: the shared world and the types it holds on loan.
+#[derive(Clone, Copy)]
+pub struct SystemContext<'w> {
+    world: &'w World,
+    lease: &'w Lease,
+}
+
+/// A system could not be prepared: a resource it needs is missing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Missing {
+    /// The parameter, e.g. `Res<Grid>`.
+    pub param: String,
+}
+
+/// A parameter of a function system. Implemented for [`Query`], [`Res`], [`ResMut`], `Option<Res<R>>`,
+/// `Option<ResMut<R>>`, [`Commands`], [`Local`] and tuples of them.
+pub trait SystemParam: Sized {
+    /// What the parameter keeps between runs (a query's shape, a moved-out resource, a command buffer).
+    type State: Send + 'static;
+    /// The parameter with its lifetimes: the world's (`'w`) and its state's (`'s`).
+    type Item<'w, 's>: SystemParam<State = Self::State>;
+    /// Records what the parameter touches in `access` (refused if it conflicts with the parameters before it)
+    /// and makes its state, registering its types in `world`.
+    fn init(world: &mut World, access: &mut SystemAccess) -> Result<Self::State, AccessError>;
+    /// Before a run, on the exclusive world: the component types to move out for the run go to `lend`; written
+    /// resources move into the state. A missing resource is refused.
+    fn prepare(_state: &mut Self::State, _world: &mut World, _lend: &mut Vec<ComponentId>) -> Result<(), Missing> {
+        Ok(())
+    }
+    /// The parameter for one run.
+    fn fetch<'w, 's>(state: &'s mut Self::State, context: SystemContext<'w>) -> Self::Item<'w, 's>;
+    /// After a run (or a refused prepare), on the exclusive world: what moved out goes back. Must do nothing for
+    /// what `prepare` did not do.
+    fn finish(_state: &mut Self::State, _world: &mut World) {}
+    /// After `finish`, in the schedule's order of systems: recorded commands join the world's buffer.
+    fn flush(_state: &mut Self::State, _world: &mut World) {}
+}
+
+/// A query as a system parameter: the same terms and filters as [`World::query`], run with the same loops, on
+/// the shared world and the system's loans. Its shape is worked out once, when the system is added.
+pub struct Query<'w, 's, Q: QueryData, F: Filter = ()> {
+    context: SystemContext<'w>,
+    state: &'s mut QueryState<Q, F>,
+}
+
+impl<Q: QueryData, F: Filter> Query<'_, '_, Q, F> {
+    /// Calls `f` with each matching entity and its components (as [`swarm::ecs::Query::for_each`](crate::ecs::Query::for_each)).
+    pub fn for_each(&mut self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
+        self.state.for_each(self.context.world, self.context.lease, f)
+    }
+
+    /// Calls `f` with runs of matches as parallel slices (as
+    /// [`swarm::ecs::Query::for_each_run`](crate::ecs::Query::for_each_run)).
+    pub fn for_each_run(&mut self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
+        self.state.for_each_run(self.context.world, self.context.lease, f)
+    }
+
+    /// Like [`Query::for_each`], recording into the system's `commands`, keyed by the visited entity (as
+    /// [`swarm::ecs::Query::for_each_with_commands`](crate::ecs::Query::for_each_with_commands)): the commands
+    /// apply sorted by that entity, whatever order the rows came in.
+    pub fn for_each_with_commands(
+        &mut self,
+        commands: &mut Commands<'_>,
+        f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
+    ) {
+        self.state.for_each_with_commands(self.context.world, self.context.lease, commands, f)
+    }
+
+    /// Calls `f` with one entity's components, if it matches; returns what `f` returns.
+    pub fn get<R>(&mut self, entity: Entity, f: impl for<'a> FnOnce(Q::Item<'a>) -> R) -> Result<R, QueryOneError> {
+        self.state.get(self.context.world, self.context.lease, entity, f)
+    }
+
+    /// Number of matching entities.
+    pub fn count(&mut self) -> usize {
+        let mut n = 0;
+        self.for_each_run(|entities, _| n += entities.len());
+        n
+    }
+}
+
+impl<Q: QueryData + 'static, F: Filter + 'static> SystemParam for Query<'_, '_, Q, F> {
+    type State = QueryState<Q, F>;
+    type Item<'w, 's> = Query<'w, 's, Q, F>;
+
+    fn init(world: &mut World, access: &mut SystemAccess) -> Result<Self::State, AccessError> {
+        access.add_query::<Q, F>(world)?;
+        let system = access.system;
+        QueryState::new(world).map_err(|error| AccessError::Refused { system, param: query_name::<Q, F>(), error })
+    }
+    fn prepare(state: &mut Self::State, _: &mut World, lend: &mut Vec<ComponentId>) -> Result<(), Missing> {
+        for id in state.access().writes.iter() {
+            if !lend.contains(&id) {
+                lend.push(id);
+            }
+        }
+        Ok(())
+    }
+    fn fetch<'w, 's>(state: &'s mut Self::State, context: SystemContext<'w>) -> Self::Item<'w, 's> {
+        Query { context, state }
+    }
+}
+
+fn query_name<Q, F>() -> String {
+    super::schedule::query_param_name::<Q, F>()
+}
+
+/// A resource, read. The system cannot be prepared without it (use `Option<Res<R>>` for one that may be absent).
+pub struct Res<'w, R: Resource> {
+    value: &'w R,
+}
+
+impl<R: Resource> Deref for Res<'_, R> {
+    type Target = R;
+    fn deref(&self) -> &R {
+        self.value
+    }
+}
+
+impl<R: Resource> SystemParam for Res<'_, R> {
+    type State = ();
+    type Item<'w, 's> = Res<'w, R>;
+
+    fn init(_: &mut World, access: &mut SystemAccess) -> Result<(), AccessError> {
+        access.add_resource::<R>(false)
+    }
+    fn prepare(_: &mut (), world: &mut World, _: &mut Vec<ComponentId>) -> Result<(), Missing> {
+        match world.contains_resource::<R>() {
+            true => Ok(()),
+            false => Err(Missing { param: resource_name::<R>("Res") }),
+        }
+    }
+    fn fetch<'w, 's>(_: &'s mut (), context: SystemContext<'w>) -> Res<'w, R> {
+        Res { value: context.world.resource::<R>() }
+    }
+}
+
+impl<R: Resource> SystemParam for Option<Res<'_, R>> {
+    type State = ();
+    type Item<'w, 's> = Option<Res<'w, R>>;
+
+    fn init(_: &mut World, access: &mut SystemAccess) -> Result<(), AccessError> {
+        access.add_resource::<R>(false)
+    }
+    fn fetch<'w, 's>(_: &'s mut (), context: SystemContext<'w>) -> Option<Res<'w, R>> {
+        context.world.get_resource::<R>().map(|value| Res { value })
+    }
+}
+
+fn resource_name<R>(kind: &str) -> String {
+    format!("{kind}<{}>", super::schedule::short_name(type_name::<R>()))
+}
+
+/// A resource, written. While the system runs, the value is moved out of the world into the parameter, so
+/// systems beside it cannot see it (the schedule never runs two systems that touch it at once).
+pub struct ResMut<'s, R: Resource> {
+    value: &'s mut R,
+}
+
+impl<R: Resource> Deref for ResMut<'_, R> {
+    type Target = R;
+    fn deref(&self) -> &R {
+        self.value
+    }
+}
+
+impl<R: Resource> DerefMut for ResMut<'_, R> {
+    fn deref_mut(&mut self) -> &mut R {
+        self.value
+    }
+}
+
+/// A written resource moved out of the world for a run.
+pub struct Taken<R> {
+    value: Option<Box<dyn Any + Send + Sync>>,
+    _marker: PhantomData<fn() -> R>,
+}
+
+impl<R: Resource> Taken<R> {
+    fn take(&mut self, world: &mut World) -> bool {
+        assert!(self.value.is_none(), "a written resource is put back before it is taken again");
+        self.value = world.resources_mut().take_boxed::<R>();
+        self.value.is_some()
+    }
+    fn put_back(&mut self, world: &mut World) {
+        if let Some(value) = self.value.take() {
+            world.resources_mut().put_boxed::<R>(value);
+        }
+    }
+    fn get(&mut self) -> Option<&mut R> {
+        Some(self.value.as_mut()?.downcast_mut::<R>().expect("keyed by type"))
+    }
+}
+
+impl<R: Resource> SystemParam for ResMut<'_, R> {
+    type State = Taken<R>;
+    type Item<'w, 's> = ResMut<'s, R>;
+
+    fn init(_: &mut World, access: &mut SystemAccess) -> Result<Taken<R>, AccessError> {
+        access.add_resource::<R>(true)?;
+        Ok(Taken { value: None, _marker: PhantomData })
+    }
+    fn prepare(state: &mut Taken<R>, world: &mut World, _: &mut Vec<ComponentId>) -> Result<(), Missing> {
+        match state.take(world) {
+            true => Ok(()),
+            false => Err(Missing { param: resource_name::<R>("ResMut") }),
+        }
+    }
+    fn fetch<'w, 's>(state: &'s mut Taken<R>, _: SystemContext<'w>) -> ResMut<'s, R> {
+        ResMut { value: state.get().expect("taken in prepare") }
+    }
+    fn finish(state: &mut Taken<R>, world: &mut World) {
+        state.put_back(world)
+    }
+}
+
+impl<R: Resource> SystemParam for Option<ResMut<'_, R>> {
+    type State = Taken<R>;
+    type Item<'w, 's> = Option<ResMut<'s, R>>;
+
+    fn init(_: &mut World, access: &mut SystemAccess) -> Result<Taken<R>, AccessError> {
+        access.add_resource::<R>(true)?;
+        Ok(Taken { value: None, _marker: PhantomData })
+    }
+    fn prepare(state: &mut Taken<R>, world: &mut World, _: &mut Vec<ComponentId>) -> Result<(), Missing> {
+        state.take(world);
+        Ok(())
+    }
+    fn fetch<'w, 's>(state: &'s mut Taken<R>, _: SystemContext<'w>) -> Option<ResMut<'s, R>> {
+        state.get().map(|value| ResMut { value })
+    }
+    fn finish(state: &mut Taken<R>, world: &mut World) {
+        state.put_back(world)
+    }
+}
+
+/// State a system keeps between its runs (bevy's `Local`): starts as `T::default()`, one per system.
+pub struct Local<'s, T: Default + Send + 'static>(&'s mut T);
+
+impl<T: Default + Send + 'static> Deref for Local<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.0
+    }
+}
+
+impl<T: Default + Send + 'static> DerefMut for Local<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0
+    }
+}
+
+impl<T: Default + Send + 'static> SystemParam for Local<'_, T> {
+    type State = T;
+    type Item<'w, 's> = Local<'s, T>;
+
+    fn init(_: &mut World, _: &mut SystemAccess) -> Result<T, AccessError> {
+        Ok(T::default())
+    }
+    fn fetch<'w, 's>(state: &'s mut T, _: SystemContext<'w>) -> Local<'s, T> {
+        Local(state)
+    }
+}
+
+/// Structural changes from a system: recorded into the system's own buffer (ops in recorded order, spawns
+/// deferred: a spawn gets its handle when applied), which joins the world's buffer after the system runs, in the
+/// schedule's order; the app applies it at the end of the frame. Inside
+/// [`Query::for_each_with_commands`] the commands are keyed by the visited entity instead.
+impl SystemParam for Commands<'_> {
+    type State = CommandQueue;
+    type Item<'w, 's> = Commands<'s>;
+
+    fn init(world: &mut World, access: &mut SystemAccess) -> Result<CommandQueue, AccessError> {
+        access.add(Param { name: "Commands".into(), touch: Touch::Commands })?;
+        Ok(CommandQueue::tagged(world.command_tag()))
+    }
+    fn fetch<'w, 's>(state: &'s mut CommandQueue, _: SystemContext<'w>) -> Commands<'s> {
+        Commands::deferred(state)
+    }
+    fn flush(state: &mut CommandQueue, world: &mut World) {
+        world.command_queue().append(state);
+    }
+}
+
+macro_rules! impl_param_tuple {
+    ($($P:ident $p:ident),*) => {
+        #[allow(unused_variables, clippy::unused_unit)]
+        impl<$($P: SystemParam),*> SystemParam for ($($P,)*) {
+            type State = ($($P::State,)*);
+            type Item<'w, 's> = ($($P::Item<'w, 's>,)*);
+
+            fn init(world: &mut World, access: &mut SystemAccess) -> Result<Self::State, AccessError> {
+                Ok(($($P::init(world, access)?,)*))
+            }
+            fn prepare(state: &mut Self::State, world: &mut World, lend: &mut Vec<ComponentId>) -> Result<(), Missing> {
+                let ($($p,)*) = state;
+                $($P::prepare($p, world, lend)?;)*
+                Ok(())
+            }
+            fn fetch<'w, 's>(state: &'s mut Self::State, context: SystemContext<'w>) -> Self::Item<'w, 's> {
+                let ($($p,)*) = state;
+                ($($P::fetch($p, context),)*)
+            }
+            fn finish(state: &mut Self::State, world: &mut World) {
+                let ($($p,)*) = state;
+                $($P::finish($p, world);)*
+            }
+            fn flush(state: &mut Self::State, world: &mut World) {
+                let ($($p,)*) = state;
+                $($P::flush($p, world);)*
+            }
+        }
+    };
+}
+impl_param_tuple!();
+impl_param_tuple!(A a);
+impl_param_tuple!(A a, B b);
+impl_param_tuple!(A a, B b, C c);
+impl_param_tuple!(A a, B b, C c, D d);
+impl_param_tuple!(A a, B b, C c, D d, E e);
+impl_param_tuple!(A a, B b, C c, D d, E e, G g);
+impl_param_tuple!(A a, B b, C c, D d, E e, G g, H h);
+impl_param_tuple!(A a, B b, C c, D d, E e, G g, H h, I i);
+
+/// A system: a function system (parameters), or an exclusive `fn(&mut World)`. Its name (for spans, reports and
+/// messages) is the function's name.
+pub trait System: Send + 'static {
+    /// The name in spans, reports and messages.
+    fn name(&self) -> &'static str;
+    /// Works out what the system touches in `world` (registering its types) and makes its parameters' state.
+    /// Called when the system is added.
+    fn init(&mut self, world: &mut World) -> Result<SystemAccess, AccessError>;
+    /// Runs an exclusive system.
+    fn run_exclusive(&mut self, world: &mut World);
+    /// Step 1 of a function system's run (see the module): moves out what it writes.
+    fn prepare(&mut self, world: &mut World) -> Result<(), Missing>;
+    /// Step 2: runs on the shared world.
+    fn run_shared(&mut self, world: &World);
+    /// Step 3: puts back what moved out. Safe after a refused or panicking step.
+    fn finish(&mut self, world: &mut World);
+    /// Step 4, in the schedule's order of systems (a batch may hold systems out of that order): the recorded
+    /// commands join the world's buffer.
+    fn flush(&mut self, world: &mut World);
+}
+
+/// An exclusive system: a function of the whole world, run alone.
+pub struct ExclusiveSystem<F>(F);
+
+impl<F: FnMut(&mut World) + Send + 'static> System for ExclusiveSystem<F> {
+    fn name(&self) -> &'static str {
+        short_fn_name::<F>()
+    }
+    fn init(&mut self, _: &mut World) -> Result<SystemAccess, AccessError> {
+        Ok(SystemAccess::exclusive(self.name()))
+    }
+    fn run_exclusive(&mut self, world: &mut World) {
+        (self.0)(world)
+    }
+    fn prepare(&mut self, _: &mut World) -> Result<(), Missing> {
+        unreachable!("an exclusive system runs alone")
+    }
+    fn run_shared(&mut self, _: &World) {
+        unreachable!("an exclusive system runs alone")
+    }
+    fn finish(&mut self, _: &mut World) {}
+    fn flush(&mut self, _: &mut World) {}
+}
+
+/// The last path segment of a function's type name: its name.
+fn short_fn_name<F>() -> &'static str {
+    let full = type_name::<F>();
+    full.rsplit("::").next().unwrap_or(full)
+}
+
+/// A function whose arguments are system parameters. Implemented for functions of up to 8 parameters.
+pub trait SystemParamFunction<Marker>: Send + 'static {
+    /// The parameters, as a tuple.
+    type Param: SystemParam;
+    /// Calls the function.
+    fn call(&mut self, param: <Self::Param as SystemParam>::Item<'_, '_>);
+}
+
+macro_rules! impl_system_function {
+    ($($P:ident $p:ident),*) => {
+        #[allow(non_snake_case, unused_variables)]
+        impl<Func, $($P: SystemParam),*> SystemParamFunction<fn($($P,)*)> for Func
+        where
+            Func: Send + 'static,
+            for<'a> &'a mut Func: FnMut($($P),*) + FnMut($($P::Item<'_, '_>),*),
+        {
+            type Param = ($($P,)*);
+            fn call(&mut self, param: <($($P,)*) as SystemParam>::Item<'_, '_>) {
+                // A named function with plain parameters helps the closure's types along (as bevy does).
+                #[allow(clippy::too_many_arguments)]
+                fn call_inner<$($P),*>(mut f: impl FnMut($($P),*), $($p: $P),*) {
+                    f($($p),*)
+                }
+                let ($($p,)*) = param;
+                call_inner(self, $($p),*)
+            }
+        }
+    };
+}
+impl_system_function!();
+impl_system_function!(A a);
+impl_system_function!(A a, B b);
+impl_system_function!(A a, B b, C c);
+impl_system_function!(A a, B b, C c, D d);
+impl_system_function!(A a, B b, C c, D d, E e);
+impl_system_function!(A a, B b, C c, D d, E e, G g);
+impl_system_function!(A a, B b, C c, D d, E e, G g, H h);
+impl_system_function!(A a, B b, C c, D d, E e, G g, H h, I i);
+
+/// A function system: the function, its parameters' state, and its lease for a run.
+pub struct FunctionSystem<Marker, F: SystemParamFunction<Marker>> {
+    f: F,
+    state: Option<<F::Param as SystemParam>::State>,
+    lease: Lease,
+    lend: Vec<ComponentId>,
+    _marker: PhantomData<fn() -> Marker>,
+}
+
+impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<Marker, F> {
+    fn name(&self) -> &'static str {
+        short_fn_name::<F>()
+    }
+    fn init(&mut self, world: &mut World) -> Result<SystemAccess, AccessError> {
+        let mut access = SystemAccess::new(self.name());
+        self.state = Some(F::Param::init(world, &mut access)?);
+        Ok(access)
+    }
+    fn run_exclusive(&mut self, world: &mut World) {
+        if let Err(missing) = self.prepare(world) {
+            self.finish(world);
+            panic!("system `{}`: {}", self.name(), missing);
+        }
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_shared(world)));
+        self.finish(world);
+        self.flush(world);
+        if let Err(panic) = run {
+            std::panic::resume_unwind(panic);
+        }
+    }
+    fn prepare(&mut self, world: &mut World) -> Result<(), Missing> {
+        let state = self.state.as_mut().expect("a system is initialised when added");
+        self.lend.clear();
+        F::Param::prepare(state, world, &mut self.lend)?;
+        world.lend(&self.lend, &mut self.lease);
+        Ok(())
+    }
+    fn run_shared(&mut self, world: &World) {
+        let state = self.state.as_mut().expect("a system is initialised when added");
+        let context = SystemContext { world, lease: &self.lease };
+        self.f.call(F::Param::fetch(state, context));
+    }
+    fn finish(&mut self, world: &mut World) {
+        world.give_back(&mut self.lease);
+        if let Some(state) = self.state.as_mut() {
+            F::Param::finish(state, world);
+        }
+    }
+    fn flush(&mut self, world: &mut World) {
+        if let Some(state) = self.state.as_mut() {
+            F::Param::flush(state, world);
+        }
+    }
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "parameter `{}`: the resource was never inserted (insert it first, or take an Option)", self.param)
+    }
+}
+
+impl std::error::Error for Missing {}
+
+/// Something [`App::add_systems`](super::App::add_systems) takes as a system: a function of system parameters, or
+/// an exclusive `fn(&mut World)`. (`Marker` tells the two kinds apart; callers never name it.)
+pub trait IntoSystem<Marker> {
+    /// The system.
+    fn into_system(self) -> Box<dyn System>;
+}
+
+/// [`IntoSystem`]'s marker for exclusive systems.
+pub struct IsExclusive;
+
+/// [`IntoSystem`]'s marker for function systems.
+pub struct IsFunction<M>(PhantomData<M>);
+
+impl<F: FnMut(&mut World) + Send + 'static> IntoSystem<IsExclusive> for F {
+    fn into_system(self) -> Box<dyn System> {
+        Box::new(ExclusiveSystem(self))
+    }
+}
+
+impl<M: 'static, F: SystemParamFunction<M>> IntoSystem<IsFunction<M>> for F {
+    fn into_system(self) -> Box<dyn System> {
+        Box::new(FunctionSystem {
+            f: self,
+            state: None,
+            lease: Lease::default(),
+            lend: Vec::new(),
+            _marker: PhantomData,
+        })
+    }
+}

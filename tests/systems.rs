@@ -1,0 +1,455 @@
+//! Function systems and the parallel schedule: refused and allowed parameter shapes, the batches formed, the same
+//! world for every thread count and every backend (and equal to the same logic written as exclusive systems),
+//! commands joined in the schedule's order, and panics that leave the world whole.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use swarm::app::schedule::AccessError;
+use swarm::app::{App, Commands, Local, Query, Res, ResMut, Stage};
+use swarm::ecs::{Backend, Entity, Format, SnapshotSchema, With, Without, World};
+
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Pos(i64);
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Vel(i64);
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Hp(i64);
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Frozen;
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Spark(u32);
+
+/// Frame-wide settings, read by several systems at once.
+struct Rules {
+    wall: i64,
+}
+
+#[derive(Default)]
+struct Healed(i64);
+#[derive(Default)]
+struct Counted(Vec<usize>);
+
+fn world(backend: Backend) -> World {
+    let mut world = World::with_capacity(4096);
+    world.set_backend(backend);
+    for i in 0..300i64 {
+        let e = world.spawn((Pos(i), Vel(i % 7 - 3), Hp(i % 31))).unwrap();
+        if i % 5 == 0 {
+            world.insert(e, Frozen).unwrap();
+        }
+    }
+    world.insert_resource(Rules { wall: 400 });
+    world.insert_resource(Healed::default());
+    world.insert_resource(Counted::default());
+    world
+}
+
+// The systems, as functions of parameters.
+
+fn drift(rules: Res<Rules>, mut q: Query<(&mut Pos, &Vel), Without<Frozen>>) {
+    q.for_each(|_, (pos, vel)| pos.0 = (pos.0 + vel.0).rem_euclid(rules.wall));
+}
+
+fn heal(mut q: Query<&mut Hp>, mut healed: ResMut<Healed>) {
+    q.for_each(|_, hp| {
+        hp.0 -= 1;
+        healed.0 += hp.0;
+    });
+}
+
+fn sparks(rules: Res<Rules>, mut q: Query<(&Pos, &Hp)>, mut commands: Commands) {
+    q.for_each_with_commands(&mut commands, |e, (pos, hp), commands| {
+        if hp.0 < 0 {
+            commands.despawn(e);
+            let _ = commands.spawn((Spark(pos.0 as u32), Pos(rules.wall - pos.0)));
+        }
+    });
+}
+
+fn fade(mut q: Query<&mut Spark>, mut commands: Commands) {
+    q.for_each_with_commands(&mut commands, |e, spark, commands| {
+        spark.0 /= 2;
+        if spark.0 == 0 {
+            commands.despawn(e);
+        }
+    });
+}
+
+fn count(mut q: Query<&Pos, Without<Spark>>, mut counted: ResMut<Counted>, mut frames: Local<usize>) {
+    *frames += 1;
+    let n = q.count();
+    counted.0.push(n * 1000 + *frames);
+}
+
+// The same logic as exclusive systems: what the serial order gives.
+
+fn drift_x(world: &mut World) {
+    let wall = world.resource::<Rules>().wall;
+    world.query::<(&mut Pos, &Vel)>().without::<Frozen>().for_each(|_, (pos, vel)| {
+        pos.0 = (pos.0 + vel.0).rem_euclid(wall);
+    });
+}
+
+fn heal_x(world: &mut World) {
+    let mut sum = 0;
+    world.query::<&mut Hp>().for_each(|_, hp| {
+        hp.0 -= 1;
+        sum += hp.0;
+    });
+    world.resource_mut::<Healed>().0 += sum;
+}
+
+fn sparks_x(world: &mut World) {
+    let wall = world.resource::<Rules>().wall;
+    world.query::<(&Pos, &Hp)>().for_each_with_commands(|e, (pos, hp), commands| {
+        if hp.0 < 0 {
+            commands.despawn(e);
+            let _ = commands.spawn((Spark(pos.0 as u32), Pos(wall - pos.0)));
+        }
+    });
+}
+
+fn fade_x(world: &mut World) {
+    world.query::<&mut Spark>().for_each_with_commands(|e, spark, commands| {
+        spark.0 /= 2;
+        if spark.0 == 0 {
+            commands.despawn(e);
+        }
+    });
+}
+
+fn count_x(world: &mut World) {
+    let n = world.query::<&Pos>().without::<Spark>().count();
+    let counted = world.resource_mut::<Counted>();
+    let frames = counted.0.len() + 1;
+    counted.0.push(n * 1000 + frames);
+}
+
+/// One entity: its handle's bits, position, velocity, health, spark, and whether it is frozen.
+type Row = (u64, Option<i64>, Option<i64>, Option<i64>, Option<u32>, bool);
+
+/// Everything in the world, sorted by handle.
+fn contents(world: &World) -> Vec<Row> {
+    let mut out = Vec::new();
+    world.query_ref::<(Option<&Pos>, Option<&Vel>, Option<&Hp>, Option<&Spark>, Option<&Frozen>)>().for_each(
+        |e, (p, v, h, s, f)| {
+            out.push((e.to_bits(), p.map(|p| p.0), v.map(|v| v.0), h.map(|h| h.0), s.map(|s| s.0), f.is_some()))
+        },
+    );
+    out.sort_unstable();
+    out
+}
+
+fn summary(app: &App) -> (u32, i64, Vec<usize>) {
+    (app.world.len(), app.world.resource::<Healed>().0, app.world.resource::<Counted>().0.clone())
+}
+
+fn param_app(backend: Backend, threads: usize) -> App {
+    let mut app = App::with_world(world(backend));
+    app.set_threads(threads);
+    app.add_systems(Stage::Update, (drift, heal, sparks, fade, count));
+    app
+}
+
+#[test]
+fn the_batches_keep_clashing_systems_in_order() {
+    let mut app = param_app(Backend::SparseSet, 2);
+    // drift writes Pos; heal writes Hp; sparks reads Pos and Hp (after both); fade writes Spark (beside drift and
+    // heal); count reads Pos (after drift), excludes Spark (pool-level: after fade writes it).
+    assert_eq!(app.batches(Stage::Update), vec![vec![0, 1, 3], vec![2, 4]]);
+}
+
+#[test]
+fn the_world_is_the_same_for_every_thread_count_and_backend_and_equals_the_serial_one() {
+    let mut serial = App::with_world(world(Backend::SparseSet));
+    serial.set_threads(1);
+    serial.add_systems(Stage::Update, (drift_x, heal_x, sparks_x, fade_x, count_x));
+    for _ in 0..20 {
+        serial.update();
+    }
+    let expected = (contents(&serial.world), summary(&serial));
+    assert!(expected.0.iter().any(|row| row.4.is_some()), "sparks were spawned: the test exercises commands");
+    for backend in Backend::ALL {
+        for threads in [1, 2, 3, 8] {
+            let mut app = param_app(backend, threads);
+            for _ in 0..20 {
+                app.update();
+            }
+            assert_eq!((contents(&app.world), summary(&app)), expected, "{backend}, {threads} threads");
+        }
+    }
+}
+
+#[test]
+fn live_backend_switches_between_frames_keep_the_result() {
+    let mut reference = param_app(Backend::SparseSet, 1);
+    let mut switching = param_app(Backend::Archetype, 3);
+    for frame in 0..20 {
+        reference.update();
+        switching.world.set_backend(Backend::ALL[frame % Backend::ALL.len()]);
+        switching.update();
+    }
+    assert_eq!(contents(&switching.world), contents(&reference.world));
+}
+
+fn noted() {}
+
+#[test]
+fn a_system_that_touches_nothing_keeps_its_place_around_an_exclusive_one() {
+    let mut app = App::new();
+    app.add_systems(Stage::Update, (noted, set_3, noted));
+    assert_eq!(app.batches(Stage::Update), vec![vec![0], vec![1], vec![2]]);
+}
+
+fn tag_a(mut commands: Commands) {
+    let _ = commands.spawn((Spark(1),));
+}
+fn tag_b(mut commands: Commands) {
+    let _ = commands.spawn((Spark(2),));
+}
+fn set_1(target: Res<Target>, mut commands: Commands) {
+    commands.insert(target.0, Hp(1));
+}
+fn set_2(target: Res<Target>, mut commands: Commands) {
+    commands.insert(target.0, Hp(2));
+}
+fn set_3(world: &mut World) {
+    let target = world.resource::<Target>().0;
+    world.commands().insert(target, Hp(3));
+}
+struct Target(Entity);
+
+#[test]
+fn commands_of_systems_run_at_once_join_in_schedule_order() {
+    for threads in [1, 2, 8] {
+        // Deferred spawns take their handles in the order the systems stand in the schedule.
+        let mut app = App::new();
+        app.set_threads(threads);
+        app.add_systems(Stage::Update, (tag_a, tag_b, tag_b, tag_a));
+        assert_eq!(app.batches(Stage::Update), vec![vec![0, 1, 2, 3]]);
+        app.update();
+        let mut spawned: Vec<(Entity, u32)> = Vec::new();
+        app.world.query::<&Spark>().for_each(|e, s| spawned.push((e, s.0)));
+        spawned.sort_by_key(|(e, _)| e.index());
+        let order: Vec<u32> = spawned.iter().map(|(_, s)| *s).collect();
+        assert_eq!(order, [1, 2, 2, 1], "{threads} threads");
+        // The last insert recorded in schedule order wins, whichever system finished first; an exclusive system's
+        // direct commands fall in between.
+        for (systems, expected) in [((0, 1), 2), ((1, 0), 1)] {
+            let mut app = App::new();
+            app.set_threads(threads);
+            let target = app.world.spawn((Hp(0),)).unwrap();
+            app.insert_resource(Target(target));
+            match systems {
+                (0, 1) => app.add_systems(Stage::Update, (set_1, set_2)),
+                _ => app.add_systems(Stage::Update, (set_2, set_1)),
+            };
+            app.update();
+            assert_eq!(app.world.get::<Hp>(target), Some(&Hp(expected)), "{threads} threads");
+            app.add_systems(Stage::Update, (set_3, set_2, set_1));
+            assert_eq!(app.batches(Stage::Update), vec![vec![0, 1], vec![2], vec![3, 4]]);
+            app.update();
+            assert_eq!(app.world.get::<Hp>(target), Some(&Hp(1)), "{threads} threads");
+        }
+    }
+}
+
+fn aliased(_: Query<&mut Pos>, _: Query<&Pos>) {}
+fn twice(_: ResMut<Healed>, _: ResMut<Healed>) {}
+fn read_beside_write(_: Res<Healed>, _: ResMut<Healed>) {}
+fn apart(mut frozen: Query<&mut Pos, With<Frozen>>, mut moving: Query<&mut Pos, Without<Frozen>>) {
+    frozen.for_each(|_, pos| pos.0 = -1);
+    moving.for_each(|_, pos| pos.0 += 1000);
+}
+fn nested(mut frozen: Query<&mut Pos, With<Frozen>>, mut moving: Query<&Pos, Without<Frozen>>) {
+    frozen.for_each(|_, _| moving.for_each(|_, _| {}));
+}
+
+#[test]
+fn a_system_whose_parameters_conflict_is_refused_when_added() {
+    let mut app = App::with_world(world(Backend::SparseSet));
+    let error = app.try_add_systems(Stage::Update, aliased).err().expect("refused");
+    assert_eq!(
+        error.to_string(),
+        "system `aliased`: parameters `Query<&mut Pos>` and `Query<&Pos>` both touch `Pos` and one of them writes it \
+         (make the queries disjoint with With/Without, or merge them into one)"
+    );
+    assert!(matches!(app.try_add_systems(Stage::Update, twice), Err(AccessError::Conflict { .. })));
+    assert!(matches!(app.try_add_systems(Stage::Update, read_beside_write), Err(AccessError::Conflict { .. })));
+    // A refused tuple adds none of its systems.
+    assert!(app.try_add_systems(Stage::Update, (heal, twice)).is_err());
+    assert_eq!(app.system_names(Stage::Update).count(), 0);
+    let panic = catch_unwind(AssertUnwindSafe(|| {
+        app.add_systems(Stage::Update, twice);
+    }))
+    .unwrap_err();
+    assert!(panic.downcast_ref::<String>().unwrap().contains("`ResMut<Healed>` and `ResMut<Healed>`"));
+}
+
+#[test]
+fn queries_kept_apart_by_filters_share_a_written_type_in_turn() {
+    for backend in Backend::ALL {
+        let mut app = App::with_world(world(backend));
+        app.set_threads(2);
+        app.add_systems(Stage::Update, apart);
+        app.update();
+        let (mut frozen, mut moved) = (0, 0);
+        app.world.query::<(&Pos, Option<&Frozen>)>().for_each(|_, (pos, f)| match f {
+            Some(_) => frozen += (pos.0 == -1) as usize,
+            None => moved += (pos.0 >= 1000) as usize,
+        });
+        assert_eq!((frozen, moved), (60, 240), "{backend}");
+        // One inside the other's loop cannot both hold the pool: a clear panic, and the world stays whole.
+        let mut app = App::with_world(world(backend));
+        app.add_systems(Stage::Update, nested);
+        let panic = catch_unwind(AssertUnwindSafe(|| app.update())).unwrap_err();
+        let message = panic.downcast_ref::<String>().unwrap();
+        assert!(message.starts_with("system `nested` panicked: ") && message.contains("inside the loop"), "{message}");
+        assert_eq!(app.world.query::<&Pos>().count(), 300, "{backend}: the lent pool is back");
+    }
+}
+
+fn missing(_: Res<Spark>) {}
+fn optional(spark: Option<Res<Spark>>, healed: Option<ResMut<Healed>>, mut seen: ResMut<Counted>) {
+    seen.0.push(spark.is_some() as usize * 10 + healed.is_some() as usize);
+}
+
+#[test]
+fn missing_resources_are_named_and_optional_ones_are_none() {
+    for threads in [1, 2] {
+        let mut app = App::with_world(world(Backend::SparseSet));
+        app.set_threads(threads);
+        app.add_systems(Stage::Update, (optional, missing));
+        assert_eq!(app.batches(Stage::Update), vec![vec![0, 1]]);
+        let panic = catch_unwind(AssertUnwindSafe(|| app.update())).unwrap_err();
+        let message = panic.downcast_ref::<String>().unwrap();
+        assert_eq!(
+            message,
+            "system `missing`: parameter `Res<Spark>`: the resource was never inserted (insert it first, or take an \
+             Option)"
+        );
+        // A batch is prepared whole before any of it runs: none ran, and what `optional` took is back.
+        assert!(app.world.resource::<Counted>().0.is_empty(), "{threads} threads");
+        assert!(app.world.contains_resource::<Healed>() && app.world.contains_resource::<Counted>());
+        app.world.insert_resource(Spark(0));
+        app.update();
+        assert_eq!(app.world.resource::<Counted>().0, [11], "{threads} threads");
+    }
+}
+
+fn boom(mut q: Query<&mut Hp>) {
+    q.for_each(|_, hp| {
+        if hp.0 == 7 {
+            panic!("hit seven");
+        }
+        hp.0 += 100;
+    });
+}
+
+#[test]
+fn a_panic_on_a_worker_thread_reaches_update_with_the_name_and_the_world_stays_whole() {
+    for backend in Backend::ALL {
+        for threads in [1, 2] {
+            let mut app = App::with_world(world(backend));
+            app.set_threads(threads);
+            app.add_systems(Stage::Update, (drift, boom, fade));
+            assert_eq!(app.batches(Stage::Update), vec![vec![0, 1, 2]]);
+            let panic = catch_unwind(AssertUnwindSafe(|| app.update())).unwrap_err();
+            let message = panic.downcast_ref::<String>().unwrap();
+            assert_eq!(message, "system `boom` panicked: hit seven", "{backend}, {threads}");
+            // Every pool is back: every entity still has its values, and the world takes queries and changes.
+            assert_eq!(app.world.query::<(&Pos, &Vel, &Hp)>().count(), 300, "{backend}, {threads}");
+            app.world.spawn((Pos(1), Vel(1), Hp(1))).unwrap();
+            assert_eq!(app.world.len(), 301);
+        }
+    }
+}
+
+fn thaw(mut q: Query<&mut Frozen>) {
+    q.for_each(|_, _| {});
+}
+fn fall(mut q: Query<&mut Vel, Without<Frozen>>) {
+    q.for_each(|_, vel| vel.0 -= 1);
+}
+
+#[test]
+fn a_system_filtering_on_a_type_runs_after_one_that_writes_it() {
+    for backend in Backend::ALL {
+        let mut app = App::with_world(world(backend));
+        app.set_threads(2);
+        app.add_systems(Stage::Update, (thaw, fall));
+        // `fall` reads the frozen pool to skip frozen entities: it cannot run while `thaw` holds that pool.
+        assert_eq!(app.batches(Stage::Update), vec![vec![0], vec![1]], "{backend}");
+        app.update();
+        let mut fell = 0;
+        app.world.query::<(&Vel, Option<&Frozen>)>().for_each(|_, (vel, frozen)| {
+            fell += usize::from(frozen.is_none());
+            assert!(frozen.is_some() || vel.0 < 4);
+        });
+        assert_eq!(fell, 240, "{backend}");
+    }
+}
+
+fn crossing() -> SnapshotSchema {
+    SnapshotSchema::new().component::<Vel>("vel").component::<Pos>("pos")
+}
+
+/// Loads the saved world (once) in the middle of the frame: the world's registry is replaced.
+fn load_saved(world: &mut World) {
+    if let Some(bytes) = world.resource_mut::<Saved>().0.take() {
+        crossing().load_into(world, &bytes, None).unwrap();
+    }
+}
+struct Saved(Option<Vec<u8>>);
+
+fn step_all(mut q: Query<(&mut Pos, &Vel)>, mut healed: ResMut<Healed>) {
+    q.for_each(|_, (pos, vel)| pos.0 += vel.0);
+    healed.0 += 1;
+}
+
+#[test]
+fn a_registry_replaced_mid_frame_is_met_by_the_systems_after_it() {
+    for backend in Backend::ALL {
+        // A world whose registry numbers the types the other way round.
+        let mut source = World::new();
+        source.spawn((Vel(1),)).unwrap();
+        let moving = source.spawn((Pos(5), Vel(2))).unwrap();
+        let bytes = crossing().save(&source, Format::Binary).unwrap();
+        let mut app = App::with_world(world(backend));
+        app.insert_resource(Saved(Some(bytes)));
+        app.add_systems(Stage::PreUpdate, load_saved).add_systems(Stage::Update, step_all);
+        app.update();
+        assert_eq!(app.world.len(), 2, "{backend}");
+        assert_eq!(app.world.get::<Pos>(moving), Some(&Pos(7)), "{backend}: moved once, in the loaded world");
+        assert_eq!(app.world.resource::<Healed>().0, 1);
+        app.update();
+        assert_eq!(app.world.get::<Pos>(moving), Some(&Pos(9)), "{backend}");
+    }
+}
+
+struct Mark(Option<Entity>);
+
+fn spawner(mut mark: ResMut<Mark>, mut commands: Commands) {
+    let _ = commands.spawn((Pos(300),));
+    mark.0 = commands.spawn((Pos(100),)).ok();
+}
+fn tagger(mark: Res<Mark>, mut commands: Commands) {
+    let _ = commands.spawn((Pos(200),));
+    if let Some(e) = mark.0 {
+        commands.insert(e, Vel(7));
+    }
+}
+
+#[test]
+fn a_deferred_handle_handed_to_a_later_system_names_its_own_spawn() {
+    for threads in [1, 2] {
+        let mut app = App::new();
+        app.set_threads(threads);
+        app.insert_resource(Mark(None));
+        app.add_systems(Stage::Update, (spawner, tagger));
+        app.update();
+        let mut rows: Vec<(i64, Option<i64>)> = Vec::new();
+        app.world.query::<(&Pos, Option<&Vel>)>().for_each(|_, (p, v)| rows.push((p.0, v.map(|v| v.0))));
+        rows.sort_unstable();
+        assert_eq!(rows, [(100, Some(7)), (200, None), (300, None)], "{threads} threads");
+    }
+}
