@@ -291,6 +291,17 @@ impl CommandQueue {
             other.clear_values();
             return;
         }
+        let tag = other.tag;
+        if self.joined.len() <= tag as usize {
+            self.joined.resize(tag as usize + 1, 0);
+        }
+        let offset = self.joined[tag as usize];
+        // Only a buffer joined again before an apply (a system run twice between applies) gets an offset.
+        assert!(
+            offset + other.deferred < DEFERRED_PER_BUFFER,
+            "more than {} deferred spawns of one system's buffer before the world's buffer was applied",
+            DEFERRED_PER_BUFFER - 1
+        );
         // Where each of `other`'s value queues lands here, and the slot its first value takes.
         let mut moved = std::mem::take(&mut other.moved);
         moved.clear();
@@ -307,11 +318,6 @@ impl CommandQueue {
             };
             moved.push((k, queue.move_into(&mut *self.queues[k as usize])));
         }
-        let tag = other.tag;
-        if self.joined.len() <= tag as usize {
-            self.joined.resize(tag as usize + 1, 0);
-        }
-        let offset = self.joined[tag as usize];
         let renumber = |entity: Entity| match entity.is_deferred() {
             true => match entity.deferred_parts() {
                 (of, n) if of == tag && offset > 0 => Entity::deferred(tag, n + offset),
@@ -694,6 +700,28 @@ impl<'w> Commands<'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_buffer_joined_twice_before_an_apply_keeps_each_handle_on_its_spawn() {
+        let mut world = World::new();
+        let mut own = CommandQueue::tagged(1);
+        let first = Commands::deferred(&mut own).spawn((1u8,)).unwrap();
+        Commands::deferred(&mut own).insert(first, 2u16);
+        world.command_queue().append(&mut own);
+        let second = Commands::deferred(&mut own).spawn((3u8,)).unwrap();
+        assert_eq!(first, second, "the buffer numbers afresh once joined");
+        Commands::deferred(&mut own).insert(second, 4u16);
+        // A handle of the first round, used again by a later buffer: it names the first spawn.
+        let mut other = CommandQueue::tagged(2);
+        Commands::deferred(&mut other).insert(first, 5u32);
+        world.command_queue().append(&mut own);
+        world.command_queue().append(&mut other);
+        assert_eq!(world.apply_commands().applied, 5);
+        let mut rows = Vec::new();
+        world.query_ref::<(&u8, &u16, Option<&u32>)>().for_each(|_, (a, b, c)| rows.push((*a, *b, c.copied())));
+        rows.sort_unstable();
+        assert_eq!(rows, [(1, 2, Some(5)), (3, 4, None)]);
+    }
 
     #[test]
     fn totals_add_up_every_apply() {
