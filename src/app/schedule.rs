@@ -135,6 +135,12 @@ pub(crate) fn query_param_name<Q, F>() -> String {
     }
 }
 
+/// How a resource parameter reads in messages: `Res<Grid>`, or `ResMut<Grid>` when `write`.
+pub(crate) fn resource_param_name<R>(write: bool) -> String {
+    let kind = if write { "ResMut" } else { "Res" };
+    format!("{kind}<{}>", short_name(type_name::<R>()))
+}
+
 impl SystemAccess {
     /// A system that touches nothing yet.
     pub fn new(system: &'static str) -> Self {
@@ -178,8 +184,7 @@ impl SystemAccess {
 
     /// Adds a resource parameter: `Res<R>` (`write` false) or `ResMut<R>`.
     pub fn add_resource<R: Resource>(&mut self, write: bool) -> Result<(), AccessError> {
-        let kind = if write { "ResMut" } else { "Res" };
-        let name = format!("{kind}<{}>", short_name(type_name::<R>()));
+        let name = resource_param_name::<R>(write);
         self.add(Param { name, touch: Touch::Resource { type_id: TypeId::of::<R>(), name: type_name::<R>(), write } })
     }
 

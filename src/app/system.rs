@@ -46,7 +46,8 @@
 // The impls spell out `'w` and `'s` to read like the trait's signatures they implement.
 #![allow(clippy::needless_lifetimes)]
 
-use super::schedule::{AccessError, Param, SystemAccess, Touch};
+use super::schedule::{query_param_name, resource_param_name, AccessError, Param, SystemAccess, Touch};
+use crate::ecs::smaller_tuples_too;
 use crate::ecs::{
     CommandQueue, Commands, ComponentId, Entity, Filter, Lease, QueryData, QueryOneError, QueryState, Resource, World,
 };
@@ -142,7 +143,11 @@ impl<Q: QueryData + 'static, F: Filter + 'static> SystemParam for Query<'_, '_, 
     fn init(world: &mut World, access: &mut SystemAccess) -> Result<Self::State, AccessError> {
         access.add_query::<Q, F>(world)?;
         let system = access.system;
-        QueryState::new(world).map_err(|error| AccessError::Refused { system, param: query_name::<Q, F>(), error })
+        QueryState::new(world).map_err(|error| AccessError::Refused {
+            system,
+            param: query_param_name::<Q, F>(),
+            error,
+        })
     }
     fn prepare(state: &mut Self::State, _: &mut World, lend: &mut Vec<ComponentId>) -> Result<(), Missing> {
         for id in state.access().writes.iter() {
@@ -155,10 +160,6 @@ impl<Q: QueryData + 'static, F: Filter + 'static> SystemParam for Query<'_, '_, 
     fn fetch<'w, 's>(state: &'s mut Self::State, context: SystemContext<'w>) -> Self::Item<'w, 's> {
         Query { context, state }
     }
-}
-
-fn query_name<Q, F>() -> String {
-    super::schedule::query_param_name::<Q, F>()
 }
 
 /// A resource, read. The system cannot be prepared without it (use `Option<Res<R>>` for one that may be absent).
@@ -183,7 +184,7 @@ impl<R: Resource> SystemParam for Res<'_, R> {
     fn prepare(_: &mut (), world: &mut World, _: &mut Vec<ComponentId>) -> Result<(), Missing> {
         match world.contains_resource::<R>() {
             true => Ok(()),
-            false => Err(Missing { param: resource_name::<R>("Res") }),
+            false => Err(Missing { param: resource_param_name::<R>(false) }),
         }
     }
     fn fetch<'w, 's>(_: &'s mut (), context: SystemContext<'w>) -> Res<'w, R> {
@@ -201,10 +202,6 @@ impl<R: Resource> SystemParam for Option<Res<'_, R>> {
     fn fetch<'w, 's>(_: &'s mut (), context: SystemContext<'w>) -> Option<Res<'w, R>> {
         context.world.get_resource::<R>().map(|value| Res { value })
     }
-}
-
-fn resource_name<R>(kind: &str) -> String {
-    format!("{kind}<{}>", super::schedule::short_name(type_name::<R>()))
 }
 
 /// A resource, written. While the system runs, the value is moved out of the world into the parameter, so
@@ -259,7 +256,7 @@ impl<R: Resource> SystemParam for ResMut<'_, R> {
     fn prepare(state: &mut Taken<R>, world: &mut World, _: &mut Vec<ComponentId>) -> Result<(), Missing> {
         match state.take(world) {
             true => Ok(()),
-            false => Err(Missing { param: resource_name::<R>("ResMut") }),
+            false => Err(Missing { param: resource_param_name::<R>(true) }),
         }
     }
     fn fetch<'w, 's>(state: &'s mut Taken<R>, _: SystemContext<'w>) -> ResMut<'s, R> {
@@ -339,8 +336,8 @@ impl SystemParam for Commands<'_> {
 }
 
 macro_rules! impl_param_tuple {
-    ($($P:ident $p:ident),*) => {
-        #[allow(unused_variables, clippy::unused_unit)]
+    ($($P:ident)*) => {
+        #[allow(non_snake_case, unused_variables, clippy::unused_unit)]
         impl<$($P: SystemParam),*> SystemParam for ($($P,)*) {
             type State = ($($P::State,)*);
             type Item<'w, 's> = ($($P::Item<'w, 's>,)*);
@@ -349,34 +346,26 @@ macro_rules! impl_param_tuple {
                 Ok(($($P::init(world, access)?,)*))
             }
             fn prepare(state: &mut Self::State, world: &mut World, lend: &mut Vec<ComponentId>) -> Result<(), Missing> {
-                let ($($p,)*) = state;
-                $($P::prepare($p, world, lend)?;)*
+                let ($($P,)*) = state;
+                $($P::prepare($P, world, lend)?;)*
                 Ok(())
             }
             fn fetch<'w, 's>(state: &'s mut Self::State, context: SystemContext<'w>) -> Self::Item<'w, 's> {
-                let ($($p,)*) = state;
-                ($($P::fetch($p, context),)*)
+                let ($($P,)*) = state;
+                ($($P::fetch($P, context),)*)
             }
             fn finish(state: &mut Self::State, world: &mut World) {
-                let ($($p,)*) = state;
-                $($P::finish($p, world);)*
+                let ($($P,)*) = state;
+                $($P::finish($P, world);)*
             }
             fn flush(state: &mut Self::State, world: &mut World) {
-                let ($($p,)*) = state;
-                $($P::flush($p, world);)*
+                let ($($P,)*) = state;
+                $($P::flush($P, world);)*
             }
         }
     };
 }
-impl_param_tuple!();
-impl_param_tuple!(A a);
-impl_param_tuple!(A a, B b);
-impl_param_tuple!(A a, B b, C c);
-impl_param_tuple!(A a, B b, C c, D d);
-impl_param_tuple!(A a, B b, C c, D d, E e);
-impl_param_tuple!(A a, B b, C c, D d, E e, G g);
-impl_param_tuple!(A a, B b, C c, D d, E e, G g, H h);
-impl_param_tuple!(A a, B b, C c, D d, E e, G g, H h, I i);
+smaller_tuples_too!(impl_param_tuple A B C D E G H I);
 
 /// A system: a function system (parameters), or an exclusive `fn(&mut World)`. Its name (for spans, reports and
 /// messages) is the function's name.
@@ -437,7 +426,7 @@ pub trait SystemParamFunction<Marker>: Send + 'static {
 }
 
 macro_rules! impl_system_function {
-    ($($P:ident $p:ident),*) => {
+    ($($P:ident)*) => {
         #[allow(non_snake_case, unused_variables)]
         impl<Func, $($P: SystemParam),*> SystemParamFunction<fn($($P,)*)> for Func
         where
@@ -448,24 +437,16 @@ macro_rules! impl_system_function {
             fn call(&mut self, param: <($($P,)*) as SystemParam>::Item<'_, '_>) {
                 // A named function with plain parameters helps the closure's types along (as bevy does).
                 #[allow(clippy::too_many_arguments)]
-                fn call_inner<$($P),*>(mut f: impl FnMut($($P),*), $($p: $P),*) {
-                    f($($p),*)
+                fn call_inner<$($P),*>(mut f: impl FnMut($($P),*), $($P: $P),*) {
+                    f($($P),*)
                 }
-                let ($($p,)*) = param;
-                call_inner(self, $($p),*)
+                let ($($P,)*) = param;
+                call_inner(self, $($P),*)
             }
         }
     };
 }
-impl_system_function!();
-impl_system_function!(A a);
-impl_system_function!(A a, B b);
-impl_system_function!(A a, B b, C c);
-impl_system_function!(A a, B b, C c, D d);
-impl_system_function!(A a, B b, C c, D d, E e);
-impl_system_function!(A a, B b, C c, D d, E e, G g);
-impl_system_function!(A a, B b, C c, D d, E e, G g, H h);
-impl_system_function!(A a, B b, C c, D d, E e, G g, H h, I i);
+smaller_tuples_too!(impl_system_function A B C D E G H I);
 
 /// A function system: the function, its parameters' state, and its lease for a run.
 pub struct FunctionSystem<Marker, F: SystemParamFunction<Marker>> {

@@ -103,10 +103,7 @@ impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
         Box::new(SpawnQueue::<B> { bundles: Vec::new(), ids: self.ids })
     }
     fn move_into(&mut self, into: &mut dyn ErasedQueue) -> u32 {
-        let into = &mut into.as_any_mut().downcast_mut::<Self>().expect("queues of one type").bundles;
-        let first = into.len() as u32;
-        into.append(&mut self.bundles);
-        first
+        append_values(&mut self.bundles, &mut typed::<Self>(into).bundles)
     }
     fn apply_insert(&mut self, _: &mut World, _: Entity, _: u32) -> bool {
         unreachable!("insert ops name insert queues")
@@ -130,10 +127,7 @@ impl<T: Component> ErasedQueue for InsertQueue<T> {
         Box::new(InsertQueue::<T>(Vec::new()))
     }
     fn move_into(&mut self, into: &mut dyn ErasedQueue) -> u32 {
-        let into = &mut into.as_any_mut().downcast_mut::<Self>().expect("queues of one type").0;
-        let first = into.len() as u32;
-        into.append(&mut self.0);
-        first
+        append_values(&mut self.0, &mut typed::<Self>(into).0)
     }
     fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool {
         let value = self.0[slot as usize].take().expect("an insert op without its value");
@@ -158,10 +152,7 @@ impl<B: Bundle> ErasedQueue for BundleQueue<B> {
         Box::new(BundleQueue::<B>(Vec::new()))
     }
     fn move_into(&mut self, into: &mut dyn ErasedQueue) -> u32 {
-        let into = &mut into.as_any_mut().downcast_mut::<Self>().expect("queues of one type").0;
-        let first = into.len() as u32;
-        into.append(&mut self.0);
-        first
+        append_values(&mut self.0, &mut typed::<Self>(into).0)
     }
     fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool {
         let bundle = self.0[slot as usize].take().expect("an insert op without its bundle");
@@ -176,6 +167,18 @@ impl<B: Bundle> ErasedQueue for BundleQueue<B> {
 }
 
 /// Slot of the next value pushed onto `values`.
+/// A value queue as its own type (queues are keyed by type, so the type is known).
+fn typed<Q: ErasedQueue>(queue: &mut dyn ErasedQueue) -> &mut Q {
+    queue.as_any_mut().downcast_mut::<Q>().expect("queue keyed by its type")
+}
+
+/// Moves every value of `from` to the end of `into`; the slot the first one took there.
+fn append_values<T>(from: &mut Vec<Option<T>>, into: &mut Vec<Option<T>>) -> u32 {
+    let first = into.len() as u32;
+    into.append(from);
+    first
+}
+
 fn push_slot<T>(values: &mut Vec<Option<T>>, value: T) -> u32 {
     let slot = values.len() as u32;
     values.push(Some(value));
@@ -249,7 +252,7 @@ impl CommandQueue {
     /// Value queue number `k`, of type `Q`.
     #[inline]
     fn queue_at<Q: ErasedQueue>(&mut self, k: u32) -> &mut Q {
-        self.queues[k as usize].as_any_mut().downcast_mut::<Q>().expect("queue keyed by its type")
+        typed::<Q>(&mut *self.queues[k as usize])
     }
 
     /// Number of commands recorded and not applied yet.

@@ -34,6 +34,7 @@ pub use entity::{
     AllocatorState, ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull,
 };
 pub use entity_ref::{EntityRef, EntityWorldMut};
+pub(crate) use query::smaller_tuples_too;
 pub use query::{
     Batch, Batches, Filter, Lease, Or, Query, QueryAccess, QueryData, QueryError, QueryOneError, QueryRef, QueryState,
     ReadOnlyQueryData, With, Without, MAX_QUERY_TYPES,

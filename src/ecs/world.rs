@@ -834,7 +834,6 @@ impl World {
     /// ([`World::give_back`]) before anything else changes it: meanwhile its storage holds empty stand-ins.
     pub(crate) fn lend(&mut self, ids: &[ComponentId], lease: &mut Lease) {
         assert!(lease.is_empty(), "a lease is given back before it is lent again");
-        self.storage.catch_up(&self.components);
         let mut spares = std::mem::take(&mut lease.spares);
         self.storage.lend(&self.components, ids, &mut spares, |loan| lease.push(loan));
         lease.spares = spares;

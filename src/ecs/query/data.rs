@@ -432,6 +432,8 @@ macro_rules! smaller_tuples_too {
     };
 }
 
+pub(crate) use smaller_tuples_too;
+
 smaller_tuples_too!(impl_query_data A B C D E G);
 
 /// A query that is a struct deriving `Query`: the tuple of its field types (its lifetime made `'static`), and the

@@ -42,6 +42,7 @@ pub use access::QueryAccess;
 pub use access::{Access, Names};
 pub use batch::{Batch, Batches};
 pub(crate) use cache::QueryCache;
+pub(crate) use data::smaller_tuples_too;
 #[doc(hidden)]
 pub use data::{is_query_data, ComposeQuery, ComposedRows, TermPool, TupleOf};
 pub use data::{QueryData, ReadOnlyQueryData};
