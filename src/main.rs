@@ -77,7 +77,7 @@ fn headless(cli: &Cli) -> ExitCode {
     let frames = cli.run_settings(Backend::default()).frames;
     let progress = progress_bar(frames as u64 * backends.len() as u64, cli.json);
     for backend in backends {
-        let app = match &loaded {
+        let mut app = match &loaded {
             Some(bytes) => snapshot::load_app(bytes, backend, Profiler::new()).expect("checked above").0,
             None => {
                 let s = cli.run_settings(backend.unwrap_or_default());
@@ -86,6 +86,7 @@ fn headless(cli: &Cli) -> ExitCode {
         };
         let backend = app.world.backend();
         let settings = cli.run_settings(backend);
+        app.set_threads(settings.threads);
         let trace_path = cli.trace.as_ref().map(|path| {
             if cli.backend() == BackendChoice::All {
                 per_backend(path, backend)

@@ -104,14 +104,14 @@ fn json_report_and_trace_file() {
         "--seed",
         "18446744073709551615",
         "--threads",
-        "2",
+        "3",
         "--trace",
         trace.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
     let reports: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
     assert_eq!(reports[0]["frames"], 20);
-    assert_eq!(reports[0]["threads"], 2);
+    assert_eq!(reports[0]["threads"], 3, "the flag, not the machine's cores");
     assert_eq!(reports[0]["switches"], 3);
     assert_eq!(reports[0]["digest"].as_str().unwrap().len(), 16);
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();

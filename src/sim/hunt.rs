@@ -5,6 +5,7 @@
 use super::collision::Broadphase;
 use super::components::{Hunter, Target, Velocity};
 use super::config::{SimConfig, SimStats, StaleCatches};
+use super::grid::TEAMS;
 use crate::app::{App, Commands, Query, Res, ResMut, Stage};
 use crate::ecs::{Entity, With, Without};
 use glam::Vec2;
@@ -80,13 +81,22 @@ pub fn hunt_targets(
 /// the snapshot and not forgotten since: `despawn_dead` forgets every fighter it despawns, and nothing else
 /// despawns fighters.
 ///
-/// Only the cells of each ring are visited: its top and bottom rows are each one contiguous range of the sorted
-/// grid items, and each row between contributes its two end cells (at 100k fighters most cells are empty, so the
-/// cost is in reaching cells, not in their items).
+/// The grid counts each team per block of cells, so whether a rectangle of cells may hold an enemy takes four
+/// reads: a search whose whole square holds none ends at once (every idle hunter until the fronts meet), and a
+/// ring's side without enemies nearby is skipped. Of the rest, only the ring's cells are visited: its top and
+/// bottom rows are each one contiguous range of the sorted grid items, and each row between contributes its two
+/// end cells. Skipping only cells that hold no enemy, it finds what a scan of every cell finds.
 fn nearest_enemy(broadphase: &Broadphase, from: Vec2, team: u8, search_cells: i32) -> Option<Entity> {
     let grid = &broadphase.grid;
     let items = grid.items();
     let (col, row) = grid.cell_of(from);
+    let enemies_near = |first: (i32, i32), last: (i32, i32)| -> bool {
+        (0..TEAMS as u8).any(|t| t != team && grid.team_count_near(t, first, last) > 0)
+    };
+    let reach = search_cells;
+    if !enemies_near((col - reach, row - reach), (col + reach, row + reach)) {
+        return None;
+    }
     let mut best: Option<(f32, Entity)> = None;
     let mut found_at = None;
     let search = |cells: std::ops::Range<usize>, best: &mut Option<(f32, Entity)>| {
@@ -103,13 +113,20 @@ fn nearest_enemy(broadphase: &Broadphase, from: Vec2, team: u8, search_cells: i3
         }
     };
     for ring in 0..=search_cells {
-        let (top, bottom) = (row - ring, row + ring);
-        search(grid.row_range(top, col - ring, col + ring), &mut best);
+        let (top, bottom, left, right) = (row - ring, row + ring, col - ring, col + ring);
+        if enemies_near((left, top), (right, top)) {
+            search(grid.row_range(top, left, right), &mut best);
+        }
         if ring > 0 {
-            search(grid.row_range(bottom, col - ring, col + ring), &mut best);
-            for r in top + 1..bottom {
-                search(grid.row_range(r, col - ring, col - ring), &mut best);
-                search(grid.row_range(r, col + ring, col + ring), &mut best);
+            if enemies_near((left, bottom), (right, bottom)) {
+                search(grid.row_range(bottom, left, right), &mut best);
+            }
+            for side in [left, right] {
+                if enemies_near((side, top + 1), (side, bottom - 1)) {
+                    for r in top + 1..bottom {
+                        search(grid.row_range(r, side, side), &mut best);
+                    }
+                }
             }
         }
         // A point in the next ring can still be nearer than one found in a ring's corner, so search one more
