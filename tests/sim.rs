@@ -1,10 +1,13 @@
 //! The simulation: determinism across backends and live switches, full worlds, churn, bad settings.
 
 use glam::Vec2;
+use swarm::app::profile::Profiler;
 use swarm::ecs::Backend;
 use swarm::ecs::Component;
+use swarm::ecs::Format;
 use swarm::sim::components::{Blue, Position, Red};
-use swarm::sim::report::{run, RunSettings};
+use swarm::sim::report::{run, run_app, RunSettings};
+use swarm::sim::snapshot::{load_app, save};
 use swarm::sim::{build_app, digest, Scenario, SimConfig, SimStats, StaleCatches};
 
 fn settings(seed: u64, population: u32, frames: u32, backend: Backend, switch_every: Option<u32>) -> RunSettings {
@@ -238,16 +241,42 @@ fn stale_catches_hold_each_frames_stale_handles() {
 }
 
 #[test]
-fn same_digest_for_every_thread_count_on_every_backend_with_live_switches() {
+fn same_digest_for_every_thread_count_and_piece_size_on_every_backend_with_live_switches() {
     let reference = run(&settings(3, 800, 120, Backend::SparseSet, None), |_| {});
     assert!(reference.deaths > 0, "nobody died: the test would prove little");
     for backend in Backend::ALL {
-        for threads in [1, 2, 3, 8] {
-            for switch_every in [None, Some(17)] {
-                let settings = RunSettings { threads, ..settings(3, 800, 120, backend, switch_every) };
-                let report = run(&settings, |_| {});
-                assert_eq!(report.digest, reference.digest, "{backend}, {threads} threads, switch {switch_every:?}");
+        for threads in [1, 2, 3, 4, 8] {
+            // Odd piece sizes (and one piece for everything): a piece boundary that leaked into the result shows.
+            for (rows, switch_every) in [(2048, None), (7, Some(17)), (333, None), (1 << 20, Some(17))] {
+                let s = settings(3, 800, 120, backend, switch_every);
+                let mut app = build_app(s.config, s.seed, s.backend, s.capacity);
+                app.set_threads(threads);
+                app.world.set_piece_rows(rows);
+                let (report, _) = run_app(app, s.frames, s.switch_every, |_| {});
+                assert_eq!(report.threads, threads);
+                assert_eq!(
+                    report.digest, reference.digest,
+                    "{backend}, {threads} threads, {rows} rows a piece, switch {switch_every:?}"
+                );
             }
         }
+    }
+}
+
+#[test]
+fn saved_at_one_thread_count_and_loaded_at_another_gives_the_same_world() {
+    let straight = run(&settings(5, 1500, 160, Backend::SparseSet, None), |_| {});
+    for (first, second, backend) in [(3, 2, Backend::HashMap), (1, 4, Backend::Archetype), (2, 1, Backend::SparseSet)] {
+        let s = settings(5, 1500, 80, Backend::SparseSet, None);
+        let mut app = build_app(s.config, s.seed, s.backend, s.capacity);
+        app.set_threads(first);
+        app.world.set_piece_rows(97);
+        let (_, app) = run_app(app, 80, None, |_| {});
+        let bytes = save(&app.world, Format::Binary).unwrap();
+        let (mut loaded, _) = load_app(&bytes, Some(backend), Profiler::new()).unwrap();
+        loaded.set_threads(second);
+        loaded.world.set_piece_rows(5);
+        let (report, _) = run_app(loaded, 80, None, |_| {});
+        assert_eq!(report.digest, straight.digest, "saved at {first} threads, loaded on {backend} at {second}");
     }
 }

@@ -240,8 +240,9 @@ impl App {
 
     /// An app around `world` that records its spans into `profiler` (shared with whoever else holds it, e.g. a
     /// window that rebuilds its app on reset but keeps one trace).
-    pub fn with_profiler(world: World, profiler: Profiler) -> Self {
+    pub fn with_profiler(mut world: World, profiler: Profiler) -> Self {
         let apply_id = profiler.register("apply_commands");
+        world.set_threads(default_threads());
         Self {
             world,
             stages: Default::default(),
@@ -260,7 +261,8 @@ impl App {
     }
 
     /// How many threads the schedule uses: systems of one batch (whose access does not clash) run at once on up to
-    /// this many. The world after a frame is the same for every count.
+    /// this many, and so do the pieces of parallel query loops. The world after a frame is the same for every
+    /// count.
     pub fn threads(&self) -> usize {
         self.threads
     }
@@ -273,6 +275,7 @@ impl App {
             self.pool = None;
             self.pool_asked = false;
         }
+        self.world.set_threads(threads);
         self
     }
 
@@ -438,30 +441,46 @@ impl App {
     /// run is back, and the commands recorded so far are kept), or a system's resource is missing.
     pub fn update(&mut self) {
         self.reinit_if_replaced();
+        if self.threads > 1 && !self.pool_asked {
+            // Without a pool (the system refused threads) the schedule runs on this thread, with the same result.
+            self.pool = rayon::ThreadPoolBuilder::new().num_threads(self.threads).build().ok();
+            self.pool_asked = true;
+        }
+        // The whole frame runs on the pool, so the systems of a batch and the pieces of a parallel query loop (in
+        // any system) go to its threads with no hand-over per batch.
+        match self.pool.take() {
+            Some(pool) => {
+                let outcome = pool.install(|| catch_unwind(AssertUnwindSafe(|| self.frame(true))));
+                self.pool = Some(pool);
+                if let Err(panic) = outcome {
+                    resume_unwind(panic);
+                }
+            }
+            None => self.frame(false),
+        }
+    }
+
+    /// One frame, on the pool's threads if `on_pool`.
+    fn frame(&mut self, on_pool: bool) {
         if !self.started {
             self.started = true;
-            self.run_stage(Stage::Startup);
+            self.run_stage(Stage::Startup, on_pool);
             self.world.apply_commands();
         }
         for stage in Stage::FRAME {
-            self.run_stage(stage);
+            self.run_stage(stage, on_pool);
         }
         let Self { world, profiler, apply_id, .. } = self;
         profiler.time("apply_commands", *apply_id, || world.apply_commands());
         self.frames += 1;
     }
 
-    fn run_stage(&mut self, stage: Stage) {
-        if self.threads > 1 && !self.pool_asked {
-            // Without a pool (the system refused threads) the schedule runs on this thread, with the same result.
-            self.pool = rayon::ThreadPoolBuilder::new().num_threads(self.threads).build().ok();
-            self.pool_asked = true;
-        }
-        let Self { world, stages, groups, profiler, plans, pool, ran, .. } = self;
+    fn run_stage(&mut self, stage: Stage, on_pool: bool) {
+        let Self { world, stages, groups, profiler, plans, ran, .. } = self;
         let entries = &mut stages[stage.slot()];
         let plan = plans[stage.slot()].get_or_insert_with(|| plan(entries, world));
         for segment in plan.iter() {
-            let mut run = || run_batches(world, entries, &segment.batches, profiler, pool.as_ref(), ran);
+            let mut run = || run_batches(world, entries, &segment.batches, profiler, on_pool, ran);
             match segment.group {
                 None => run(),
                 Some(g) => {
@@ -503,7 +522,7 @@ fn run_batches(
     entries: &mut [Entry],
     batches: &[Vec<usize>],
     profiler: &Profiler,
-    pool: Option<&rayon::ThreadPool>,
+    on_pool: bool,
     ran: &mut Vec<usize>,
 ) {
     for batch in batches {
@@ -511,7 +530,7 @@ fn run_batches(
         if exclusive {
             flush(world, entries, ran);
         }
-        let outcome = catch_unwind(AssertUnwindSafe(|| run_batch(world, entries, batch, profiler, pool)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| run_batch(world, entries, batch, profiler, on_pool)));
         if !exclusive {
             ran.extend(batch);
         }
@@ -536,13 +555,7 @@ fn flush(world: &mut World, entries: &mut [Entry], ran: &mut Vec<usize>) {
 /// batch before any of it runs), run (on the pool with the world shared, if there is a pool and more than one, else
 /// in order on this thread), then finished (everything put back), panicking or not. So what a batch does is the
 /// same for every thread count.
-fn run_batch(
-    world: &mut World,
-    entries: &mut [Entry],
-    batch: &[usize],
-    profiler: &Profiler,
-    pool: Option<&rayon::ThreadPool>,
-) {
+fn run_batch(world: &mut World, entries: &mut [Entry], batch: &[usize], profiler: &Profiler, on_pool: bool) {
     if let [k] = *batch {
         if entries[k].access.is_exclusive() {
             let entry = &mut entries[k];
@@ -583,8 +596,8 @@ fn run_batch(
             let run = || profiler.time(entry.name, entry.id, || entry.system.run_shared(world));
             entry.panic = catch_unwind(AssertUnwindSafe(run)).err();
         };
-        match pool {
-            Some(pool) if batch.len() > 1 => pool.install(|| run_split(entries, 0, batch, &run)),
+        match on_pool {
+            true if batch.len() > 1 => run_split(entries, 0, batch, &run),
             _ => {
                 for (k, entry) in entries.iter_mut().enumerate() {
                     if batch.contains(&k) {

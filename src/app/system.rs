@@ -123,6 +123,35 @@ impl<Q: QueryData, F: Filter> Query<'_, '_, Q, F> {
         self.state.for_each_with_commands(self.context.world, self.context.lease, commands, f)
     }
 
+    /// Calls `f` with each matching entity and its components, in pieces on the app's thread pool (as
+    /// [`swarm::ecs::Query::par_for_each`](crate::ecs::Query::par_for_each)): the same world for every thread
+    /// count.
+    pub fn par_for_each(&mut self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
+        self.state.par_for_each(self.context.world, self.context.lease, f)
+    }
+
+    /// Like [`Query::par_for_each`], with a value per piece, in piece order (as
+    /// [`swarm::ecs::Query::par_fold`](crate::ecs::Query::par_fold)).
+    pub fn par_fold<A: Default + Send>(
+        &mut self,
+        out: &mut Vec<A>,
+        start: impl Fn(&mut A) + Sync,
+        f: impl for<'a> Fn(&mut A, Entity, Q::Item<'a>) + Sync,
+    ) {
+        self.state.par_fold(self.context.world, self.context.lease, out, start, f)
+    }
+
+    /// Like [`Query::par_for_each`], recording into the system's `commands`, keyed by the visited entity (as
+    /// [`swarm::ecs::Query::par_for_each_with_commands`](crate::ecs::Query::par_for_each_with_commands)): the
+    /// buffer is the one the serial [`Query::for_each_with_commands`] records, for every thread count.
+    pub fn par_for_each_with_commands(
+        &mut self,
+        commands: &mut Commands<'_>,
+        f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync,
+    ) {
+        self.state.par_for_each_with_commands(self.context.world, self.context.lease, commands, f)
+    }
+
     /// Calls `f` with one entity's components, if it matches; returns what `f` returns.
     pub fn get<R>(&mut self, entity: Entity, f: impl for<'a> FnOnce(Q::Item<'a>) -> R) -> Result<R, QueryOneError> {
         self.state.get(self.context.world, self.context.lease, entity, f)

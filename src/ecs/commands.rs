@@ -71,6 +71,26 @@ enum Op {
     Despawn(Entity),
 }
 
+impl Op {
+    /// The op after its buffer's values moved to another buffer (`moved`: per queue, the queue there and the slot
+    /// its first value took) and its target renumbered.
+    #[inline]
+    fn moved(self, moved: &[(u32, u32)], renumber: impl Fn(Entity) -> Entity) -> Op {
+        match self {
+            Op::Spawn { entity, queue, slot } => {
+                let (queue, first) = moved[queue as usize];
+                Op::Spawn { entity: renumber(entity), queue, slot: first + slot }
+            }
+            Op::Insert { entity, queue, slot } => {
+                let (queue, first) = moved[queue as usize];
+                Op::Insert { entity: renumber(entity), queue, slot: first + slot }
+            }
+            Op::Remove { entity, remove } => Op::Remove { entity: renumber(entity), remove },
+            Op::Despawn(entity) => Op::Despawn(renumber(entity)),
+        }
+    }
+}
+
 trait ErasedQueue: Any + Send + Sync {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// An empty queue of the same type.
@@ -266,7 +286,7 @@ impl CommandQueue {
     }
 
     /// Ends a query loop's recording: its ops, sorted by (visited entity, order recorded), join the list.
-    fn end_loop(&mut self) {
+    pub(crate) fn end_loop(&mut self) {
         // Keys are unique (the low half is the position), so the unstable sort gives the stable order, and needs no
         // buffer: nothing allocates. Sorting 8-byte keys rather than the ops moves a third of the bytes.
         if !self.keys.is_sorted() {
@@ -276,6 +296,11 @@ impl CommandQueue {
         self.ops.extend(self.keys.iter().map(|&key| keyed[key as u32 as usize]));
         self.keyed.clear();
         self.keys.clear();
+    }
+
+    /// The tag of this buffer's deferred handles.
+    pub(crate) fn tag(&self) -> u8 {
+        self.tag
     }
 
     /// A system's buffer, whose deferred handles carry `tag` (not 0, the world's).
@@ -305,7 +330,25 @@ impl CommandQueue {
             "more than {} deferred spawns of one system's buffer before the world's buffer was applied",
             DEFERRED_PER_BUFFER - 1
         );
-        // Where each of `other`'s value queues lands here, and the slot its first value takes.
+        let moved = self.take_values(other);
+        let renumber = |entity: Entity| match entity.is_deferred() {
+            true => match entity.deferred_parts() {
+                (of, n) if of == tag && offset > 0 => Entity::deferred(tag, n + offset),
+                _ => entity,
+            },
+            false => entity,
+        };
+        self.ops.extend(other.ops.drain(..).map(|op| op.moved(&moved, renumber)));
+        // (Both below `DEFERRED_PER_BUFFER`: a buffer refuses more, and a joined tag counts toward it, see `spawn`.)
+        self.joined[tag as usize] = offset + other.deferred;
+        other.deferred = 0;
+        other.moved = moved;
+    }
+
+    /// Moves every value of `other` to the end of this buffer's queues of the same types (made here if new);
+    /// returns, per queue of `other`, the queue it went to here and the slot its first value took (`other`'s
+    /// reused list: hand it back to `other.moved`).
+    fn take_values(&mut self, other: &mut CommandQueue) -> Vec<(u32, u32)> {
         let mut moved = std::mem::take(&mut other.moved);
         moved.clear();
         for (queue, &type_id) in other.queues.iter_mut().zip(&other.queue_types) {
@@ -321,29 +364,49 @@ impl CommandQueue {
             };
             moved.push((k, queue.move_into(&mut *self.queues[k as usize])));
         }
+        moved
+    }
+
+    /// Makes this (empty) buffer a piece of a parallel loop whose commands join a buffer tagged `tag`.
+    pub(crate) fn start_piece(&mut self, tag: u8) {
+        debug_assert!(self.is_empty() && self.deferred == 0, "a piece's buffer starts empty");
+        self.tag = tag;
+    }
+
+    /// Moves the loop commands of `piece` (a piece of a parallel loop, see [`CommandQueue::start_piece`]) into this
+    /// buffer's loop, keys and all, leaving `piece` empty: when the loop ends they are sorted with the other
+    /// pieces' by visited entity, so the order the pieces join in does not matter. Its deferred handles are
+    /// numbered on from this buffer's.
+    ///
+    /// # Panics
+    /// If the pieces together recorded more deferred spawns than one buffer holds.
+    pub(crate) fn join_piece(&mut self, piece: &mut CommandQueue) {
+        debug_assert!(piece.ops.is_empty(), "a piece records loop commands only");
+        if piece.keyed.is_empty() {
+            piece.clear_values();
+            return;
+        }
+        let (tag, offset) = (self.tag, self.deferred);
+        assert!(
+            offset + piece.deferred < DEFERRED_PER_BUFFER,
+            "more than {} deferred spawns in one parallel loop's buffer",
+            DEFERRED_PER_BUFFER - 1
+        );
+        let moved = self.take_values(piece);
         let renumber = |entity: Entity| match entity.is_deferred() {
             true => match entity.deferred_parts() {
-                (of, n) if of == tag && offset > 0 => Entity::deferred(tag, n + offset),
+                (of, n) if of == tag => Entity::deferred(tag, n + offset),
                 _ => entity,
             },
             false => entity,
         };
-        self.ops.extend(other.ops.drain(..).map(|op| match op {
-            Op::Spawn { entity, queue, slot } => {
-                let (queue, first) = moved[queue as usize];
-                Op::Spawn { entity: renumber(entity), queue, slot: first + slot }
-            }
-            Op::Insert { entity, queue, slot } => {
-                let (queue, first) = moved[queue as usize];
-                Op::Insert { entity: renumber(entity), queue, slot: first + slot }
-            }
-            Op::Remove { entity, remove } => Op::Remove { entity: renumber(entity), remove },
-            Op::Despawn(entity) => Op::Despawn(renumber(entity)),
-        }));
-        // (Both below `DEFERRED_PER_BUFFER`: a buffer refuses more, and a joined tag counts toward it, see `spawn`.)
-        self.joined[tag as usize] = offset + other.deferred;
-        other.deferred = 0;
-        other.moved = moved;
+        let base = self.keyed.len() as u64;
+        self.keyed.extend(piece.keyed.drain(..).map(|op| op.moved(&moved, renumber)));
+        // A key is (visited index, position in its buffer's loop): the position moves past this buffer's.
+        self.keys.extend(piece.keys.drain(..).map(|key| key + base));
+        self.deferred = offset + piece.deferred;
+        piece.deferred = 0;
+        piece.moved = moved;
     }
 
     /// The live handle a command's target stands for: itself, or for a deferred handle the entity its spawn made

@@ -51,7 +51,7 @@ pub use swarm_derive::Bundle;
 /// shares its name with the struct [`Query`](struct@Query), in another namespace.
 pub use swarm_derive::Query;
 pub use view::ViewMut;
-pub use world::{ComponentBytes, World, DEFAULT_CAPACITY};
+pub use world::{ComponentBytes, World, DEFAULT_CAPACITY, PIECE_ROWS};
 
 /// What the derives' output names: not part of the API.
 #[doc(hidden)]

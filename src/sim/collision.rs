@@ -175,7 +175,8 @@ pub fn resolve_collisions(world: &mut World) {
                 hits_by_index[item.entity.index() as usize] = hit;
             }
             let damage = config.damage;
-            world.query::<(&mut Health,)>().for_each(|entity, (health,)| {
+            let hits_by_index = &*hits_by_index;
+            world.query::<(&mut Health,)>().par_for_each(|entity, (health,)| {
                 // `get`: an index beyond the grid's bound was never in it.
                 let hit = hits_by_index.get(entity.index() as usize).copied().unwrap_or(0);
                 health.0 -= damage * hit as i32;

@@ -9,6 +9,7 @@ use super::grid::TEAMS;
 use crate::app::{App, Commands, Query, Res, ResMut, Stage};
 use crate::ecs::{Entity, With, Without};
 use glam::Vec2;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Adds [`hunt_targets`] to `Update`, in the group "movement", and the [`StaleCatches`] it fills.
 pub fn plugin(app: &mut App) {
@@ -66,15 +67,17 @@ pub fn hunt_targets(
         }
     });
     // Hunters without a target, entities alone: the hunter pool drives, and the target pool is only probed. (A
-    // hunter outside the grid, without a position or a team, gets no target.)
-    idle.for_each_with_commands(&mut commands, |hunter, (), commands| {
+    // hunter outside the grid, without a position or a team, gets no target.) Only reads, on every backend: the
+    // pieces run on every thread, their commands keyed by the hunter; the count is an integer sum.
+    let found = AtomicU64::new(0);
+    idle.par_for_each_with_commands(&mut commands, |hunter, (), commands| {
         if let Some(enemy) = nearest(hunter) {
             commands.insert(hunter, Target(enemy));
-            retargets += 1;
+            found.fetch_add(1, Ordering::Relaxed);
         }
     });
     stats.stale_caught += stale;
-    stats.retargets += retargets;
+    stats.retargets += retargets + found.into_inner();
 }
 
 /// The nearest live enemy within `search_cells` rings of grid cells; ties go to the smaller handle. Live means in

@@ -26,10 +26,11 @@ pub struct Mover<'a> {
 /// outside the arena is clamped to its edge, and the velocity component across that wall flips.
 ///
 /// Written without branches (clamp, compare, select), so the loop body is a few vector instructions. (A NaN
-/// position, which nothing here makes, would be clamped to the wall at 0.)
+/// position, which nothing here makes, would be clamped to the wall at 0.) Each entity's step reads and writes
+/// only its own values, so the pieces run on every thread.
 pub fn integrate_velocity(config: Res<SimConfig>, mut movers: Query<Mover>) {
     let arena = config.arena;
-    movers.for_each(|_, Mover { position, velocity }| {
+    movers.par_for_each(|_, Mover { position, velocity }| {
         let moved = position.0 + velocity.0 * DT;
         let inside = moved.clamp(Vec2::ZERO, arena);
         velocity.0 = Vec2::select(moved.cmpne(inside), -velocity.0, velocity.0);

@@ -89,14 +89,15 @@ use crate::ecs::storage::{ErasedPool, Layout};
 pub trait QueryData {
     /// What the loop body receives: a reference, an option, or a tuple of them.
     type Item<'a>;
-    /// A run of rows: a slice, or a tuple of parallel slices.
-    type Slices<'a>;
+    /// A run of rows: a slice, or a tuple of parallel slices. (`Send`: a parallel loop hands pieces of a run to
+    /// other threads.)
+    type Slices<'a>: Send;
     #[doc(hidden)]
     /// The typed pool borrows of a per-component layout, one per term.
-    type Pools<'w, L: Layout>;
+    type Pools<'w, L: Layout>: Send + Sync;
     #[doc(hidden)]
     /// Per term, how a probing loop reaches its values (see [`super::term::Lane`]).
-    type Lanes<'w, L: Layout>;
+    type Lanes<'w, L: Layout>: Send;
     #[doc(hidden)]
     /// Every archetype table's columns, one borrow per term (a term's columns are all its type's columns).
     type Columns<'w>;
@@ -136,6 +137,18 @@ pub trait QueryData {
         pools: Self::Pools<'w, L>,
         driver: usize,
     ) -> (Option<&'w [Entity]>, Self::Lanes<'w, L>);
+    #[doc(hidden)]
+    /// Whether the lanes with term `driver` driving can be cut in two: every written term is the driver (walked
+    /// by row), so the probed pools are only read and both halves may hold them.
+    fn lanes_split(driver: usize) -> bool;
+    #[doc(hidden)]
+    /// The lanes cut at driver row `row` (only when [`QueryData::lanes_split`] said so): the driver's packed
+    /// values split, the probed pools shared by both halves.
+    fn split_lanes<'w, L: Layout>(lanes: Self::Lanes<'w, L>, row: usize) -> (Self::Lanes<'w, L>, Self::Lanes<'w, L>);
+    #[doc(hidden)]
+    /// A second handle on the pools if every term only reads them (`None` if one writes), so several threads may
+    /// probe them at once.
+    fn share<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> Option<Self::Pools<'a, L>>;
     #[doc(hidden)]
     /// The values at `row` of the driver and at `index` of the probed pools, if every term has one.
     fn lane_get<'a, L: Layout>(lanes: &'a mut Self::Lanes<'_, L>, row: usize, index: u32) -> Option<Self::Item<'a>>;
@@ -287,6 +300,32 @@ macro_rules! impl_query_data {
                     };
                 )*
                 (rows, ($($T,)*))
+            }
+
+            fn lanes_split(driver: usize) -> bool {
+                let mut driver = driver;
+                let mut splits = true;
+                $(
+                    splits &= $T::lanes_split(driver);
+                    driver = driver.wrapping_sub($T::TERMS);
+                )*
+                splits
+            }
+
+            #[inline]
+            fn split_lanes<'w, L: Layout>(
+                lanes: Self::Lanes<'w, L>,
+                row: usize,
+            ) -> (Self::Lanes<'w, L>, Self::Lanes<'w, L>) {
+                let ($($T,)*) = lanes;
+                $(let $T = $T::split_lanes::<L>($T, row);)*
+                (($($T.0,)*), ($($T.1,)*))
+            }
+
+            #[inline]
+            fn share<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> Option<Self::Pools<'a, L>> {
+                let ($($T,)*) = pools;
+                Some(($($T::share::<L>($T)?,)*))
             }
 
             // Forced inline, like `probe` below, and every term looked up before the match: as plain `#[inline]`
@@ -557,6 +596,22 @@ macro_rules! __delegate_query {
                 driver: usize,
             ) -> (::core::option::Option<&'__w [$crate::ecs::Entity]>, Self::Lanes<'__w, __L>) {
                 <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::into_lanes::<__L>(pools, driver)
+            }
+            fn lanes_split(driver: usize) -> bool {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::lanes_split(driver)
+            }
+            #[inline]
+            fn split_lanes<'__w, __L: $crate::ecs::__private::Layout>(
+                lanes: Self::Lanes<'__w, __L>,
+                row: usize,
+            ) -> (Self::Lanes<'__w, __L>, Self::Lanes<'__w, __L>) {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::split_lanes::<__L>(lanes, row)
+            }
+            #[inline]
+            fn share<'__a, __L: $crate::ecs::__private::Layout>(
+                pools: &'__a Self::Pools<'_, __L>,
+            ) -> ::core::option::Option<Self::Pools<'__a, __L>> {
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::share::<__L>(pools)
             }
             #[inline(always)]
             fn lane_get<'__a, __L: $crate::ecs::__private::Layout>(

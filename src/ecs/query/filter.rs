@@ -20,8 +20,9 @@ pub struct Without<T>(PhantomData<fn() -> T>);
 /// A filter: `()`, [`With<T>`], [`Without<T>`], or a pair of filters.
 pub trait Filter: 'static {
     #[doc(hidden)]
-    /// Typed pool borrows of a per-component layout.
-    type Pools<'w, L: Layout>;
+    /// Typed pool borrows of a per-component layout (`Sync`: the pieces of a parallel loop test the filter on
+    /// several threads).
+    type Pools<'w, L: Layout>: Sync;
     #[doc(hidden)]
     /// Whether every entity matches (no `With` / `Without` in it), so loops need not ask.
     const ALWAYS: bool = false;

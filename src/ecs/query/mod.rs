@@ -33,6 +33,7 @@ mod cache;
 mod data;
 mod error;
 mod filter;
+mod par;
 mod run;
 mod state;
 mod term;
@@ -48,6 +49,8 @@ pub use data::{is_query_data, ComposeQuery, ComposedRows, TermPool, TupleOf};
 pub use data::{QueryData, ReadOnlyQueryData};
 pub use error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 pub use filter::{Filter, Or, With, Without};
+#[doc(hidden)]
+pub use par::Pieces;
 pub(crate) use run::QueryContext;
 pub use state::{Lease, QueryState};
 #[doc(hidden)]
@@ -57,6 +60,7 @@ use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;
 use crate::ecs::world::World;
 use crate::ecs::Component;
+use par::{par_run, with_pieces, ParCommands, ParEach, ParFold};
 use run::{batches, exclusive, many, one, run, shared, Parts};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
@@ -114,6 +118,9 @@ pub trait Source<'w, Q: QueryData> {
     #[doc(hidden)]
     /// Whether `entity` is alive (a mutable world applies its command buffer first if `entity` was reserved).
     fn settle(&mut self, entity: Entity) -> bool;
+    #[doc(hidden)]
+    /// How a parallel loop cuts its work here.
+    fn pieces(&self) -> Pieces;
 }
 
 impl<'w, Q: QueryData> Source<'w, Q> for &'w mut World {
@@ -124,6 +131,9 @@ impl<'w, Q: QueryData> Source<'w, Q> for &'w mut World {
     fn settle(&mut self, entity: Entity) -> bool {
         World::settle(self, entity)
     }
+    fn pieces(&self) -> Pieces {
+        World::pieces(self)
+    }
 }
 
 impl<'w, Q: ReadOnlyQueryData> Source<'w, Q> for &'w World {
@@ -132,6 +142,9 @@ impl<'w, Q: ReadOnlyQueryData> Source<'w, Q> for &'w World {
     }
     fn settle(&mut self, entity: Entity) -> bool {
         self.is_alive(entity)
+    }
+    fn pieces(&self) -> Pieces {
+        World::pieces(self)
     }
 }
 
@@ -274,6 +287,79 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
         }
     }
 
+    /// Calls `f` with each matching entity and its components, the matches cut into pieces that run on the thread
+    /// pool (rayon's current one: an [`App`](crate::app::App)'s own inside its systems). A piece is up to
+    /// [`World::piece_rows`] consecutive matches in the storage's order, wherever the threads are, so a loop that
+    /// writes only the visited entity's components gives the same world for every thread count. (Which walks run
+    /// their pieces on several threads and which in order on this one: `ecs/query/par.rs`.)
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32); struct Vel(f32);
+    /// let mut world = World::new();
+    /// world.set_piece_rows(100);
+    /// for i in 0..1000 {
+    ///     world.spawn((Pos(0.0), Vel(i as f32))).unwrap();
+    /// }
+    /// world.query::<(&mut Pos, &Vel)>().par_for_each(|_, (pos, vel)| pos.0 += vel.0);
+    /// let mut sum = 0.0;
+    /// world.query::<&Pos>().for_each(|_, pos| sum += pos.0);
+    /// assert_eq!(sum, (0..1000).sum::<i32>() as f32);
+    /// ```
+    ///
+    /// # Panics
+    /// If the query is refused, like [`Query::for_each`]; if `f` panics, once every piece already started has
+    /// finished (what they wrote stays written).
+    pub fn par_for_each(self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
+        let pieces = self.world.pieces();
+        let mut slots = Vec::new(); // of `()`: never allocates
+        if let Err(error) =
+            self.world.with_parts::<F, _>(|parts| par_run::<Q, F, _>(parts, pieces, &ParEach(f), &mut slots))
+        {
+            panic!("{error}");
+        }
+    }
+
+    /// Like [`Query::par_for_each`], with a value per piece: `out` ends with one value per piece, in piece order
+    /// (so a list or a float sum combined from them is the same for every thread count). Each piece's value is
+    /// the one `out` held at that position (its memory reused) or a new default one, handed to `start` (to clear
+    /// it) before `f` sees the piece's matches.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32);
+    /// let mut world = World::new();
+    /// world.set_piece_rows(64);
+    /// for i in 0..1000 {
+    ///     world.spawn((Pos(i as f32 * 0.1),)).unwrap();
+    /// }
+    /// let mut far: Vec<Vec<f32>> = Vec::new();
+    /// world.query::<&Pos>().par_fold(&mut far, Vec::clear, |list, _, pos| {
+    ///     if pos.0 > 90.0 {
+    ///         list.push(pos.0);
+    ///     }
+    /// });
+    /// assert_eq!(far.len(), 16); // 1000 matches, 64 a piece
+    /// let far: Vec<f32> = far.concat(); // in piece order: the storage's order
+    /// assert_eq!(far.len(), 99);
+    /// assert!(far.windows(2).all(|w| w[0] < w[1]));
+    /// ```
+    ///
+    /// # Panics
+    /// As [`Query::par_for_each`].
+    pub fn par_fold<A: Default + Send>(
+        self,
+        out: &mut Vec<A>,
+        start: impl Fn(&mut A) + Sync,
+        f: impl for<'a> Fn(&mut A, Entity, Q::Item<'a>) + Sync,
+    ) {
+        let pieces = self.world.pieces();
+        let visit = ParFold { start, f, _slot: PhantomData };
+        if let Err(error) = self.world.with_parts::<F, _>(|parts| par_run::<Q, F, _>(parts, pieces, &visit, out)) {
+            panic!("{error}");
+        }
+    }
+
     /// Number of matching entities (a lock-step walk counts whole runs, without visiting their rows).
     pub fn count(self) -> usize {
         let mut n = 0;
@@ -322,6 +408,47 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
         if let Err(error) = self.try_for_each_with_commands(f) {
             panic!("{error}");
         }
+    }
+
+    /// [`Query::for_each_with_commands`] in pieces on the thread pool (as [`Query::par_for_each`]): each piece
+    /// records into a buffer of its own, keyed by the visited entity, and when the loop ends every piece's
+    /// commands join the world's buffer sorted by that entity, so the buffer, and the world after
+    /// [`World::apply_commands`], are exactly what the serial loop gives, for every thread count and piece size.
+    /// Spawns get deferred handles, numbered per piece and renumbered as the pieces join (names for later commands
+    /// of the same loop, as in the serial loop).
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Health(i32);
+    /// struct Spark;
+    /// let mut world = World::new();
+    /// world.set_piece_rows(7);
+    /// for h in 0..100 {
+    ///     world.spawn((Health(h % 3),)).unwrap();
+    /// }
+    /// world.query::<&Health>().par_for_each_with_commands(|e, health, commands| {
+    ///     if health.0 == 0 {
+    ///         commands.despawn(e);
+    ///         let spark = commands.spawn((Spark,)).unwrap();
+    ///         commands.insert(spark, Health(9));
+    ///     }
+    /// });
+    /// let stats = world.apply_commands();
+    /// assert_eq!((stats.applied, stats.skipped), (3 * 34, 0));
+    /// assert_eq!(world.query::<(&Spark, &Health)>().count(), 34);
+    /// ```
+    ///
+    /// # Panics
+    /// If the query is refused, like [`Query::for_each`]. If `f` panics, once every piece already started has
+    /// finished: the commands every piece recorded so far stay in the buffer (sorted, as above).
+    pub fn par_for_each_with_commands(self, f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync) {
+        let pieces = World::pieces(self.world);
+        let (parts, commands, queues) = match run::exclusive_pieces::<Q, F>(self.world) {
+            Ok(lent) => lent,
+            Err(error) => panic!("{error}"),
+        };
+        let visit = ParCommands { f, tag: commands.tag() };
+        with_pieces(commands, queues, |queues| par_run::<Q, F, _>(parts, pieces, &visit, queues));
     }
 
     /// [`Query::for_each_with_commands`], or says why the query is refused.

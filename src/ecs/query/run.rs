@@ -35,6 +35,8 @@ pub(crate) struct QueryContext<'w> {
     pub(crate) components: &'w mut Registry,
     /// The world's query cache.
     pub(crate) queries: &'w mut QueryCache,
+    /// The pieces' command buffers of parallel loops, reused.
+    pub(crate) pieces: &'w mut Vec<CommandQueue>,
 }
 
 /// What a query runs on, from a mutable world or a shared one: the storage lent exclusively or shared, the
@@ -56,14 +58,23 @@ pub struct Parts<'w, 's> {
 pub(super) fn exclusive<'w, Q: QueryData, F: Filter>(
     world: &'w mut World,
 ) -> Result<(Parts<'w, 'w>, &'w mut CommandQueue), QueryError> {
-    let QueryContext { entities, storage, scratch, commands, components, queries } = world.query_context();
+    exclusive_pieces::<Q, F>(world).map(|(parts, commands, _)| (parts, commands))
+}
+
+/// [`exclusive`], and the world's reused command buffers for the pieces of a parallel loop.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+pub(super) fn exclusive_pieces<'w, Q: QueryData, F: Filter>(
+    world: &'w mut World,
+) -> Result<(Parts<'w, 'w>, &'w mut CommandQueue, &'w mut Vec<CommandQueue>), QueryError> {
+    let QueryContext { entities, storage, scratch, commands, components, queries, pieces } = world.query_context();
     let shape = queries.shape::<Q, F>(components);
     if let Some(error) = shape.access.refusal() {
         return Err(error.clone());
     }
     storage.catch_up(components);
     let storage = Store::Whole(Lent::Exclusive(storage));
-    Ok((Parts { entities, storage, shape, scratch }, commands))
+    Ok((Parts { entities, storage, shape, scratch }, commands, pieces))
 }
 
 /// Runs `body` on the parts of a shared world for query `(Q, F)`: its shape is worked out now, registering nothing
@@ -95,19 +106,19 @@ pub(crate) enum Store<'w> {
 }
 
 /// The pools of a per-component layout as lent: whole, or the world's shared with some on loan.
-enum PoolsLent<'w> {
+pub(super) enum PoolsLent<'w> {
     Whole(Lent<'w, [Box<dyn ErasedPool>]>),
     Split(&'w [Box<dyn ErasedPool>], Loaned<'w>),
 }
 
 /// The archetype tables as lent: whole, or shared with some types' columns on loan.
-enum TablesLent<'w> {
+pub(super) enum TablesLent<'w> {
     Whole(Lent<'w, Archetypes>),
     Split(&'w Archetypes, Loaned<'w>),
 }
 
 impl TablesLent<'_> {
-    fn as_ref(&self) -> &Archetypes {
+    pub(super) fn as_ref(&self) -> &Archetypes {
         match self {
             TablesLent::Whole(archetypes) => archetypes.as_ref(),
             TablesLent::Split(archetypes, _) => archetypes,
@@ -116,19 +127,19 @@ impl TablesLent<'_> {
 }
 
 /// Every table's columns of each type as lent.
-enum ColumnsLent<'w> {
+pub(super) enum ColumnsLent<'w> {
     Whole(Lent<'w, [TypeColumns]>),
     Split(&'w [TypeColumns], Loaned<'w>),
 }
 
 /// The storage as it is lent, opened: pools of one layout, or archetype tables.
-enum Lending<'w> {
+pub(super) enum Lending<'w> {
     Pools(PoolLayout, PoolsLent<'w>),
     Tables(TablesLent<'w>),
 }
 
 #[inline(always)]
-fn lending(storage: Store<'_>) -> Lending<'_> {
+pub(super) fn lending(storage: Store<'_>) -> Lending<'_> {
     match storage {
         Store::Whole(Lent::Exclusive(Storage::Pools { layout, pools })) => {
             Lending::Pools(*layout, PoolsLent::Whole(Lent::Exclusive(pools)))
@@ -173,7 +184,7 @@ pub(super) fn run<Q: QueryData, F: Filter, V: Visit<Q>>(parts: Parts<'_, '_>, vi
 /// The query's and its filter's typed pools, taken from the world's table all at once (they stay in it, so a
 /// panicking loop body leaves nothing to put back) and downcast once; `None` if no entity can match.
 #[inline]
-fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
+pub(super) fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
     pools: PoolsLent<'w>,
     shape: &Shape,
 ) -> Option<(Q::Pools<'w, L>, F::Pools<'w, L>)> {
@@ -222,7 +233,7 @@ fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
 
 /// The tables, and every table's columns of each type as lent.
 #[inline]
-fn lend_columns(archetypes: TablesLent<'_>) -> (&[Table], ColumnsLent<'_>) {
+pub(super) fn lend_columns(archetypes: TablesLent<'_>) -> (&[Table], ColumnsLent<'_>) {
     match archetypes {
         TablesLent::Whole(Lent::Exclusive(archetypes)) => {
             let (tables, columns) = archetypes.parts_mut();
@@ -242,7 +253,7 @@ fn lend_columns(archetypes: TablesLent<'_>) -> (&[Table], ColumnsLent<'_>) {
 /// The fetched terms' columns (all tables' columns of each term's type), taken all at once and downcast once;
 /// `None` if a required term's type is in no table.
 #[inline]
-fn take_columns<'w, Q: QueryData>(columns: ColumnsLent<'w>, shape: &Shape) -> Option<Q::Columns<'w>> {
+pub(super) fn take_columns<'w, Q: QueryData>(columns: ColumnsLent<'w>, shape: &Shape) -> Option<Q::Columns<'w>> {
     let ids = &shape.access.ids()[..shape.access.fetched];
     match columns {
         // A type the world never met (`ABSENT`), or that no table holds yet, has no columns.
@@ -283,7 +294,7 @@ fn take_columns<'w, Q: QueryData>(columns: ColumnsLent<'w>, shape: &Shape) -> Op
 }
 
 /// How a per-component layout's loop walks the pools (see [`plan`]).
-enum Walk {
+pub(super) enum Walk {
     /// A required pool is empty: nothing can match.
     Nothing,
     /// Every fetched pool is packed in the same order: their value arrays are walked in lock-step.
@@ -302,7 +313,7 @@ enum Walk {
 /// changed since they were given, and in O(changes) when something did; otherwise the orders are compared whole
 /// once, and found equal they get one fresh stamp. Else the smallest pool drives and the others are probed.
 #[inline(always)]
-fn plan<Q: QueryData, L: Layout, F: Filter>(pools: &Q::Pools<'_, L>, filter: &F::Pools<'_, L>) -> Walk {
+pub(super) fn plan<Q: QueryData, L: Layout, F: Filter>(pools: &Q::Pools<'_, L>, filter: &F::Pools<'_, L>) -> Walk {
     // The smallest fetched pool, and the smallest packed one (the first of equals).
     let (mut fetched, mut packed, mut position) = (usize::MAX, None, 0);
     Q::each_term::<L>(pools, &mut |term| {
@@ -421,7 +432,7 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
 /// drive (`usize::MAX`: only optional terms and `Without` filters), every live entity is a candidate. (Out of
 /// line: a map's key walk compiles tighter on its own than inlined into the loop's function.)
 #[inline(never)]
-fn candidates<Q: QueryData, L: Layout, F: Filter>(
+pub(super) fn candidates<Q: QueryData, L: Layout, F: Filter>(
     pools: &Q::Pools<'_, L>,
     filter: &F::Pools<'_, L>,
     smallest: usize,

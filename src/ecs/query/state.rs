@@ -16,8 +16,9 @@ use super::cache::Shape;
 use super::data::QueryData;
 use super::error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 use super::filter::Filter;
+use super::par::{par_run, with_pieces, ParCommands, ParEach, ParFold};
 use super::run::{one, run, Each, Loaned, Parts, QueryContext, Runs, Store, WithCommands};
-use crate::ecs::commands::Commands;
+use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::component::ComponentId;
 use crate::ecs::entity::Entity;
 use crate::ecs::storage::{ErasedPool, Loan};
@@ -68,6 +69,8 @@ pub struct QueryState<Q: QueryData, F: Filter = ()> {
     shape: Shape,
     access: QueryAccess,
     scratch: Vec<Entity>,
+    /// The pieces' command buffers of its parallel loops, reused.
+    pieces: Vec<CommandQueue>,
     _marker: PhantomData<fn() -> (Q, F)>,
 }
 
@@ -78,7 +81,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         let shape = Shape::new::<Q, F>(components);
         let access = QueryAccess::of(&shape.access)?;
         storage.catch_up(components);
-        Ok(Self { shape, access, scratch: Vec::new(), _marker: PhantomData })
+        Ok(Self { shape, access, scratch: Vec::new(), pieces: Vec::new(), _marker: PhantomData })
     }
 
     /// What the query reads and writes, requires and excludes.
@@ -127,6 +130,44 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
     ) {
         let commands = Commands::keyed(commands.queue());
         self.parts(world, lease, |parts| run::<Q, F, _>(parts, &mut WithCommands { f, commands }))
+    }
+
+    /// Calls `f` with each match, in pieces on the thread pool (see [`Query::par_for_each`](super::Query::par_for_each)).
+    pub fn par_for_each(&mut self, world: &World, lease: &Lease, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
+        let (pieces, mut slots) = (world.pieces(), Vec::new());
+        self.parts(world, lease, |parts| par_run::<Q, F, _>(parts, pieces, &ParEach(f), &mut slots))
+    }
+
+    /// A value per piece, in piece order (see [`Query::par_fold`](super::Query::par_fold)).
+    pub fn par_fold<A: Default + Send>(
+        &mut self,
+        world: &World,
+        lease: &Lease,
+        out: &mut Vec<A>,
+        start: impl Fn(&mut A) + Sync,
+        f: impl for<'a> Fn(&mut A, Entity, Q::Item<'a>) + Sync,
+    ) {
+        let (pieces, visit) = (world.pieces(), ParFold { start, f, _slot: PhantomData });
+        self.parts(world, lease, |parts| par_run::<Q, F, _>(parts, pieces, &visit, out))
+    }
+
+    /// Like [`QueryState::par_for_each`], recording into `commands` keyed by the visited entity (see
+    /// [`Query::par_for_each_with_commands`](super::Query::par_for_each_with_commands)).
+    pub fn par_for_each_with_commands(
+        &mut self,
+        world: &World,
+        lease: &Lease,
+        commands: &mut Commands<'_>,
+        f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync,
+    ) {
+        let pieces = world.pieces();
+        let into = commands.queue();
+        let visit = ParCommands { f, tag: into.tag() };
+        let mut queues = std::mem::take(&mut self.pieces);
+        with_pieces(into, &mut queues, |queues| {
+            self.parts(world, lease, |parts| par_run::<Q, F, _>(parts, pieces, &visit, queues))
+        });
+        self.pieces = queues;
     }
 
     /// Calls `f` with one entity's components if it matches, and returns what `f` returns.

@@ -131,6 +131,23 @@ impl<T: Component> QueryData for &T {
             _ => (None, Lane::Probe(pool)),
         }
     }
+    fn lanes_split(_: usize) -> bool {
+        true
+    }
+    #[inline]
+    fn split_lanes<'w, L: Layout>(lane: Self::Lanes<'w, L>, row: usize) -> (Self::Lanes<'w, L>, Self::Lanes<'w, L>) {
+        match lane {
+            Lane::Packed(values) => {
+                let (front, back) = values.split_at(row);
+                (Lane::Packed(front), Lane::Packed(back))
+            }
+            Lane::Probe(pool) => (Lane::Probe(pool), Lane::Probe(pool)),
+        }
+    }
+    #[inline]
+    fn share<'a, L: Layout>(pool: &'a Self::Pools<'_, L>) -> Option<Self::Pools<'a, L>> {
+        Some(*pool)
+    }
     #[inline(always)]
     fn lane_get<'a, L: Layout>(lane: &'a mut Self::Lanes<'_, L>, row: usize, index: u32) -> Option<Self::Item<'a>> {
         lane.get(row, index)
@@ -236,6 +253,24 @@ impl<T: Component> QueryData for &mut T {
             }
             _ => (None, Lane::Probe(pool)),
         }
+    }
+    fn lanes_split(driver: usize) -> bool {
+        // Written by row when it drives; probed, it would be written through one pool from several threads.
+        driver == 0
+    }
+    #[inline]
+    fn split_lanes<'w, L: Layout>(lane: Self::Lanes<'w, L>, row: usize) -> (Self::Lanes<'w, L>, Self::Lanes<'w, L>) {
+        match lane {
+            Lane::Packed(values) => {
+                let (front, back) = values.split_at_mut(row);
+                (Lane::Packed(front), Lane::Packed(back))
+            }
+            Lane::Probe(_) => unreachable!("lanes that probe a written pool are not cut (`lanes_split`)"),
+        }
+    }
+    #[inline]
+    fn share<'a, L: Layout>(_: &'a Self::Pools<'_, L>) -> Option<Self::Pools<'a, L>> {
+        None
     }
     #[inline(always)]
     fn lane_get<'a, L: Layout>(lane: &'a mut Self::Lanes<'_, L>, row: usize, index: u32) -> Option<Self::Item<'a>> {
@@ -366,6 +401,27 @@ impl<Q: QueryData> QueryData for Option<Q> {
     #[inline]
     fn into_lanes<'w, L: Layout>(pools: Self::Pools<'w, L>, _: usize) -> (Option<&'w [Entity]>, Self::Lanes<'w, L>) {
         (None, pools.map(|pools| Q::into_lanes::<L>(pools, usize::MAX).1))
+    }
+    fn lanes_split(_: usize) -> bool {
+        // Never the driver: its pools are probed.
+        Q::lanes_split(usize::MAX)
+    }
+    #[inline]
+    fn split_lanes<'w, L: Layout>(lanes: Self::Lanes<'w, L>, row: usize) -> (Self::Lanes<'w, L>, Self::Lanes<'w, L>) {
+        match lanes {
+            Some(lanes) => {
+                let (front, back) = Q::split_lanes::<L>(lanes, row);
+                (Some(front), Some(back))
+            }
+            None => (None, None),
+        }
+    }
+    #[inline]
+    fn share<'a, L: Layout>(pools: &'a Self::Pools<'_, L>) -> Option<Self::Pools<'a, L>> {
+        match pools {
+            Some(pools) => Some(Some(Q::share::<L>(pools)?)),
+            None => Some(None),
+        }
     }
     #[inline(always)]
     fn lane_get<'a, L: Layout>(lanes: &'a mut Self::Lanes<'_, L>, row: usize, index: u32) -> Option<Self::Item<'a>> {

@@ -192,7 +192,7 @@ pub type Registry = Components<LayoutFns, BundleIds>;
 /// One component type's values in a per-component layout, keyed by entity index. The verbs are `HashMap`'s, so
 /// the backends read alike. The world checks liveness; a pool only knows indices.
 #[doc(hidden)]
-pub trait Pool<T>: Default + 'static {
+pub trait Pool<T>: Default + Send + Sync + 'static {
     /// Inserts or replaces the value of `entity`; returns the previous one.
     fn insert(&mut self, entity: Entity, value: T) -> Option<T>;
     /// The value at `index`.

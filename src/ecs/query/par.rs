@@ -1,0 +1,366 @@
+//! Parallel query loops: the matches cut into *pieces* of a fixed number of rows, the pieces run on the thread
+//! pool, each with a slot of its own (a command buffer, a partial sum), and the slots combined in piece order.
+//!
+//! The determinism rule: where a piece starts depends only on the storage's order and the piece size, never on the
+//! thread count or on which thread ran what. A piece is up to `rows` consecutive matches of one run: the rows of
+//! a lock-step walk or of the driver of a probing walk, or one archetype table's rows (a piece never spans two
+//! tables). Piece `k` writes only slot `k`, so whatever a loop builds per piece comes back in piece order.
+//!
+//! Which walks run their pieces on several threads (no `unsafe`: each piece holds its own part of every borrow):
+//! - lock-step pools and archetype tables: every term's slices are cut at the piece boundaries;
+//! - a probing walk whose written terms are all the driver (walked by row): the driver's values are cut, and the
+//!   probed pools, only read, are shared by every piece;
+//! - a probing walk that only reads (any backend: hash map, ordered tree and direct array included): the
+//!   candidate list is cut and every piece probes the shared pools.
+//!
+//! A walk that probes a pool it writes (on the hash-map, ordered-tree and direct-array backends every walk probes;
+//! on sparse sets, a written term that is not the smallest pool) runs its pieces in order on the calling thread:
+//! handing two threads `&mut` into one map or array at entity-chosen places needs `unsafe` or a gathered list of
+//! borrows (an allocation per loop). The pieces and their slots are the same either way, so the result is too.
+
+use super::data::QueryData;
+use super::filter::Filter;
+use super::run::{candidates, lend_columns, lending, plan, take_columns, take_pools, Lending, Parts, Walk};
+use crate::ecs::commands::{CommandQueue, Commands};
+use crate::ecs::entity::Entity;
+use crate::ecs::storage::{dispatch, Layout};
+
+/// How a parallel loop cuts its work: `rows` matches a piece, on the pool if `parallel`.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Pieces {
+    pub(crate) rows: usize,
+    pub(crate) parallel: bool,
+}
+
+/// What a parallel loop hands its matches to: like [`super::run::Visit`], shared between threads, with the piece's
+/// slot beside each call.
+pub(super) trait ParVisit<Q: QueryData>: Sync {
+    /// Each piece's own state, kept by the caller between loops (so its memory is reused).
+    type Slot: Default + Send;
+    /// A piece starts on `slot`.
+    fn start(&self, slot: &mut Self::Slot);
+    /// One entity, found by probing.
+    fn one(&self, slot: &mut Self::Slot, entity: Entity, item: Q::Item<'_>);
+    /// A run of rows: `entities[k]` owns row `k` of every slice.
+    fn run(&self, slot: &mut Self::Slot, entities: &[Entity], slices: Q::Slices<'_>);
+}
+
+/// `slots` cut or grown to `n` (grown slots are new; kept ones keep their memory).
+fn fit<S: Default>(slots: &mut Vec<S>, n: usize) -> &mut [S] {
+    slots.truncate(n);
+    slots.resize_with(n, S::default);
+    slots
+}
+
+/// Runs `body` on each piece of `work` (`size` rows a piece, one slot each), halving the pieces and joining the
+/// halves on the pool if `parallel` (joins keep their jobs on the stack: nothing allocates), else in order.
+fn pieces<T: Send, S: Send>(
+    work: T,
+    slots: &mut [S],
+    size: usize,
+    parallel: bool,
+    cut: &(impl Fn(T, usize) -> (T, T) + Sync),
+    body: &(impl Fn(T, &mut S) + Sync),
+) {
+    match slots {
+        [] => {}
+        [slot] => body(work, slot),
+        _ => {
+            let middle = slots.len() / 2;
+            let (front, back) = cut(work, middle * size);
+            let (first, second) = slots.split_at_mut(middle);
+            if parallel {
+                rayon::join(
+                    || pieces(front, first, size, parallel, cut, body),
+                    || pieces(back, second, size, parallel, cut, body),
+                );
+            } else {
+                pieces(front, first, size, parallel, cut, body);
+                pieces(back, second, size, parallel, cut, body);
+            }
+        }
+    }
+}
+
+/// Runs query `(Q, F)` on `parts` in pieces (see the module doc); `slots` ends with one slot per piece, in piece
+/// order.
+pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
+    parts: Parts<'_, '_>,
+    split: Pieces,
+    visit: &V,
+    slots: &mut Vec<V::Slot>,
+) {
+    let Parts { entities, storage, shape, scratch } = parts;
+    let size = split.rows.max(1);
+    let parallel = split.parallel;
+    match lending(storage) {
+        Lending::Pools(layout, pools) => dispatch!(layout, L => {
+            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else {
+                slots.clear();
+                return;
+            };
+            match plan::<Q, L, F>(&pools, &filter) {
+                Walk::Nothing => slots.clear(),
+                Walk::LockStep => {
+                    let (rows, slices) = Q::into_packed::<L>(pools);
+                    let rows = rows.unwrap_or(&[]);
+                    let slices = Q::split_front(slices, rows.len()).0;
+                    let slots = fit(slots, rows.len().div_ceil(size));
+                    let body = |(rows, slices): (&[Entity], Q::Slices<'_>), slot: &mut V::Slot| {
+                        visit.start(slot);
+                        lock_step_piece::<Q, L, F, V>(visit, slot, &filter, rows, slices);
+                    };
+                    pieces((rows, slices), slots, size, parallel, &cut_run::<Q>, &body);
+                }
+                Walk::Lanes(driver) => {
+                    let (rows, lanes) = Q::into_lanes::<L>(pools, driver);
+                    let rows = rows.unwrap_or(&[]);
+                    let slots = fit(slots, rows.len().div_ceil(size));
+                    let body = |(rows, mut lanes): (&[Entity], Q::Lanes<'_, L>), slot: &mut V::Slot| {
+                        visit.start(slot);
+                        for (row, &entity) in rows.iter().enumerate() {
+                            if !F::matches::<L>(&filter, entity.index()) {
+                                continue;
+                            }
+                            if let Some(item) = Q::lane_get::<L>(&mut lanes, row, entity.index()) {
+                                visit.one(slot, entity, item);
+                            }
+                        }
+                    };
+                    if Q::lanes_split(driver) {
+                        pieces((rows, lanes), slots, size, parallel, &cut_lanes::<Q, L>, &body);
+                    } else {
+                        // A written pool is probed: the pieces run in order here, each starting at its own row.
+                        let mut lanes = lanes;
+                        for (k, slot) in slots.iter_mut().enumerate() {
+                            visit.start(slot);
+                            let first = k * size;
+                            for (row, &entity) in rows.iter().enumerate().skip(first).take(size) {
+                                if !F::matches::<L>(&filter, entity.index()) {
+                                    continue;
+                                }
+                                if let Some(item) = Q::lane_get::<L>(&mut lanes, row, entity.index()) {
+                                    visit.one(slot, entity, item);
+                                }
+                            }
+                        }
+                    }
+                }
+                Walk::Probe(smallest) => {
+                    candidates::<Q, L, F>(&pools, &filter, smallest, entities, scratch);
+                    let found: &[Entity] = scratch;
+                    let slots = fit(slots, found.len().div_ceil(size));
+                    let body = |found: &[Entity], pools: Q::Pools<'_, L>, slot: &mut V::Slot| {
+                        let mut pools = pools;
+                        visit.start(slot);
+                        for &entity in found {
+                            let index = entity.index();
+                            if !F::matches::<L>(&filter, index) {
+                                continue;
+                            }
+                            if let Some(item) = Q::probe::<L>(Q::reborrow::<L>(&mut pools), index) {
+                                visit.one(slot, entity, item);
+                            }
+                        }
+                    };
+                    if Q::share::<L>(&pools).is_some() {
+                        // Only reads: every piece probes the pools through a handle of its own.
+                        let shared = &pools;
+                        let body = |found: &[Entity], slot: &mut V::Slot| {
+                            body(found, Q::share::<L>(shared).expect("read-only pools share"), slot)
+                        };
+                        pieces(found, slots, size, parallel, &cut_list, &body);
+                    } else {
+                        let mut pools = pools;
+                        for (found, slot) in found.chunks(size).zip(slots.iter_mut()) {
+                            body(found, Q::reborrow::<L>(&mut pools), slot);
+                        }
+                    }
+                }
+            }
+        }),
+        Lending::Tables(archetypes) => {
+            shape.tables.update::<F>(archetypes.as_ref(), &shape.access);
+            let (tables, columns) = lend_columns(archetypes);
+            let Some(mut columns) = take_columns::<Q>(columns, shape) else {
+                slots.clear();
+                return;
+            };
+            let found = &shape.tables.found;
+            let total = found.iter().map(|(table, _)| tables[*table as usize].entities().len().div_ceil(size)).sum();
+            let mut slots = &mut fit(slots, total)[..];
+            let body = |(rows, slices): (&[Entity], Q::Slices<'_>), slot: &mut V::Slot| {
+                visit.start(slot);
+                visit.run(slot, rows, slices);
+            };
+            // Tables in ascending order take ascending columns of every type (as in `batches`).
+            let mut bases = [0; super::error::MAX_QUERY_TYPES];
+            for (table, indices) in found {
+                let rows = tables[*table as usize].entities();
+                let (slices, tail) = Q::split_table(columns, indices, &mut bases);
+                columns = tail;
+                let (mine, rest) = std::mem::take(&mut slots).split_at_mut(rows.len().div_ceil(size));
+                slots = rest;
+                match slices {
+                    Some(slices) => {
+                        let slices = Q::split_front(slices, rows.len()).0;
+                        pieces((rows, slices), mine, size, parallel, &cut_run::<Q>, &body);
+                    }
+                    None => mine.iter_mut().for_each(|slot| visit.start(slot)),
+                }
+            }
+        }
+    }
+}
+
+/// A run's rows and slices cut at row `at`.
+#[allow(clippy::type_complexity)]
+fn cut_run<'w, Q: QueryData>(
+    (rows, slices): (&'w [Entity], Q::Slices<'w>),
+    at: usize,
+) -> ((&'w [Entity], Q::Slices<'w>), (&'w [Entity], Q::Slices<'w>)) {
+    let (front, back) = Q::split_front(slices, at);
+    ((&rows[..at], front), (&rows[at..], back))
+}
+
+/// A probing walk's driver rows and lanes cut at row `at` (see [`QueryData::lanes_split`]).
+#[allow(clippy::type_complexity)]
+fn cut_lanes<'w, Q: QueryData, L: Layout>(
+    (rows, lanes): (&'w [Entity], Q::Lanes<'w, L>),
+    at: usize,
+) -> ((&'w [Entity], Q::Lanes<'w, L>), (&'w [Entity], Q::Lanes<'w, L>)) {
+    let (front, back) = Q::split_lanes::<L>(lanes, at);
+    ((&rows[..at], front), (&rows[at..], back))
+}
+
+/// A list of candidates cut at `at`.
+fn cut_list(found: &[Entity], at: usize) -> (&[Entity], &[Entity]) {
+    found.split_at(at)
+}
+
+/// One piece of a lock-step walk: its rows handed on in runs between rows the filter refuses.
+#[inline]
+fn lock_step_piece<Q: QueryData, L: Layout, F: Filter, V: ParVisit<Q>>(
+    visit: &V,
+    slot: &mut V::Slot,
+    filter: &F::Pools<'_, L>,
+    rows: &[Entity],
+    slices: Q::Slices<'_>,
+) {
+    if F::ALWAYS {
+        visit.run(slot, rows, slices);
+        return;
+    }
+    let (mut rest, mut start, mut cut) = (slices, 0, 0);
+    for row in 0..=rows.len() {
+        if rows.get(row).is_some_and(|e| F::matches::<L>(filter, e.index())) {
+            continue;
+        }
+        if row > start {
+            let (_, tail) = Q::split_front(rest, start - cut);
+            let (run, tail) = Q::split_front(tail, row - start);
+            rest = tail;
+            visit.run(slot, &rows[start..row], run);
+            cut = row;
+        }
+        start = row + 1;
+    }
+}
+
+/// [`Query::par_for_each`](super::Query::par_for_each)'s visitor: one call per entity, no slot.
+pub(super) struct ParEach<Func>(pub(super) Func);
+
+impl<Q: QueryData, Func: for<'a> Fn(Entity, Q::Item<'a>) + Sync> ParVisit<Q> for ParEach<Func> {
+    type Slot = ();
+    fn start(&self, _: &mut ()) {}
+    #[inline(always)]
+    fn one(&self, _: &mut (), entity: Entity, item: Q::Item<'_>) {
+        (self.0)(entity, item)
+    }
+    #[inline]
+    fn run(&self, _: &mut (), entities: &[Entity], slices: Q::Slices<'_>) {
+        Q::each_row(entities, slices, &mut |entity, item| (self.0)(entity, item))
+    }
+}
+
+/// [`Query::par_fold`](super::Query::par_fold)'s visitor: each piece's value started by `start`, then fed its
+/// matches.
+pub(super) struct ParFold<A, Start, Func> {
+    pub(super) start: Start,
+    pub(super) f: Func,
+    pub(super) _slot: std::marker::PhantomData<fn() -> A>,
+}
+
+impl<Q, A, Start, Func> ParVisit<Q> for ParFold<A, Start, Func>
+where
+    Q: QueryData,
+    A: Default + Send,
+    Start: Fn(&mut A) + Sync,
+    Func: for<'a> Fn(&mut A, Entity, Q::Item<'a>) + Sync,
+{
+    type Slot = A;
+    fn start(&self, slot: &mut A) {
+        (self.start)(slot)
+    }
+    #[inline(always)]
+    fn one(&self, slot: &mut A, entity: Entity, item: Q::Item<'_>) {
+        (self.f)(slot, entity, item)
+    }
+    #[inline]
+    fn run(&self, slot: &mut A, entities: &[Entity], slices: Q::Slices<'_>) {
+        Q::each_row(entities, slices, &mut |entity, item| (self.f)(slot, entity, item))
+    }
+}
+
+/// [`Query::par_for_each_with_commands`](super::Query::par_for_each_with_commands)'s visitor: each piece records
+/// into a buffer of its own, keyed by the visited entity, with the deferred handles of the buffer the pieces
+/// join (`tag`).
+pub(super) struct ParCommands<Func> {
+    pub(super) f: Func,
+    pub(super) tag: u8,
+}
+
+impl<Q, Func> ParVisit<Q> for ParCommands<Func>
+where
+    Q: QueryData,
+    Func: for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync,
+{
+    type Slot = CommandQueue;
+    fn start(&self, slot: &mut CommandQueue) {
+        slot.start_piece(self.tag);
+    }
+    #[inline(always)]
+    fn one(&self, slot: &mut CommandQueue, entity: Entity, item: Q::Item<'_>) {
+        let mut commands = Commands::keyed(slot);
+        commands.visit(entity);
+        (self.f)(entity, item, &mut commands)
+    }
+    #[inline]
+    fn run(&self, slot: &mut CommandQueue, entities: &[Entity], slices: Q::Slices<'_>) {
+        let mut commands = Commands::keyed(slot);
+        Q::each_row(entities, slices, &mut |entity, item| {
+            commands.visit(entity);
+            (self.f)(entity, item, &mut commands)
+        })
+    }
+}
+
+/// Runs a parallel loop that records commands: `run` fills `pieces` (one buffer per piece), then every piece's
+/// commands join `into`'s loop, panicking or not, and the loop ends (sorted by visited entity, as a serial
+/// loop's), so the buffer after it is the same for every thread count and piece size. A panic in a piece goes on
+/// from here, after the join: what every piece recorded before it stays, as a serial loop's would.
+pub(super) fn with_pieces(
+    into: &mut CommandQueue,
+    pieces: &mut Vec<CommandQueue>,
+    run: impl FnOnce(&mut Vec<CommandQueue>),
+) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(pieces)));
+    for piece in pieces.iter_mut() {
+        into.join_piece(piece);
+    }
+    into.end_loop();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}

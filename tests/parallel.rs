@@ -1,0 +1,274 @@
+//! Parallel query loops: the same world as the serial loops for every backend, thread count and piece size (odd
+//! ones too, so a piece boundary that leaked into the result would show), shuffled pools, values folded in piece
+//! order, commands equal to the serial loop's, and panics inside a piece that leave the world whole.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use swarm::ecs::{Backend, Entity, World};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pos(i64);
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Vel(i64);
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Hp(i64);
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tag(u32);
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Frozen;
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Spark(u64);
+
+const THREADS: [usize; 5] = [1, 2, 3, 4, 8];
+const PIECES: [usize; 4] = [1, 7, 333, 100_000];
+
+fn world(backend: Backend) -> World {
+    let mut world = World::with_capacity(20_000);
+    world.set_backend(backend);
+    for i in 0..3000i64 {
+        let e = world.spawn((Pos(i), Vel(i % 7 - 3), Hp(i % 31))).unwrap();
+        if i % 5 == 0 {
+            world.insert(e, Frozen).unwrap();
+        }
+        if i % 3 == 0 {
+            world.insert(e, Tag(i as u32)).unwrap();
+        }
+    }
+    // Holes and a few despawned-and-reused indices, so pools differ in order.
+    let all: Vec<Entity> = world.entities().iter().collect();
+    for &e in all.iter().step_by(11) {
+        world.despawn(e).unwrap();
+    }
+    for i in 0..200i64 {
+        world.spawn((Pos(-i), Vel(1), Hp(5), Tag(7))).unwrap();
+    }
+    world
+}
+
+/// One entity as the tests compare it: handle bits, then each component (if it has it).
+type Row = (u64, Option<i64>, Option<i64>, Option<i64>, Option<u32>, bool, Option<u64>);
+
+/// Everything in the world, by handle.
+fn state(world: &World) -> Vec<Row> {
+    let mut out: Vec<_> = world
+        .entities()
+        .iter()
+        .map(|e| {
+            (
+                e.to_bits(),
+                world.get::<Pos>(e).map(|p| p.0),
+                world.get::<Vel>(e).map(|v| v.0),
+                world.get::<Hp>(e).map(|h| h.0),
+                world.get::<Tag>(e).map(|t| t.0),
+                world.get::<Frozen>(e).is_some(),
+                world.get::<Spark>(e).map(|s| s.0),
+            )
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// A frame of loops of every walk: lock-step with and without a filter, a probing walk whose written term drives,
+/// one that writes a probed pool, a read-only probe, commands with spawns that later commands name.
+fn frame(world: &mut World, parallel: bool) {
+    if parallel {
+        world.query::<(&mut Pos, &Vel)>().without::<Frozen>().par_for_each(|_, (p, v)| p.0 += v.0);
+        world
+            .query::<(&mut Hp, Option<&Tag>)>()
+            .par_for_each(|_, (hp, tag)| hp.0 += tag.map_or(1, |t| (t.0 % 3) as i64));
+        world.query::<(&Tag, &mut Vel)>().par_for_each(|_, (tag, v)| v.0 = (v.0 + tag.0 as i64) % 5);
+        world.query::<(&Pos, &Hp)>().par_for_each_with_commands(|e, (pos, hp), commands| act(e, pos, hp, commands));
+    } else {
+        world.query::<(&mut Pos, &Vel)>().without::<Frozen>().for_each(|_, (p, v)| p.0 += v.0);
+        world.query::<(&mut Hp, Option<&Tag>)>().for_each(|_, (hp, tag)| hp.0 += tag.map_or(1, |t| (t.0 % 3) as i64));
+        world.query::<(&Tag, &mut Vel)>().for_each(|_, (tag, v)| v.0 = (v.0 + tag.0 as i64) % 5);
+        world.query::<(&Pos, &Hp)>().for_each_with_commands(|e, (pos, hp), commands| act(e, pos, hp, commands));
+    }
+    world.apply_commands();
+}
+
+fn act(e: Entity, pos: &Pos, hp: &Hp, commands: &mut swarm::ecs::Commands<'_>) {
+    match (pos.0 + hp.0).rem_euclid(13) {
+        0 => commands.despawn(e),
+        1 => {
+            let spark = commands.spawn((Spark(e.to_bits()), Pos(pos.0))).unwrap();
+            commands.insert(spark, Hp(hp.0));
+            commands.insert(e, Frozen);
+        }
+        2 => commands.remove::<Frozen>(e),
+        3 => commands.insert(e, Tag(hp.0 as u32)),
+        _ => {}
+    }
+}
+
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
+}
+
+#[test]
+fn parallel_loops_give_the_serial_world_for_every_thread_count_and_piece_size() {
+    let mut reference = world(Backend::SparseSet);
+    for _ in 0..6 {
+        frame(&mut reference, false);
+    }
+    let reference = state(&reference);
+    assert!(reference.iter().any(|s| s.6.is_some()), "no spark spawned: the test would prove little");
+    for backend in Backend::ALL {
+        for threads in THREADS {
+            for rows in PIECES {
+                let mut world = world(backend);
+                world.set_threads(threads);
+                world.set_piece_rows(rows);
+                pool(threads).install(|| {
+                    for _ in 0..6 {
+                        frame(&mut world, true);
+                    }
+                });
+                assert_eq!(state(&world), reference, "{backend}, {threads} threads, {rows} rows a piece");
+            }
+        }
+    }
+}
+
+/// Reverses every pool of a sparse-set world (each value keeps its entity), so loops visit in another order.
+fn reverse_pools(world: &mut World) {
+    fn reverse<T: swarm::ecs::Component>(world: &mut World) {
+        let Some(pool) = world.sparse_set_mut::<T>() else { return };
+        let n = pool.len();
+        for i in 0..n / 2 {
+            pool.swap_positions(i, n - 1 - i);
+        }
+    }
+    reverse::<Pos>(world);
+    reverse::<Vel>(world);
+    reverse::<Hp>(world);
+    reverse::<Tag>(world);
+}
+
+#[test]
+fn shuffled_pools_and_parallel_pieces_give_the_same_world() {
+    let mut reference = world(Backend::SparseSet);
+    for _ in 0..4 {
+        frame(&mut reference, false);
+    }
+    let reference = state(&reference);
+    let mut world = world(Backend::SparseSet);
+    world.set_piece_rows(13);
+    pool(3).install(|| {
+        for _ in 0..4 {
+            reverse_pools(&mut world);
+            frame(&mut world, true);
+        }
+    });
+    assert_eq!(state(&world), reference);
+}
+
+#[test]
+fn folded_values_come_in_piece_order() {
+    for backend in Backend::ALL {
+        let mut world = world(backend);
+        let mut serial = Vec::new();
+        world.query::<(&Pos, &Hp)>().with::<Tag>().for_each(|e, (p, h)| serial.push((e, p.0 + h.0)));
+        for threads in [1, 2, 4] {
+            for rows in [1, 7, 500] {
+                world.set_piece_rows(rows);
+                let mut pieces: Vec<Vec<(Entity, i64)>> = vec![vec![(Entity::from_bits(1 << 32).unwrap(), 0)]; 3]; // stale values
+                pool(threads).install(|| {
+                    world
+                        .query::<(&Pos, &Hp)>()
+                        .with::<Tag>()
+                        .par_fold(&mut pieces, Vec::clear, |list, e, (p, h)| list.push((e, p.0 + h.0)))
+                });
+                assert_eq!(pieces.len(), serial.len().div_ceil(rows), "{backend}: one value per piece");
+                assert!(pieces.iter().all(|piece| piece.len() <= rows));
+                assert_eq!(pieces.concat(), serial, "{backend}, {threads} threads, {rows} rows");
+            }
+        }
+        // A read-only fold through a shared world, on an empty query too.
+        let shared = &world;
+        let mut sums: Vec<i64> = Vec::new();
+        pool(2).install(|| shared.query_ref::<&Hp>().par_fold(&mut sums, |s| *s = 0, |s, _, h| *s += h.0));
+        let total: i64 = sums.iter().sum();
+        let mut expected = 0;
+        shared.query_ref::<&Hp>().for_each(|_, h| expected += h.0);
+        assert_eq!(total, expected, "{backend}");
+        shared.query_ref::<&Hp>().with::<Spark>().par_fold(&mut sums, |s| *s = 0, |s, _, h| *s += h.0);
+        assert!(sums.is_empty(), "{backend}: no match, no piece");
+    }
+}
+
+#[test]
+fn the_command_buffer_equals_the_serial_loops() {
+    // Applied on another world, the two buffers would differ only in deferred numbers and value slots; applied,
+    // they give the same entities with the same handles.
+    for backend in Backend::ALL {
+        let mut serial = world(backend);
+        serial.query::<(&Pos, &Hp)>().for_each_with_commands(|e, (p, h), c| act(e, p, h, c));
+        let mut parallel = world(backend);
+        parallel.set_piece_rows(5);
+        pool(4).install(|| parallel.query::<(&Pos, &Hp)>().par_for_each_with_commands(|e, (p, h), c| act(e, p, h, c)));
+        assert_eq!(parallel.commands().len(), serial.commands().len(), "{backend}");
+        let (a, b) = (serial.apply_commands(), parallel.apply_commands());
+        assert_eq!(a, b, "{backend}");
+        assert!(a.applied > 100, "{backend}: {a:?}");
+        assert_eq!(state(&parallel), state(&serial), "{backend}");
+    }
+}
+
+#[test]
+fn a_panic_in_a_piece_reaches_the_caller_and_leaves_the_world_whole() {
+    for backend in Backend::ALL {
+        let mut world = world(backend);
+        world.set_piece_rows(64);
+        let before = world.len();
+        let outcome = pool(2).install(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                world.query::<(&Pos, &Hp)>().par_for_each_with_commands(|e, (pos, _), commands| {
+                    commands.insert(e, Spark(1));
+                    if pos.0 == 1500 {
+                        panic!("piece trouble");
+                    }
+                })
+            }))
+        });
+        let message = outcome.expect_err("the panic reaches the caller");
+        assert_eq!(message.downcast_ref::<&str>(), Some(&"piece trouble"));
+        // The pieces' commands joined the buffer: every one applies to a live entity.
+        let recorded = world.commands().len();
+        assert!(recorded > 0, "{backend}");
+        let stats = world.apply_commands();
+        assert_eq!((stats.applied as usize, stats.skipped), (recorded, 0), "{backend}");
+        assert_eq!(world.len(), before);
+        world.assert_invariants();
+        // Writes through a panicking parallel loop leave every pool whole and usable.
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            pool(2).install(|| {
+                world.query::<&mut Hp>().par_for_each(|_, hp| {
+                    hp.0 += 1;
+                    assert!(hp.0 != 20, "hp trouble");
+                })
+            })
+        }));
+        assert!(outcome.is_err());
+        world.assert_invariants();
+        let mut n = 0;
+        world.query::<&mut Hp>().par_for_each(|_, hp| hp.0 += 0);
+        world.query::<&Hp>().for_each(|_, _| n += 1);
+        assert_eq!(n, before, "{backend}");
+    }
+}
+
+#[test]
+fn one_thread_runs_the_pieces_here() {
+    let mut world = world(Backend::SparseSet);
+    world.set_threads(1);
+    world.set_piece_rows(10);
+    let seen = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    pool(4).install(|| {
+        world.query::<&Pos>().par_for_each(|_, _| {
+            seen.lock().unwrap().insert(format!("{:?}", std::thread::current().id()));
+        })
+    });
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 1, "one thread ran every piece: {seen:?}");
+}
