@@ -134,6 +134,12 @@ impl World {
         self.threads = threads;
     }
 
+    /// Whether parallel loops on this world may use the thread pool now: it is not set to one thread, and the
+    /// current rayon pool has more than one (for work of one's own split the same way, e.g. with `rayon::join`).
+    pub fn parallel(&self) -> bool {
+        self.pieces().parallel
+    }
+
     /// How a parallel loop on this world cuts its work, and whether it may use the pool.
     pub(crate) fn pieces(&self) -> crate::ecs::query::Pieces {
         crate::ecs::query::Pieces {

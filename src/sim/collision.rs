@@ -2,13 +2,22 @@
 
 use super::components::{Blue, Health, Position, Red};
 use super::config::{SimConfig, SimStats};
-use super::grid::{Grid, GridItem, NearPairs};
+use super::grid::{Grid, GridItem, NearPairs, Staged};
 use crate::app::{App, Stage};
 use crate::ecs::{Entity, World};
 
 /// Adds [`build_grid`] and [`resolve_collisions`] to `Update`, in the group "combat".
 pub fn plugin(app: &mut App) {
     app.insert_resource(Broadphase::default()).add_group(Stage::Update, "combat", (build_grid, resolve_collisions));
+}
+
+/// One band's contacts: its near pairs, the hits of its own items, and hits of items past its end (the next band's
+/// first row), added after.
+#[derive(Default)]
+struct BandContacts {
+    pairs: NearPairs,
+    hits: Vec<u32>,
+    spill: Vec<(u32, u32)>,
 }
 
 /// In `team`: the index is in neither team pool (not a fighter, or a hole).
@@ -28,8 +37,8 @@ pub struct Broadphase {
     slot: Vec<u32>,
     /// `team[index]`, rebuilt by every grid build: 0 red, 1 blue or [`NO_TEAM`].
     team: Vec<u8>,
-    /// The grid's near pairs this frame.
-    pairs: NearPairs,
+    /// Per band of the grid, its contacts this frame.
+    bands: Vec<BandContacts>,
     /// Enemy contacts this frame, by position in `grid.items()`.
     hits: Vec<u32>,
     /// The same contacts by entity index (0 for every index not in this frame's grid).
@@ -87,7 +96,7 @@ impl Broadphase {
             };
             grid.push(GridItem { entity, position: position.0, team });
         }
-        grid.finish();
+        grid.finish(false);
         broadphase.slot.resize(world.entities().index_bound() as usize, NO_SLOT);
         for (at, item) in broadphase.grid.items().iter().enumerate() {
             broadphase.slot[item.entity.index() as usize] = at as u32;
@@ -110,20 +119,24 @@ pub fn build_grid(world: &mut World) {
         world.query::<(&Red,)>().for_each(|e, _| team[e.index() as usize] = 0);
         world.query::<(&Blue,)>().for_each(|e, _| team[e.index() as usize] = 1);
 
+        let parallel = world.parallel();
         let grid = &mut broadphase.grid;
         grid.begin(config.arena, config.cell_size.max(2.0 * config.radius));
-        // By runs: the pushes' loop is this function's own, so it compiles as one piece (per entity, the
-        // closure would be a call from the query's loop).
-        world.query::<(&Position,)>().for_each_run(|entities, (positions,)| {
-            for (&entity, p) in entities.iter().zip(positions) {
-                let team = team[entity.index() as usize];
-                if team != NO_TEAM {
-                    grid.push(GridItem { entity, position: p.0, team });
-                }
+        // In pieces on the pool: each piece stages its fighters by band, in the position pool's order; the pieces
+        // come back in piece order, so the grid sees them in that order whatever the threads.
+        let (shape, team) = (grid.shape(), &*team);
+        let mut pieces = grid.take_pieces();
+        world.query::<(&Position,)>().par_fold(&mut pieces, Staged::clear, |staged, entity, (p,)| {
+            let team = team[entity.index() as usize];
+            if team != NO_TEAM {
+                staged.push(&shape, GridItem { entity, position: p.0, team });
             }
         });
-        grid.finish();
+        grid.put_pieces(pieces);
+        grid.finish(parallel);
 
+        // (On one thread: the writes land at random places, and two threads writing one array's lines in turn are
+        // slower than one.)
         let slot = &mut broadphase.slot;
         if slot.len() < bound {
             slot.resize(bound, NO_SLOT);
@@ -147,18 +160,40 @@ pub fn resolve_collisions(world: &mut World) {
     let config = world.resource::<SimConfig>().clone();
     let reach2 = (2.0 * config.radius) * (2.0 * config.radius);
     world.resource_scope::<Broadphase, _>(|world, broadphase| {
-        let Broadphase { grid, pairs, hits, hits_by_index, team, .. } = broadphase;
+        let parallel = world.parallel();
+        let Broadphase { grid, bands, hits, hits_by_index, team, .. } = broadphase;
         let items = grid.items();
+        // Per band of rows (on the pool if parallel): its near pairs, then each pair tested. A pair's first item
+        // is the band's; the second may sit in the next band's first row, and its hit waits in the spill.
+        bands.resize_with(grid.bands().count(), BandContacts::default);
+        let grid = &*grid;
+        grid.each_band(bands, parallel, &|b, band| {
+            let rows = grid.bands().nth(b).expect("a band per slot");
+            let mine = grid.band_items(b);
+            grid.near_pairs_in(rows, &mut band.pairs);
+            band.hits.clear();
+            band.hits.resize(mine.len(), 0);
+            band.spill.clear();
+            for &[i, j] in band.pairs.as_slice() {
+                let (i, j) = (i as usize, j as usize);
+                let (a, b) = (&items[i], &items[j]);
+                // Arithmetic, not a branch: whether two neighbours touch is a coin toss the predictor would lose.
+                let hit = ((a.team != b.team) & (a.position.distance_squared(b.position) < reach2)) as u32;
+                band.hits[i - mine.start] += hit;
+                match band.hits.get_mut(j - mine.start) {
+                    Some(count) => *count += hit,
+                    None if hit > 0 => band.spill.push((j as u32, hit)),
+                    None => {}
+                }
+            }
+        });
+        // Integer counts: the sums do not depend on which band or thread added them.
         hits.clear();
-        hits.resize(items.len(), 0);
-        grid.near_pairs(pairs);
-        for &[i, j] in pairs.as_slice() {
-            let (i, j) = (i as usize, j as usize);
-            let (a, b) = (&items[i], &items[j]);
-            // Arithmetic, not a branch: whether two neighbours touch is a coin toss the predictor would lose.
-            let hit = ((a.team != b.team) & (a.position.distance_squared(b.position) < reach2)) as u32;
-            hits[i] += hit;
-            hits[j] += hit;
+        for band in bands.iter() {
+            hits.extend_from_slice(&band.hits);
+        }
+        for &(j, hit) in bands.iter().flat_map(|band| &band.spill) {
+            hits[j as usize] += hit;
         }
         // Each contact hit two fighters.
         let contacts = hits.iter().sum::<u32>() / 2;

@@ -35,18 +35,16 @@ impl NearPairs {
 /// The grid. Invariant: `items[starts[c] as usize..starts[c + 1] as usize]` are exactly the items in cell `c`.
 #[derive(Default)]
 pub struct Grid {
-    cell: f32,
-    cols: i32,
-    rows: i32,
+    shape: GridShape,
     starts: Vec<u32>,
     items: Vec<GridItem>,
-    staged: Vec<GridItem>,
-    /// The cell of each staged item, computed once.
-    keys: Vec<u32>,
     /// The cell of each item, in `items` order (so ascending).
     item_keys: Vec<u32>,
-    /// `order[k]`: the staged index of `items[k]`.
-    order: Vec<u32>,
+    /// The items pushed since [`Grid::begin`], in pieces: [`Grid::push`] adds to the first, a parallel walk fills
+    /// one per piece ([`Grid::take_pieces`]).
+    pieces: Vec<Staged>,
+    /// Per band, its items gathered from the pieces, and the order of its counting sort.
+    band_scratch: Vec<BandScratch>,
     /// Per team, a summed-area table of its items per block of [`BLOCK`] x [`BLOCK`] cells:
     /// `counts[t][r * (block_cols + 1) + c]` is the number of team `t`'s items in block rows `..r` and block
     /// columns `..c`, so the items in any rectangle of blocks are counted with four reads. (Per block rather than
@@ -54,7 +52,70 @@ pub struct Grid {
     /// the searches they spare.)
     counts: [Vec<u32>; TEAMS],
     block_cols: usize,
+    /// `band_starts[b]..band_starts[b + 1]`: where band `b`'s items are in `items` (see [`Grid::bands`]).
+    band_starts: Vec<u32>,
 }
+
+/// The grid's geometry: what placing an item needs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GridShape {
+    cell: f32,
+    cols: i32,
+    rows: i32,
+    /// Rows in each band but the last: a multiple of [`BLOCK`], so a band holds whole blocks too.
+    band_rows: i32,
+}
+
+impl GridShape {
+    /// The cell coordinates of a point, clamped to the arena.
+    #[inline]
+    pub fn cell_of(&self, p: Vec2) -> (i32, i32) {
+        (((p.x / self.cell) as i32).clamp(0, self.cols - 1), ((p.y / self.cell) as i32).clamp(0, self.rows - 1))
+    }
+}
+
+/// Items staged for a grid, by band, each band's in the order pushed (one piece of a walk, or all of them).
+#[derive(Default)]
+pub struct Staged {
+    /// Per band: its items and their cells.
+    bands: Vec<(Vec<GridItem>, Vec<u32>)>,
+}
+
+impl Staged {
+    /// Empties it (keeping the memory).
+    pub fn clear(&mut self) {
+        self.bands.iter_mut().for_each(|(items, keys)| {
+            items.clear();
+            keys.clear();
+        });
+    }
+
+    /// Adds an item to the band of its cell.
+    #[inline]
+    pub fn push(&mut self, shape: &GridShape, item: GridItem) {
+        let (c, r) = shape.cell_of(item.position);
+        // (A 32-bit division: a 64-bit one costs several times as much.)
+        let band = (r as u32 / shape.band_rows as u32) as usize;
+        if band >= self.bands.len() {
+            self.bands.resize_with(band + 1, Default::default);
+        }
+        let (items, keys) = &mut self.bands[band];
+        items.push(item);
+        keys.push((r * shape.cols + c) as u32);
+    }
+}
+
+/// One band's counting sort's buffers.
+#[derive(Default)]
+struct BandScratch {
+    staged: Vec<GridItem>,
+    keys: Vec<u32>,
+    order: Vec<u32>,
+}
+
+/// The grid is cut into this many bands of whole rows (fewer in a short grid), sorted and searched each on its
+/// own: a thread count never moves a band's edge.
+pub const BANDS: usize = 16;
 
 /// Teams the grid counts apart (0 red, 1 blue).
 pub const TEAMS: usize = 2;
@@ -64,76 +125,143 @@ pub const BLOCK: i32 = 4;
 impl Grid {
     /// Clears the items and sets the geometry.
     pub fn begin(&mut self, arena: Vec2, cell: f32) {
-        self.cell = cell.max(1.0);
-        self.cols = ((arena.x / self.cell).ceil() as i32).max(1);
-        self.rows = ((arena.y / self.cell).ceil() as i32).max(1);
-        self.staged.clear();
-        self.keys.clear();
+        let cell = cell.max(1.0);
+        let cols = ((arena.x / cell).ceil() as i32).max(1);
+        let rows = ((arena.y / cell).ceil() as i32).max(1);
+        let band_rows = (rows as usize).div_ceil(BANDS).next_multiple_of(BLOCK as usize) as i32;
+        self.shape = GridShape { cell, cols, rows, band_rows };
+        self.pieces.iter_mut().for_each(Staged::clear);
+    }
+
+    /// The geometry, for [`Staged::push`].
+    pub fn shape(&self) -> GridShape {
+        self.shape
     }
 
     /// Adds an item (call between [`Grid::begin`] and [`Grid::finish`]).
     #[inline]
     pub fn push(&mut self, item: GridItem) {
-        let (c, r) = self.cell_of(item.position);
-        self.keys.push((r * self.cols + c) as u32);
-        self.staged.push(item);
+        if self.pieces.is_empty() {
+            self.pieces.push(Staged::default());
+        }
+        self.pieces[0].push(&self.shape, item)
+    }
+
+    /// The staged pieces, to fill elsewhere (one per piece of a parallel walk, in piece order: see
+    /// [`Query::par_fold`](crate::ecs::Query::par_fold)); hand them back with [`Grid::put_pieces`] before
+    /// [`Grid::finish`]. Items of an earlier piece count as pushed first.
+    pub fn take_pieces(&mut self) -> Vec<Staged> {
+        std::mem::take(&mut self.pieces)
+    }
+
+    /// Gives back the pieces of [`Grid::take_pieces`].
+    pub fn put_pieces(&mut self, pieces: Vec<Staged>) {
+        self.pieces = pieces;
     }
 
     /// The cell coordinates of a point, clamped to the arena.
     #[inline]
     pub fn cell_of(&self, p: Vec2) -> (i32, i32) {
-        (((p.x / self.cell) as i32).clamp(0, self.cols - 1), ((p.y / self.cell) as i32).clamp(0, self.rows - 1))
+        self.shape.cell_of(p)
     }
 
-    /// Sorts the staged items into cells (a counting sort: count, running sum, scatter), keeping their staged order
-    /// within each cell.
-    pub fn finish(&mut self) {
-        let cells = (self.cols * self.rows) as usize;
-        self.starts.clear();
+    /// The bands: each a run of whole rows, `band_rows` high (the last one less). Their cells are consecutive, so
+    /// their items are too ([`Grid::band_items`]).
+    pub fn bands(&self) -> impl Iterator<Item = std::ops::Range<i32>> + '_ {
+        let (rows, high) = (self.shape.rows, self.shape.band_rows);
+        (0..rows).step_by(high as usize).map(move |first| first..(first + high).min(rows))
+    }
+
+    /// Calls `f` with each band's number and its slot (one per band, in band order), halving the bands and
+    /// joining the halves on the thread pool if `parallel`.
+    pub fn each_band<S: Send>(&self, slots: &mut [S], parallel: bool, f: &(impl Fn(usize, &mut S) + Sync)) {
+        fn split<S: Send>(first: usize, slots: &mut [S], parallel: bool, f: &(impl Fn(usize, &mut S) + Sync)) {
+            match slots {
+                [] => {}
+                [slot] => f(first, slot),
+                _ => {
+                    let middle = slots.len() / 2;
+                    let (front, back) = slots.split_at_mut(middle);
+                    if parallel {
+                        rayon::join(|| split(first, front, parallel, f), || split(first + middle, back, parallel, f));
+                    } else {
+                        split(first, front, parallel, f);
+                        split(first + middle, back, parallel, f);
+                    }
+                }
+            }
+        }
+        debug_assert_eq!(slots.len(), self.bands().count());
+        split(0, slots, parallel, f)
+    }
+
+    /// Where band `b`'s items are in [`Grid::items`].
+    pub fn band_items(&self, band: usize) -> std::ops::Range<usize> {
+        self.band_starts[band] as usize..self.band_starts[band + 1] as usize
+    }
+
+    /// Sorts the staged items into cells, keeping the order they were pushed in (piece by piece) within each
+    /// cell: each band gathers its items from the pieces and runs a counting sort of its own over its cells
+    /// (count, running sum, scatter, gather), on the thread pool if `parallel`. Bands are fixed by the grid's size
+    /// and each sort is stable, so the result is the one serial counting sort of every item gives, for any thread
+    /// count.
+    pub fn finish(&mut self, parallel: bool) {
+        let cols = self.shape.cols as usize;
+        let cells = cols * self.shape.rows as usize;
+        let band_cells = self.shape.band_rows as usize * cols;
+        let bands = cells.div_ceil(band_cells);
+        let band_len = |b: usize| {
+            self.pieces.iter().filter_map(|piece| piece.bands.get(b)).map(|(items, _)| items.len()).sum::<usize>()
+        };
+        self.band_starts.clear();
+        self.band_starts.push(0);
+        for b in 0..bands {
+            let end = self.band_starts[b] + band_len(b) as u32;
+            self.band_starts.push(end);
+        }
+        let n = self.band_starts[bands] as usize;
+        // Every slot below is written by its band's sort (no clearing needed, only the length).
         self.starts.resize(cells + 1, 0);
-        let n = self.staged.len();
-        for &key in &self.keys {
-            self.starts[key as usize] += 1;
-        }
-        // Running sum, so `starts[c]` is where cell `c` ends; the scatter below walks it back to where it starts.
-        let mut end = 0;
-        for start in &mut self.starts[..cells] {
-            end += *start;
-            *start = end;
-        }
-        self.starts[cells] = end;
-        // Scatter 4-byte staged indices (a small array: the random writes stay in cache), then gather the items in
-        // order (sequential writes; the random reads overlap). Backwards, so each cell keeps the staged order.
-        self.order.truncate(n);
-        self.order.resize(n, 0);
-        for (at, &key) in self.keys.iter().enumerate().rev() {
-            let slot = &mut self.starts[key as usize];
-            *slot -= 1;
-            self.order[*slot as usize] = at as u32;
-        }
-        self.items.clear();
-        self.items.extend(self.order.iter().map(|&at| self.staged[at as usize]));
-        self.item_keys.clear();
-        self.item_keys.extend(self.order.iter().map(|&at| self.keys[at as usize]));
+        self.starts[cells] = n as u32;
+        let filler =
+            GridItem { entity: Entity::from_bits(1 << 32).expect("generation 1"), position: Vec2::ZERO, team: 0 };
+        self.items.resize(n, filler);
+        self.items.truncate(n);
+        self.item_keys.resize(n, 0);
+        self.item_keys.truncate(n);
+        self.band_scratch.resize_with(bands, BandScratch::default);
+        let input = BandInput { pieces: &self.pieces, band_starts: &self.band_starts, band_cells };
+        let out = BandOutput {
+            starts: &mut self.starts[..cells],
+            scratch: &mut self.band_scratch,
+            items: &mut self.items,
+            item_keys: &mut self.item_keys,
+        };
+        sort_bands(&input, 0..bands, out, parallel);
         self.count_teams();
     }
 
     /// Builds the per-team summed-area tables: each item counted in its block, then running sums along each
     /// block row added to the row above's.
     fn count_teams(&mut self) {
-        let (cols, block) = (self.cols as usize, BLOCK as usize);
+        let (cols, block) = (self.shape.cols as usize, BLOCK as usize);
         let block_cols = cols.div_ceil(block);
-        let block_rows = (self.rows as usize).div_ceil(block);
+        let block_rows = (self.shape.rows as usize).div_ceil(block);
         let width = block_cols + 1;
         self.block_cols = block_cols;
         for counts in &mut self.counts {
             counts.clear();
             counts.resize(width * (block_rows + 1), 0);
         }
-        for (item, &key) in self.items.iter().zip(&self.item_keys) {
-            let (row, col) = (key as usize / cols / block, key as usize % cols / block);
-            if let Some(counts) = self.counts.get_mut(item.team as usize) {
-                counts[(row + 1) * width + col + 1] += 1;
+        // Row by row through `starts`, so a cell's column is its key less the row's first: no division per item.
+        for row in 0..self.shape.rows as usize {
+            let base = row * cols;
+            let at = (row / block + 1) * width + 1;
+            let (first, end) = (self.starts[base] as usize, self.starts[base + cols] as usize);
+            for (item, &key) in self.items[first..end].iter().zip(&self.item_keys[first..end]) {
+                if let Some(counts) = self.counts.get_mut(item.team as usize) {
+                    counts[at + (key as usize - base) / block] += 1;
+                }
             }
         }
         for counts in &mut self.counts {
@@ -159,8 +287,8 @@ impl Grid {
         (last_col, last_row): (i32, i32),
     ) -> u32 {
         let Some(counts) = self.counts.get(team as usize) else { return 0 };
-        let (c0, c1) = (first_col.max(0), last_col.min(self.cols - 1));
-        let (r0, r1) = (first_row.max(0), last_row.min(self.rows - 1));
+        let (c0, c1) = (first_col.max(0), last_col.min(self.shape.cols - 1));
+        let (r0, r1) = (first_row.max(0), last_row.min(self.shape.rows - 1));
         if c0 > c1 || r0 > r1 || counts.is_empty() {
             return 0;
         }
@@ -186,11 +314,11 @@ impl Grid {
     /// sorted row by row); columns outside the grid are left out, and a row outside it is empty.
     #[inline]
     pub fn row_range(&self, row: i32, first_col: i32, last_col: i32) -> std::ops::Range<usize> {
-        let (first, last) = (first_col.max(0), last_col.min(self.cols - 1));
-        if row < 0 || row >= self.rows || first > last {
+        let (first, last) = (first_col.max(0), last_col.min(self.shape.cols - 1));
+        if row < 0 || row >= self.shape.rows || first > last {
             return 0..0;
         }
-        let base = (row * self.cols) as usize;
+        let base = (row * self.shape.cols) as usize;
         self.starts[base + first as usize] as usize..self.starts[base + last as usize + 1] as usize
     }
 
@@ -208,12 +336,17 @@ impl Grid {
     /// moves on by the real count (an item with more than four writes the rest in a loop, rarely); the caller
     /// then tests the pairs in one flat loop.
     pub fn near_pairs(&self, out: &mut NearPairs) {
+        self.near_pairs_in(0..self.shape.rows, out)
+    }
+
+    /// [`Grid::near_pairs`] of the items in rows `rows` (each with its neighbours, in those rows or the row below).
+    pub fn near_pairs_in(&self, rows_of: std::ops::Range<i32>, out: &mut NearPairs) {
         const SLOTS: usize = 4;
-        let (cols, rows) = (self.cols as usize, self.rows as usize);
+        let (cols, rows) = (self.shape.cols as usize, self.shape.rows as usize);
         let (keys, starts) = (&self.item_keys, &self.starts);
         let pairs = &mut out.pairs;
         let mut len = 0;
-        for row in 0..rows {
+        for row in rows_of.start.max(0) as usize..(rows_of.end.max(0) as usize).min(rows) {
             let row_start = row * cols;
             let next = starts[row_start + cols] as usize;
             let first = starts[row_start] as usize;
@@ -254,8 +387,101 @@ impl Grid {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         let counts: usize = self.counts.iter().map(Vec::capacity).sum();
-        (self.starts.capacity() + self.keys.capacity() + self.item_keys.capacity() + self.order.capacity() + counts) * 4
-            + (self.items.capacity() + self.staged.capacity()) * std::mem::size_of::<GridItem>()
+        let staged: usize = self
+            .pieces
+            .iter()
+            .flat_map(|piece| &piece.bands)
+            .map(|(items, keys)| items.capacity() * std::mem::size_of::<GridItem>() + keys.capacity() * 4)
+            .sum();
+        let scratch: usize = self
+            .band_scratch
+            .iter()
+            .map(|band| {
+                band.staged.capacity() * std::mem::size_of::<GridItem>()
+                    + (band.keys.capacity() + band.order.capacity()) * 4
+            })
+            .sum();
+        (self.starts.capacity() + self.item_keys.capacity() + counts) * 4
+            + self.items.capacity() * std::mem::size_of::<GridItem>()
+            + staged
+            + scratch
+    }
+}
+
+/// What every band's sort reads.
+struct BandInput<'a> {
+    pieces: &'a [Staged],
+    band_starts: &'a [u32],
+    band_cells: usize,
+}
+
+/// What the bands' sorts write: per band, its cells' `starts`, its scratch, and its items' range of the rest.
+struct BandOutput<'a> {
+    starts: &'a mut [u32],
+    scratch: &'a mut [BandScratch],
+    items: &'a mut [GridItem],
+    item_keys: &'a mut [u32],
+}
+
+/// Sorts bands `bands` (their parts of `out` only), halving the range and joining the halves if `parallel`.
+fn sort_bands(input: &BandInput<'_>, bands: std::ops::Range<usize>, out: BandOutput<'_>, parallel: bool) {
+    if bands.len() == 1 {
+        return sort_band(input, bands.start, out);
+    }
+    let middle = bands.start + bands.len() / 2;
+    let cell_cut = ((middle - bands.start) * input.band_cells).min(out.starts.len());
+    let item_cut = (input.band_starts[middle] - input.band_starts[bands.start]) as usize;
+    let (starts, starts_back) = out.starts.split_at_mut(cell_cut);
+    let (scratch, scratch_back) = out.scratch.split_at_mut(middle - bands.start);
+    let (items, items_back) = out.items.split_at_mut(item_cut);
+    let (item_keys, keys_back) = out.item_keys.split_at_mut(item_cut);
+    let front = BandOutput { starts, scratch, items, item_keys };
+    let back = BandOutput { starts: starts_back, scratch: scratch_back, items: items_back, item_keys: keys_back };
+    if parallel {
+        rayon::join(
+            || sort_bands(input, bands.start..middle, front, parallel),
+            || sort_bands(input, middle..bands.end, back, parallel),
+        );
+    } else {
+        sort_bands(input, bands.start..middle, front, parallel);
+        sort_bands(input, middle..bands.end, back, parallel);
+    }
+}
+
+/// One band's counting sort: its items gathered from the pieces in piece order, then sorted into `out`, whose
+/// `starts` are its cells and whose items are its range.
+fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
+    let BandOutput { starts, scratch, items, item_keys } = out;
+    let BandScratch { staged, keys, order } = &mut scratch[0];
+    staged.clear();
+    keys.clear();
+    for (their_items, their_keys) in input.pieces.iter().filter_map(|piece| piece.bands.get(band)) {
+        staged.extend_from_slice(their_items);
+        keys.extend_from_slice(their_keys);
+    }
+    let first_cell = (band * input.band_cells) as u32;
+    let base = input.band_starts[band];
+    starts.fill(0);
+    for &key in keys.iter() {
+        starts[(key - first_cell) as usize] += 1;
+    }
+    // Running sum, so `starts[c]` is where cell `c` ends; the scatter below walks it back to where it starts.
+    let mut end = base;
+    for start in starts.iter_mut() {
+        end += *start;
+        *start = end;
+    }
+    // Scatter 4-byte indices (a small array: the random writes stay in cache), then gather the items in order
+    // (sequential writes; the random reads overlap). Backwards, so each cell keeps the staged order.
+    order.resize(keys.len(), 0);
+    for (at, &key) in keys.iter().enumerate().rev() {
+        let slot = &mut starts[(key - first_cell) as usize];
+        *slot -= 1;
+        order[(*slot - base) as usize] = at as u32;
+    }
+    for ((item, key), &at) in items.iter_mut().zip(item_keys.iter_mut()).zip(order.iter()) {
+        *item = staged[at as usize];
+        *key = keys[at as usize];
     }
 }
 
@@ -276,7 +502,7 @@ mod tests {
                 team: 0,
             });
         }
-        grid.finish();
+        grid.finish(false);
         assert_eq!(grid.items().len(), 5);
         let first: Vec<u32> = grid.cell_items(0, 0).iter().map(|i| i.entity.index()).collect();
         assert_eq!(first, vec![0, 3]);
@@ -292,6 +518,50 @@ mod tests {
     }
 
     #[test]
+    fn bands_sort_like_one_stable_counting_sort() {
+        for (arena, cell, n) in [
+            (Vec2::new(300.0, 900.0), 3.0, 5000u32),
+            (Vec2::new(40.0, 10.0), 8.0, 50),
+            (Vec2::new(10.0, 10.0), 20.0, 3),
+        ] {
+            let mut x = 7u32 + n;
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x
+            };
+            let staged: Vec<GridItem> = (0..n)
+                .map(|i| {
+                    let p =
+                        Vec2::new((next() % 1000) as f32 / 1000.0 * arena.x, (next() % 1000) as f32 / 1000.0 * arena.y);
+                    GridItem { entity: Entity::from_parts(i, NonZeroU32::MIN), position: p, team: (i % 2) as u8 }
+                })
+                .collect();
+            for parallel in [false, true] {
+                let mut grid = Grid::default();
+                grid.begin(arena, cell);
+                staged.iter().for_each(|&item| grid.push(item));
+                grid.finish(parallel);
+                // The reference: a stable sort by cell.
+                let mut expected = staged.clone();
+                expected.sort_by_key(|item| {
+                    let (c, r) = grid.cell_of(item.position);
+                    r * grid.shape.cols + c
+                });
+                assert_eq!(grid.items(), &expected[..], "{n} items, parallel {parallel}");
+                for r in 0..grid.shape.rows {
+                    for c in 0..grid.shape.cols {
+                        assert!(grid.cell_items(c, r).iter().all(|item| grid.cell_of(item.position) == (c, r)));
+                    }
+                }
+                let banded: usize = (0..grid.bands().count()).map(|b| grid.band_items(b).len()).sum();
+                assert_eq!(banded, n as usize);
+            }
+        }
+    }
+
+    #[test]
     fn a_crowd_in_one_cell_lists_every_pair_once() {
         let mut grid = Grid::default();
         grid.begin(Vec2::new(64.0, 64.0), 8.0);
@@ -300,7 +570,7 @@ mod tests {
             let p = Vec2::new(20.0 + (i % 7) as f32 * 0.1, 20.0 + (i % 11) as f32 * 0.1);
             grid.push(GridItem { entity: Entity::from_parts(i, NonZeroU32::MIN), position: p, team: 0 });
         }
-        grid.finish();
+        grid.finish(false);
         let mut pairs = NearPairs::default();
         // Twice: the second listing reuses the room of the first and must not keep anything of it.
         for _ in 0..2 {
@@ -315,7 +585,7 @@ mod tests {
         grid.begin(Vec2::new(64.0, 64.0), 8.0);
         grid.push(GridItem { entity: Entity::from_parts(0, NonZeroU32::MIN), position: Vec2::splat(1.0), team: 0 });
         grid.push(GridItem { entity: Entity::from_parts(1, NonZeroU32::MIN), position: Vec2::splat(2.0), team: 1 });
-        grid.finish();
+        grid.finish(false);
         grid.near_pairs(&mut pairs);
         assert_eq!(pairs.as_slice(), &[[0, 1]]);
     }
@@ -340,7 +610,7 @@ mod tests {
                 team: (next() % 2) as u8,
             });
         }
-        grid.finish();
+        grid.finish(false);
         // Exactly the items of the covering blocks' cells, for every rectangle of the grid and around it.
         let in_cells = |team: u8, (c0, r0): (i32, i32), (c1, r1): (i32, i32)| -> u32 {
             (r0.max(0)..=r1.min(6))
@@ -385,7 +655,7 @@ mod tests {
             let p = Vec2::new(next(), next());
             grid.push(GridItem { entity: Entity::from_parts(i, NonZeroU32::MIN), position: p, team: (i % 2) as u8 });
         }
-        grid.finish();
+        grid.finish(false);
         let items = grid.items();
         let mut found = std::collections::BTreeSet::new();
         let mut pairs = NearPairs::default();
