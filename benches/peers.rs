@@ -1,5 +1,6 @@
 //! The community's ecs_bench_suite workloads, with the two peers beside the five backends and a raw floor, in one
-//! run: hecs (archetypes) and shipyard (sparse sets), each through its fastest single-threaded API. Then what a game
+//! run: hecs (archetypes) and shipyard (sparse sets), each through its fastest single-threaded API, and through its
+//! parallel one in the parallel groups. Then what a game
 //! with many systems pays per small query, and a frame of heavy churn at 100,000 entities.
 //!
 //! Run: `cargo bench --bench peers` (or `-- frag_iter` for one group). On a shared machine, whose speed moves
@@ -13,6 +14,9 @@
 //! - `frag_iter`: 26 component types `A..Z(f32)`, 20 entities each, each entity also with `Data(f32)`; one pass
 //!   `data *= 2` over all 520;
 //! - `add_remove`: 10,000 entities with `A`; add `B` to each, then remove it from each.
+//!
+//! - `par_simple_iter` and `heavy_compute`: the parallel workloads (see [`par_simple_iter`]), every contestant
+//!   on one rayon pool of the machine's cores.
 //!
 //! And not of the suite: `derived_bundle`, the simple_insert bundle spawned as a tuple and as a struct deriving
 //! `Bundle`, one at a time and as a batch, per backend.
@@ -32,7 +36,7 @@ use std::time::{Duration, Instant};
 use swarm::ecs::{Backend, Entity, World};
 
 #[derive(Clone, Copy, Component)]
-struct Transform(#[allow(dead_code)] Mat4);
+struct Transform(Mat4);
 #[derive(Clone, Copy, Component)]
 struct Position(Vec3);
 #[derive(Clone, Copy, Component)]
@@ -617,6 +621,120 @@ fn churn() -> Vec<Case> {
 
 /// A workload: its name, its contestants, and for the interleaved mode the iterations per block (a block of a few
 /// milliseconds for the slowest contestant or less).
+/// Entities of the parallel `simple_iter`.
+const PAR_N: usize = 100_000;
+/// Entities of `heavy_compute` (as the suite: 1,000, each inverting its matrix 100 times).
+const HEAVY_N: usize = 1_000;
+
+/// The thread pool every parallel contestant runs on: one per process, as many threads as the machine has cores.
+fn pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().build().expect("a thread pool"))
+}
+
+/// The suite's parallel workloads on one rayon pool: `par_simple_iter` is simple_iter at 100,000 entities, and
+/// `heavy_compute` gives each of 1,000 entities 100 matrix inversions. hecs through `iter_batched` (batches of
+/// 1,024 bridged to the pool), shipyard through its rayon `par_iter`, the backends through `par_for_each` (pieces
+/// of 1,024), the floor through rayon's own slice split.
+fn par_simple_iter() -> Vec<Case> {
+    use rayon::prelude::*;
+    use shipyard::IntoIter as _;
+    let mut positions: Vec<Position> = (0..PAR_N).map(|_| bundle().1).collect();
+    let velocities: Vec<Velocity> = (0..PAR_N).map(|_| bundle().3).collect();
+    let mut hecs_world = hecs::World::new();
+    hecs_world.spawn_batch((0..PAR_N).map(|_| bundle()));
+    let mut shipyard_world = shipyard::World::new();
+    shipyard_world.bulk_add_entity((0..PAR_N).map(|_| bundle()));
+    let mut cases = vec![
+        case("raw-vec", move || {
+            pool()
+                .install(|| positions.par_iter_mut().zip(&velocities).with_min_len(1024).for_each(|(p, v)| p.0 += v.0));
+            black_box(&mut positions);
+        }),
+        case("hecs", move || {
+            pool().install(|| {
+                let mut query = hecs_world.query::<(&Velocity, &mut Position)>();
+                query.iter_batched(1024).par_bridge().for_each(|batch| {
+                    for (v, p) in batch {
+                        p.0 += v.0;
+                    }
+                });
+            })
+        }),
+        case("shipyard", move || {
+            pool().install(|| {
+                shipyard_world.run(|velocities: View<Velocity>, mut positions: ViewMut<Position>| {
+                    (&velocities, &mut positions).par_iter().for_each(|(v, p)| p.0 += v.0);
+                })
+            })
+        }),
+    ];
+    for backend in Backend::ALL {
+        let mut world = World::with_capacity(PAR_N as u32 * 2);
+        world.set_backend(backend);
+        world.set_piece_rows(1024);
+        world.spawn_batch((0..PAR_N).map(|_| bundle())).unwrap();
+        cases.push(case(backend.name(), move || {
+            pool().install(|| world.query::<(&Velocity, &mut Position)>().par_for_each(|_, (v, p)| p.0 += v.0))
+        }));
+    }
+    cases
+}
+
+/// 100 inversions of an entity's matrix, its position moved by the result (the suite's heavy_compute).
+#[inline]
+fn heavy(transform: &mut Transform, position: &mut Position) {
+    for _ in 0..100 {
+        transform.0 = transform.0.inverse();
+    }
+    position.0 = transform.0.transform_vector3(position.0);
+}
+
+fn heavy_compute() -> Vec<Case> {
+    use rayon::prelude::*;
+    use shipyard::IntoIter as _;
+    let start =
+        || (Transform(Mat4::from_axis_angle(Vec3::X, 1.2)), Position(Vec3::X), Rotation(Vec3::X), Velocity(Vec3::X));
+    let mut raw: Vec<(Transform, Position)> = (0..HEAVY_N).map(|_| (start().0, start().1)).collect();
+    let mut hecs_world = hecs::World::new();
+    hecs_world.spawn_batch((0..HEAVY_N).map(|_| start()));
+    let mut shipyard_world = shipyard::World::new();
+    shipyard_world.bulk_add_entity((0..HEAVY_N).map(|_| start()));
+    let mut cases = vec![
+        case("raw-vec", move || {
+            pool().install(|| raw.par_iter_mut().with_min_len(64).for_each(|(t, p)| heavy(t, p)));
+            black_box(&mut raw);
+        }),
+        case("hecs", move || {
+            pool().install(|| {
+                let mut query = hecs_world.query::<(&mut Transform, &mut Position)>();
+                query.iter_batched(64).par_bridge().for_each(|batch| {
+                    for (t, p) in batch {
+                        heavy(t, p);
+                    }
+                });
+            })
+        }),
+        case("shipyard", move || {
+            pool().install(|| {
+                shipyard_world.run(|mut transforms: ViewMut<Transform>, mut positions: ViewMut<Position>| {
+                    (&mut transforms, &mut positions).par_iter().for_each(|(t, p)| heavy(t, p));
+                })
+            })
+        }),
+    ];
+    for backend in Backend::ALL {
+        let mut world = World::new();
+        world.set_backend(backend);
+        world.set_piece_rows(64);
+        world.spawn_batch((0..HEAVY_N).map(|_| start())).unwrap();
+        cases.push(case(backend.name(), move || {
+            pool().install(|| world.query::<(&mut Transform, &mut Position)>().par_for_each(|_, (t, p)| heavy(t, p)))
+        }));
+    }
+    cases
+}
+
 type Group = (&'static str, fn() -> Vec<Case>, usize);
 
 fn groups() -> Vec<Group> {
@@ -628,6 +746,8 @@ fn groups() -> Vec<Group> {
         ("small_query", small_query, 5_000),
         ("churn_100k", churn, 1),
         ("derived_bundle", derived_bundle, 2),
+        ("par_simple_iter", par_simple_iter, 10),
+        ("heavy_compute", heavy_compute, 2),
     ]
 }
 

@@ -6,7 +6,7 @@ use super::collision::Broadphase;
 use super::components::{Hunter, Target, Velocity};
 use super::config::{SimConfig, SimStats, StaleCatches};
 use super::grid::TEAMS;
-use crate::app::{App, Commands, Query, Res, ResMut, Stage};
+use crate::app::{App, Commands, Local, Query, Res, ResMut, Stage};
 use crate::ecs::{Entity, With, Without};
 use glam::Vec2;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,48 +24,60 @@ pub fn plugin(app: &mut App) {
 /// handle (the generation makes a recycled index fail). `despawn_dead` clears the slots of the fighters it
 /// despawns, so the snapshot never vouches for the dead. Retargeting only reads the snapshot and records its
 /// change keyed by the hunter, so the result does not depend on the order hunters are visited in.
+///
+/// Hunters whose target is stale are found first, in pieces on every thread (a read-only walk of the target pool):
+/// each piece lists them with the nearest enemy found and where they stand, and the lists come back in piece
+/// order. The catches keep that order (the target pool's); the retargets are recorded sorted by hunter, as a loop
+/// keyed by the hunter records them. Then the hunters with a live target steer (a cheap walk that writes the
+/// velocities it probes, so it runs on one thread).
 #[allow(clippy::too_many_arguments)] // (one per thing it touches: that is the point of parameters)
 pub fn hunt_targets(
     config: Res<SimConfig>,
     broadphase: Res<Broadphase>,
-    mut stats: ResMut<SimStats>,
-    mut caught: ResMut<StaleCatches>,
+    (mut stats, mut caught): (ResMut<SimStats>, ResMut<StaleCatches>),
+    mut targets: Query<&Target>,
     mut hunting: Query<(&Target, &mut Velocity)>,
     mut idle: Query<(), (With<Hunter>, Without<Target>)>,
     mut commands: Commands,
+    mut scratch: Local<HuntScratch>,
 ) {
-    let (mut stale, mut retargets) = (0u64, 0u64);
-    let caught = &mut caught.0;
-    caught.clear();
     let nearest = |hunter: Entity| {
         let me = broadphase.fighter(hunter)?;
         nearest_enemy(&broadphase, me.position, me.team, config.search_cells)
     };
-    // Only hunters are ever given a `Target` (below), so the query needs no `With<Hunter>`; and a hunter's own
+    // Only hunters are ever given a `Target` (below), so the queries need no `With<Hunter>`; and a hunter's own
     // position comes from the snapshot too (a hunter got its target from the grid it was in, and every grid since
     // holds it), so the position pool is not probed either.
-    hunting.for_each_with_commands(&mut commands, |hunter, (target, v), commands| match broadphase.fighter(target.0) {
-        Some(goal) => {
-            let Some(me) = broadphase.fighter(hunter) else { return };
-            let to = goal.position - me.position;
-            if to.length_squared() > 1e-6 {
-                v.0 = to.normalize() * config.hunter_speed;
-            }
-        }
-        None => {
-            stale += 1;
-            if let Some(me) = broadphase.fighter(hunter) {
-                caught.push(me.position);
-            }
-            match nearest(hunter) {
-                Some(enemy) => {
-                    commands.insert(hunter, Target(enemy));
-                    retargets += 1;
-                }
-                None => commands.remove::<Target>(hunter),
-            }
+    let HuntScratch { pieces, sorted } = &mut *scratch;
+    targets.par_fold(pieces, Vec::clear, |stale, hunter, target| {
+        if broadphase.fighter(target.0).is_none() {
+            let at = broadphase.fighter(hunter).map(|me| me.position);
+            stale.push(Stale { hunter, at, enemy: nearest(hunter) });
         }
     });
+    hunting.for_each(|hunter, (target, v)| {
+        let (Some(goal), Some(me)) = (broadphase.fighter(target.0), broadphase.fighter(hunter)) else { return };
+        let to = goal.position - me.position;
+        if to.length_squared() > 1e-6 {
+            v.0 = to.normalize() * config.hunter_speed;
+        }
+    });
+    caught.0.clear();
+    caught.0.extend(pieces.iter().flatten().filter_map(|stale| stale.at));
+    sorted.clear();
+    sorted.extend(pieces.iter().flatten().copied());
+    sorted.sort_unstable_by_key(|stale| stale.hunter.index());
+    let mut retargets = 0;
+    for stale in sorted.iter() {
+        match stale.enemy {
+            Some(enemy) => {
+                commands.insert(stale.hunter, Target(enemy));
+                retargets += 1;
+            }
+            None => commands.remove::<Target>(stale.hunter),
+        }
+    }
+    stats.stale_caught += sorted.len() as u64;
     // Hunters without a target, entities alone: the hunter pool drives, and the target pool is only probed. (A
     // hunter outside the grid, without a position or a team, gets no target.) Only reads, on every backend: the
     // pieces run on every thread, their commands keyed by the hunter; the count is an integer sum.
@@ -76,8 +88,22 @@ pub fn hunt_targets(
             found.fetch_add(1, Ordering::Relaxed);
         }
     });
-    stats.stale_caught += stale;
     stats.retargets += retargets + found.into_inner();
+}
+
+/// A hunter whose target went stale: where it stands (if in the grid) and the enemy it takes instead.
+#[derive(Clone, Copy, Debug)]
+pub struct Stale {
+    hunter: Entity,
+    at: Option<Vec2>,
+    enemy: Option<Entity>,
+}
+
+/// [`hunt_targets`]'s buffers, kept between frames: the stale hunters of each piece, and all of them by hunter.
+#[derive(Default)]
+pub struct HuntScratch {
+    pieces: Vec<Vec<Stale>>,
+    sorted: Vec<Stale>,
 }
 
 /// The nearest live enemy within `search_cells` rings of grid cells; ties go to the smaller handle. Live means in

@@ -3,8 +3,8 @@
 use super::collision::Broadphase;
 use super::components::{Health, Lifetime, Particle, ParticleBundle, Position, Velocity};
 use super::config::{Draw, SimConfig, SimRng, SimStats};
-use crate::app::{App, Commands, Query, Res, ResMut, Stage};
-use crate::ecs::World;
+use crate::app::{App, Commands, Local, Query, Res, ResMut, Stage};
+use crate::ecs::{Entity, World};
 use glam::Vec2;
 use rand::Rng;
 
@@ -15,12 +15,13 @@ pub fn plugin(app: &mut App) {
     app.add_group(Stage::PostUpdate, "lifecycle", (despawn_dead, age_particles)).add_systems(Stage::Last, count_frame);
 }
 
-/// Records a despawn for every fighter at zero health, and its particle burst, while walking the health pool.
+/// Records a despawn for every fighter at zero health, and its particle burst.
 ///
-/// A fighter's position comes from this frame's broadphase (collisions do not move anyone, so it is the current
-/// one), which spares the walk a position lookup per fighter; an entity at zero health that is not in the grid is
-/// not a fighter this game makes, and is left alone. A burst draws from the dying fighter's own random stream,
-/// and the commands are keyed by it, so neither depends on the order the health pool is walked in. (The buffer
+/// The health pool is walked in pieces on every thread, each listing its dead; the dead are then handled in handle
+/// order. A fighter's position comes from this frame's broadphase (collisions do not move anyone, so it is the
+/// current one), which spares a position lookup per fighter; an entity at zero health that is not in the grid is
+/// not a fighter this game makes, and is left alone. A burst draws from the dying fighter's own random stream, and
+/// the commands go in handle order, so neither depends on the order the health pool is walked in. (The buffer
 /// applies the alternating despawns and spawns as one batch of despawns, then one of spawns.)
 pub fn despawn_dead(
     config: Res<SimConfig>,
@@ -29,42 +30,53 @@ pub fn despawn_dead(
     mut broadphase: ResMut<Broadphase>,
     mut health: Query<&Health>,
     mut commands: Commands,
+    mut scratch: Local<DeadScratch>,
 ) {
     let rng = *rng;
     let frame = stats.frames;
-    let (mut deaths, mut particles) = (0u64, 0u64);
-    {
-        health.for_each_with_commands(&mut commands, |e, h, commands| {
-            if h.0 > 0 {
-                return;
-            }
-            let Some(at) = broadphase.fighter(e).map(|f| f.position) else { return };
-            // Hunters read the broadphase snapshot next frame: it must not vouch for a fighter despawned now.
-            broadphase.forget(e);
-            commands.despawn(e);
-            deaths += 1;
-            let mut rng = rng.stream(frame, e.to_bits(), Draw::Death);
-            for _ in 0..config.particles_per_death {
-                let v = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(20.0..90.0);
-                let life = config.particle_life - rng.gen_range(0..=config.particle_life / 3);
-                // Deferred: never refused here; a full world refuses it when applied (counted there).
-                let _ = commands.spawn(ParticleBundle {
-                    position: Position(at),
-                    velocity: Velocity(v),
-                    lifetime: Lifetime(life),
-                    particle: Particle,
-                });
-                particles += 1;
-            }
-        });
+    // The dead, found in pieces on every thread (a read-only walk); then handled one by one in handle order, as a
+    // loop keyed by them records its commands.
+    let DeadScratch { pieces, dead } = &mut *scratch;
+    health.par_fold(pieces, Vec::clear, |dead, e, h| {
+        if h.0 <= 0 {
+            dead.push(e);
+        }
+    });
+    dead.clear();
+    dead.extend(pieces.iter().flatten());
+    dead.sort_unstable_by_key(|e| e.index());
+    for &e in dead.iter() {
+        let Some(at) = broadphase.fighter(e).map(|f| f.position) else { continue };
+        // Hunters read the broadphase snapshot next frame: it must not vouch for a fighter despawned now.
+        broadphase.forget(e);
+        commands.despawn(e);
+        stats.deaths += 1;
+        let mut rng = rng.stream(frame, e.to_bits(), Draw::Death);
+        for _ in 0..config.particles_per_death {
+            let v = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(20.0..90.0);
+            let life = config.particle_life - rng.gen_range(0..=config.particle_life / 3);
+            // Deferred: never refused here; a full world refuses it when applied (counted there).
+            let _ = commands.spawn(ParticleBundle {
+                position: Position(at),
+                velocity: Velocity(v),
+                lifetime: Lifetime(life),
+                particle: Particle,
+            });
+            stats.particles += 1;
+        }
     }
-    stats.deaths += deaths;
-    stats.particles += particles;
+}
+
+/// [`despawn_dead`]'s buffers, kept between frames: each piece's dead, and all of them in handle order.
+#[derive(Default)]
+pub struct DeadScratch {
+    pieces: Vec<Vec<Entity>>,
+    dead: Vec<Entity>,
 }
 
 /// Counts particles' frames down; the expired are despawned.
 pub fn age_particles(mut lifetimes: Query<&mut Lifetime>, mut commands: Commands) {
-    lifetimes.for_each_with_commands(&mut commands, |e, life, commands| {
+    lifetimes.par_for_each_with_commands(&mut commands, |e, life, commands| {
         life.0 = life.0.saturating_sub(1);
         if life.0 == 0 {
             commands.despawn(e);
