@@ -453,3 +453,22 @@ fn a_deferred_handle_handed_to_a_later_system_names_its_own_spawn() {
         assert_eq!(rows, [(100, Some(7)), (200, None), (300, None)], "{threads} threads");
     }
 }
+
+#[test]
+fn the_profiler_marks_systems_that_ran_on_several_threads() {
+    // `drift` and `heal` touch nothing in common: one batch, which a pool runs at once.
+    for (threads, expected) in [(1, false), (2, true), (3, true)] {
+        let mut app = App::with_world(world(Backend::SparseSet));
+        app.set_threads(threads);
+        app.add_systems(Stage::Update, (drift, heal));
+        assert_eq!(app.batches(Stage::Update), vec![vec![0, 1]]);
+        app.update();
+        app.profiler().with_timings(|timings| {
+            for name in ["drift", "heal"] {
+                let stat = timings.get(name).expect("a row per system");
+                assert_eq!(stat.runs, 1);
+                assert_eq!(stat.parallel, expected, "{name} at {threads} threads");
+            }
+        });
+    }
+}

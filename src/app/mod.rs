@@ -559,9 +559,11 @@ fn run_batch(world: &mut World, entries: &mut [Entry], batch: &[usize], profiler
     if let [k] = *batch {
         if entries[k].access.is_exclusive() {
             let entry = &mut entries[k];
+            let moved = crate::ecs::halves_moved();
             let run = catch_unwind(AssertUnwindSafe(|| {
                 profiler.time(entry.name, entry.id, || entry.system.run_exclusive(world))
             }));
+            profiler.set_parallel(entry.id, crate::ecs::halves_moved() != moved);
             if let Err(panic) = run {
                 resume_named(entry.name, panic);
             }
@@ -592,9 +594,12 @@ fn run_batch(world: &mut World, entries: &mut [Entry], batch: &[usize], profiler
     }
     {
         let world = &*world;
+        let together = on_pool && batch.len() > 1;
         let run = |entry: &mut Entry| {
+            let moved = crate::ecs::halves_moved();
             let run = || profiler.time(entry.name, entry.id, || entry.system.run_shared(world));
             entry.panic = catch_unwind(AssertUnwindSafe(run)).err();
+            profiler.set_parallel(entry.id, together || crate::ecs::halves_moved() != moved);
         };
         match on_pool {
             true if batch.len() > 1 => run_split(entries, 0, batch, &run),
@@ -633,7 +638,7 @@ fn run_split(entries: &mut [Entry], first: usize, batch: &[usize], run: &(impl F
         _ => {
             let middle = entries.len() / 2;
             let (left, right) = entries.split_at_mut(middle);
-            rayon::join(|| run_split(left, first, batch, run), || run_split(right, first + middle, batch, run));
+            crate::ecs::join(|| run_split(left, first, batch, run), || run_split(right, first + middle, batch, run));
         }
     }
 }

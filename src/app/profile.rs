@@ -28,6 +28,9 @@ pub struct SpanStat {
     pub total_ms: f64,
     /// Number of runs since the last reset.
     pub runs: u64,
+    /// Whether the last run had work on more than one thread: other systems of its batch ran at once, or pieces
+    /// of its parallel loops ran on other threads.
+    pub parallel: bool,
 }
 
 impl SpanStat {
@@ -64,6 +67,7 @@ impl Timings {
             s.total_ms = 0.0;
             s.runs = 0;
             s.last_ms = 0.0;
+            s.parallel = false;
         }
     }
 }
@@ -145,6 +149,13 @@ impl Profiler {
             let _entered = span.enter();
             f()
         })
+    }
+
+    /// Notes whether the last run of row `id` had work on more than one thread ([`SpanStat::parallel`]).
+    pub fn set_parallel(&self, id: u64, parallel: bool) {
+        if let Some(stat) = self.lock().timings.stats.get_mut(id as usize) {
+            stat.parallel = parallel;
+        }
     }
 
     /// A copy of the current timings.

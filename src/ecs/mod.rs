@@ -36,8 +36,8 @@ pub use entity::{
 pub use entity_ref::{EntityRef, EntityWorldMut};
 pub(crate) use query::smaller_tuples_too;
 pub use query::{
-    Batch, Batches, Filter, Lease, Or, Query, QueryAccess, QueryData, QueryError, QueryOneError, QueryRef, QueryState,
-    ReadOnlyQueryData, With, Without, MAX_QUERY_TYPES,
+    halves_moved, join, Batch, Batches, Filter, Lease, Or, Query, QueryAccess, QueryData, QueryError, QueryOneError,
+    QueryRef, QueryState, ReadOnlyQueryData, With, Without, MAX_QUERY_TYPES,
 };
 pub use snapshot::{
     checksum, Format, HoldsEntities, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION,

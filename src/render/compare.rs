@@ -51,10 +51,11 @@ pub struct CompareView {
 }
 
 impl CompareView {
-    /// Snapshots `world` for a comparison of `frames` frames per backend. A world that cannot be snapshotted now
-    /// (commands pending, say) gives a view that shows why.
-    pub fn open(world: &World, frames: u32) -> Self {
-        let comparison = Comparison::from_world(world, frames).map_err(|e| format!("cannot compare now: {e}"));
+    /// Snapshots `world` for a comparison of `frames` frames per backend on `threads` threads (the game's count:
+    /// T before opening the view chooses it). A world that cannot be snapshotted now (commands pending, say) gives
+    /// a view that shows why.
+    pub fn open(world: &World, frames: u32, threads: usize) -> Self {
+        let comparison = Comparison::from_world(world, frames, threads).map_err(|e| format!("cannot compare now: {e}"));
         Self {
             comparison,
             entities: world.len(),
@@ -105,10 +106,12 @@ impl CompareView {
         text.clear();
         let _ = write!(
             text,
-            "compare backends: the same {} frames from sim frame {}, {} entities at the start",
+            "compare backends: the same {} frames from sim frame {}, {} entities at the start, {} thread{}",
             comparison.frames(),
             self.sim_frame,
-            self.entities
+            self.entities,
+            comparison.threads(),
+            if comparison.threads() == 1 { "" } else { "s" }
         );
         draw_text(text.as_str(), x, y, 28.0, TEXT);
         y += 32.0;

@@ -387,7 +387,8 @@ impl Window {
             match action {
                 Action::Compare if self.compare.is_some() => self.compare = None,
                 Action::Compare => {
-                    self.compare = Some(CompareView::open(&self.game.play.app.world, self.game.cli.compare_frames))
+                    let app = &self.game.play.app;
+                    self.compare = Some(CompareView::open(&app.world, self.game.cli.compare_frames, app.threads()))
                 }
                 // The game is frozen while the compare view is open: it shows that moment.
                 _ if self.compare.is_some() => {}

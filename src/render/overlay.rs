@@ -345,6 +345,8 @@ pub fn draw(
                 let _ = write!(text, "{indent}{:<width$}     off   (click: on)", s.name);
             } else {
                 let _ = write!(text, "{indent}{:<width$} {:>7.3}", s.name, s.last_ms);
+                // Work on more than one thread in its last run: its batch, or pieces of its loops.
+                text.push_str(if s.parallel { " par" } else { "    " });
                 if let Some(before) = previous.and_then(|p| p.systems.get(at)) {
                     let _ = write!(text, "   before {before:>7.3}");
                 }
@@ -378,7 +380,7 @@ pub fn draw(
             }
         }
         text.clear();
-        let _ = write!(text, "  {:<22} {sum:>7.3}", "systems' sum");
+        let _ = write!(text, "  {:<22} {sum:>7.3}    (par: on several threads)", "systems' sum");
         put(text, dim, &mut y);
         put("window, not the simulation", dim, &mut y);
         for &at in &tree.apart {

@@ -8,10 +8,11 @@ use crate::ecs::{Backend, Format, SnapshotError, World};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
-/// One snapshot run for the same frames on each backend of [`Backend::ALL`] in turn.
+/// One snapshot run for the same frames on each backend of [`Backend::ALL`] in turn, at one thread count.
 pub struct Comparison {
     snapshot: Vec<u8>,
     frames: u32,
+    threads: usize,
     /// The position in [`Backend::ALL`] of the backend running now (or next).
     next: usize,
     run: Option<Run>,
@@ -19,15 +20,21 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// A comparison of `frames` frames from `snapshot` (checked here: a bad one is refused now, not midway).
-    pub fn new(snapshot: Vec<u8>, frames: u32) -> Result<Self, SnapshotError> {
+    /// A comparison of `frames` frames from `snapshot` on `threads` threads (checked here: a bad snapshot is
+    /// refused now, not midway).
+    pub fn new(snapshot: Vec<u8>, frames: u32, threads: usize) -> Result<Self, SnapshotError> {
         load_app(&snapshot, None, Profiler::new())?;
-        Ok(Self { snapshot, frames: frames.max(1), next: 0, run: None, reports: Vec::new() })
+        Ok(Self { snapshot, frames: frames.max(1), threads: threads.max(1), next: 0, run: None, reports: Vec::new() })
     }
 
     /// A comparison from `world` as it is now.
-    pub fn from_world(world: &World, frames: u32) -> Result<Self, SnapshotError> {
-        Self::new(save(world, Format::Binary)?, frames)
+    pub fn from_world(world: &World, frames: u32, threads: usize) -> Result<Self, SnapshotError> {
+        Self::new(save(world, Format::Binary)?, frames, threads)
+    }
+
+    /// The thread count every backend runs at.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Runs frames until `budget` is spent or every backend is done (at least one frame, or one load, a call);
@@ -38,7 +45,9 @@ impl Comparison {
             match &mut self.run {
                 None => {
                     let backend = Backend::ALL[self.next];
-                    let (app, _) = load_app(&self.snapshot, Some(backend), Profiler::new()).expect("checked in new");
+                    let (mut app, _) =
+                        load_app(&self.snapshot, Some(backend), Profiler::new()).expect("checked in new");
+                    app.set_threads(self.threads);
                     self.run = Some(Run::new(app, self.frames, None));
                 }
                 Some(run) if run.is_done() => {
@@ -153,14 +162,14 @@ mod tests {
         for _ in 0..30 {
             app.update();
         }
-        let mut comparison = Comparison::from_world(&app.world, 20).unwrap();
+        let mut comparison = Comparison::from_world(&app.world, 20, 3).unwrap();
         let mut seen = Vec::new();
         comparison.run_to_end(|f| seen.push(f));
         assert!(seen.windows(2).all(|w| w[0] <= w[1]) && seen.len() >= 5 * 20, "progress: {seen:?}");
         assert_eq!(comparison.fraction(), 1.0);
         let names: Vec<&str> = comparison.reports().iter().map(|r| r.backend.as_str()).collect();
         assert_eq!(names, Backend::ALL.map(|b| b.name()));
-        assert!(comparison.reports().iter().all(|r| r.frames == 20));
+        assert!(comparison.reports().iter().all(|r| r.frames == 20 && r.threads == 3));
         assert!(comparison.digests_agree());
         // The same 20 frames straight on: the digest matches.
         for _ in 0..20 {
@@ -180,6 +189,6 @@ mod tests {
 
     #[test]
     fn a_bad_snapshot_is_refused_up_front() {
-        assert!(Comparison::new(b"not a snapshot".to_vec(), 10).is_err());
+        assert!(Comparison::new(b"not a snapshot".to_vec(), 10, 1).is_err());
     }
 }

@@ -183,7 +183,10 @@ impl Grid {
                     let middle = slots.len() / 2;
                     let (front, back) = slots.split_at_mut(middle);
                     if parallel {
-                        rayon::join(|| split(first, front, parallel, f), || split(first + middle, back, parallel, f));
+                        crate::ecs::join(
+                            || split(first, front, parallel, f),
+                            || split(first + middle, back, parallel, f),
+                        );
                     } else {
                         split(first, front, parallel, f);
                         split(first + middle, back, parallel, f);
@@ -438,7 +441,7 @@ fn sort_bands(input: &BandInput<'_>, bands: std::ops::Range<usize>, out: BandOut
     let front = BandOutput { starts, scratch, items, item_keys };
     let back = BandOutput { starts: starts_back, scratch: scratch_back, items: items_back, item_keys: keys_back };
     if parallel {
-        rayon::join(
+        crate::ecs::join(
             || sort_bands(input, bands.start..middle, front, parallel),
             || sort_bands(input, middle..bands.end, back, parallel),
         );

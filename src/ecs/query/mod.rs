@@ -51,6 +51,7 @@ pub use error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 pub use filter::{Filter, Or, With, Without};
 #[doc(hidden)]
 pub use par::Pieces;
+pub use par::{halves_moved, join};
 pub(crate) use run::QueryContext;
 pub use state::{Lease, QueryState};
 #[doc(hidden)]

@@ -24,6 +24,7 @@ use super::run::{candidates, lend_columns, lending, plan, take_columns, take_poo
 use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::entity::Entity;
 use crate::ecs::storage::{dispatch, Layout};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// How a parallel loop cuts its work: `rows` matches a piece, on the pool if `parallel`.
 #[doc(hidden)]
@@ -44,6 +45,29 @@ pub(super) trait ParVisit<Q: QueryData>: Sync {
     fn one(&self, slot: &mut Self::Slot, entity: Entity, item: Q::Item<'_>);
     /// A run of rows: `entities[k]` owns row `k` of every slice.
     fn run(&self, slot: &mut Self::Slot, entities: &[Entity], slices: Q::Slices<'_>);
+}
+
+/// Halves of parallel work that ran on another thread than the one that split them, over the process.
+static MOVED: AtomicU64 = AtomicU64::new(0);
+
+/// `rayon::join`, counting the times the second half runs on another thread (the pool took it: the work really
+/// ran in parallel). Parallel loops and the simulation's own splits go through it.
+pub fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    rayon::join_context(
+        |_| a(),
+        |context| {
+            if context.migrated() {
+                MOVED.fetch_add(1, Relaxed);
+            }
+            b()
+        },
+    )
+}
+
+/// How many halves of parallel work ran on another thread than the one that split them, in this process so far:
+/// the profiler compares it before and after a system to tell whether the system ran on several threads.
+pub fn halves_moved() -> u64 {
+    MOVED.load(Relaxed)
 }
 
 /// `slots` cut or grown to `n` (grown slots are new; kept ones keep their memory).
@@ -71,7 +95,7 @@ fn pieces<T: Send, S: Send>(
             let (front, back) = cut(work, middle * size);
             let (first, second) = slots.split_at_mut(middle);
             if parallel {
-                rayon::join(
+                join(
                     || pieces(front, first, size, parallel, cut, body),
                     || pieces(back, second, size, parallel, cut, body),
                 );
