@@ -2,7 +2,7 @@
 
 use super::components::{Blue, Health, Position, Red};
 use super::config::{SimConfig, SimStats};
-use super::grid::{Grid, GridItem, NearPairs, Staged};
+use super::grid::{Grid, GridItem, NearPairs, Staged, BANDS};
 use crate::app::{App, Stage};
 use crate::ecs::{Entity, World};
 
@@ -121,18 +121,33 @@ pub fn build_grid(world: &mut World) {
 
         let parallel = world.parallel();
         let grid = &mut broadphase.grid;
-        grid.begin(config.arena, config.cell_size.max(2.0 * config.radius));
-        // In pieces on the pool: each piece stages its fighters by band, in the position pool's order; the pieces
-        // come back in piece order, so the grid sees them in that order whatever the threads.
-        let (shape, team) = (grid.shape(), &*team);
-        let mut pieces = grid.take_pieces();
-        world.query::<(&Position,)>().par_fold(&mut pieces, Staged::clear, |staged, entity, (p,)| {
-            let team = team[entity.index() as usize];
-            if team != NO_TEAM {
-                staged.push(&shape, GridItem { entity, position: p.0, team });
-            }
-        });
-        grid.put_pieces(pieces);
+        let cell = config.cell_size.max(2.0 * config.radius);
+        if parallel {
+            // In bands, and in pieces on the pool: each piece stages its fighters by band, in the position pool's
+            // order; the pieces come back in piece order, so the grid sees them in that order whatever the threads.
+            grid.begin_in_bands(config.arena, cell, BANDS);
+            let (shape, team) = (grid.shape(), &*team);
+            let mut pieces = grid.take_pieces();
+            world.query::<(&Position,)>().par_fold(&mut pieces, Staged::clear, |staged, entity, (p,)| {
+                let team = team[entity.index() as usize];
+                if team != NO_TEAM {
+                    staged.push(&shape, GridItem { entity, position: p.0, team });
+                }
+            });
+            grid.put_pieces(pieces);
+        } else {
+            // One thread: one band, one piece, the same items. By runs: the pushes' loop is this function's own,
+            // so it compiles as one piece (per entity, the closure would be a call from the query's loop).
+            grid.begin(config.arena, cell);
+            world.query::<(&Position,)>().for_each_run(|entities, (positions,)| {
+                for (&entity, p) in entities.iter().zip(positions) {
+                    let team = team[entity.index() as usize];
+                    if team != NO_TEAM {
+                        grid.push(GridItem { entity, position: p.0, team });
+                    }
+                }
+            });
+        }
         grid.finish(parallel);
 
         // (On one thread: the writes land at random places, and two threads writing one array's lines in turn are

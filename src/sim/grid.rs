@@ -40,8 +40,10 @@ pub struct Grid {
     items: Vec<GridItem>,
     /// The cell of each item, in `items` order (so ascending).
     item_keys: Vec<u32>,
-    /// The items pushed since [`Grid::begin`], in pieces: [`Grid::push`] adds to the first, a parallel walk fills
-    /// one per piece ([`Grid::take_pieces`]).
+    /// The items [`Grid::push`] added since [`Grid::begin`] (a grid of one band), and their cells.
+    staged: Vec<GridItem>,
+    keys: Vec<u32>,
+    /// Or the items staged in pieces by a parallel walk ([`Grid::take_pieces`]), by band.
     pieces: Vec<Staged>,
     /// Per band, its items gathered from the pieces, and the order of its counting sort.
     band_scratch: Vec<BandScratch>,
@@ -82,6 +84,11 @@ pub struct Staged {
 }
 
 impl Staged {
+    /// Whether it holds no item.
+    pub fn is_empty(&self) -> bool {
+        self.bands.iter().all(|(items, _)| items.is_empty())
+    }
+
     /// Empties it (keeping the memory).
     pub fn clear(&mut self) {
         self.bands.iter_mut().for_each(|(items, keys)| {
@@ -94,8 +101,8 @@ impl Staged {
     #[inline]
     pub fn push(&mut self, shape: &GridShape, item: GridItem) {
         let (c, r) = shape.cell_of(item.position);
-        // (A 32-bit division: a 64-bit one costs several times as much.)
-        let band = (r as u32 / shape.band_rows as u32) as usize;
+        // (A 32-bit division, and none for one band: a 64-bit one costs several times as much.)
+        let band = if shape.band_rows >= shape.rows { 0 } else { (r as u32 / shape.band_rows as u32) as usize };
         if band >= self.bands.len() {
             self.bands.resize_with(band + 1, Default::default);
         }
@@ -123,13 +130,21 @@ pub const TEAMS: usize = 2;
 pub const BLOCK: i32 = 4;
 
 impl Grid {
-    /// Clears the items and sets the geometry.
+    /// Clears the items and sets the geometry, in one band (the grid to build on one thread).
     pub fn begin(&mut self, arena: Vec2, cell: f32) {
+        self.begin_in_bands(arena, cell, 1)
+    }
+
+    /// Clears the items and sets the geometry, in up to `bands` bands of whole rows (at most [`BANDS`]; the grid
+    /// to build and search on several threads). The items come out the same for any number of bands.
+    pub fn begin_in_bands(&mut self, arena: Vec2, cell: f32, bands: usize) {
         let cell = cell.max(1.0);
         let cols = ((arena.x / cell).ceil() as i32).max(1);
         let rows = ((arena.y / cell).ceil() as i32).max(1);
-        let band_rows = (rows as usize).div_ceil(BANDS).next_multiple_of(BLOCK as usize) as i32;
+        let band_rows = (rows as usize).div_ceil(bands.clamp(1, BANDS)).next_multiple_of(BLOCK as usize) as i32;
         self.shape = GridShape { cell, cols, rows, band_rows };
+        self.staged.clear();
+        self.keys.clear();
         self.pieces.iter_mut().for_each(Staged::clear);
     }
 
@@ -141,10 +156,10 @@ impl Grid {
     /// Adds an item (call between [`Grid::begin`] and [`Grid::finish`]).
     #[inline]
     pub fn push(&mut self, item: GridItem) {
-        if self.pieces.is_empty() {
-            self.pieces.push(Staged::default());
-        }
-        self.pieces[0].push(&self.shape, item)
+        debug_assert!(self.shape.band_rows >= self.shape.rows, "push builds a grid of one band (see begin)");
+        let (c, r) = self.shape.cell_of(item.position);
+        self.keys.push((r * self.shape.cols + c) as u32);
+        self.staged.push(item);
     }
 
     /// The staged pieces, to fill elsewhere (one per piece of a parallel walk, in piece order: see
@@ -213,13 +228,17 @@ impl Grid {
         let cells = cols * self.shape.rows as usize;
         let band_cells = self.shape.band_rows as usize * cols;
         let bands = cells.div_ceil(band_cells);
+        // Pushed items (one band), or the pieces'.
+        let pushed = !self.staged.is_empty() || self.pieces.iter().all(Staged::is_empty);
+        debug_assert!(!pushed || bands == 1 || self.staged.is_empty(), "pushed items in a grid of several bands");
         let band_len = |b: usize| {
             self.pieces.iter().filter_map(|piece| piece.bands.get(b)).map(|(items, _)| items.len()).sum::<usize>()
         };
         self.band_starts.clear();
         self.band_starts.push(0);
         for b in 0..bands {
-            let end = self.band_starts[b] + band_len(b) as u32;
+            let len = if pushed { self.staged.len() } else { band_len(b) };
+            let end = self.band_starts[b] + len as u32;
             self.band_starts.push(end);
         }
         let n = self.band_starts[bands] as usize;
@@ -233,7 +252,8 @@ impl Grid {
         self.item_keys.resize(n, 0);
         self.item_keys.truncate(n);
         self.band_scratch.resize_with(bands, BandScratch::default);
-        let input = BandInput { pieces: &self.pieces, band_starts: &self.band_starts, band_cells };
+        let pushed = pushed.then_some((&self.staged[..], &self.keys[..]));
+        let input = BandInput { pushed, pieces: &self.pieces, band_starts: &self.band_starts, band_cells };
         let out = BandOutput {
             starts: &mut self.starts[..cells],
             scratch: &mut self.band_scratch,
@@ -413,6 +433,8 @@ impl Grid {
 
 /// What every band's sort reads.
 struct BandInput<'a> {
+    /// The items pushed (a grid of one band), read where they are.
+    pushed: Option<(&'a [GridItem], &'a [u32])>,
     pieces: &'a [Staged],
     band_starts: &'a [u32],
     band_cells: usize,
@@ -456,16 +478,24 @@ fn sort_bands(input: &BandInput<'_>, bands: std::ops::Range<usize>, out: BandOut
 fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
     let BandOutput { starts, scratch, items, item_keys } = out;
     let BandScratch { staged, keys, order } = &mut scratch[0];
-    staged.clear();
-    keys.clear();
-    for (their_items, their_keys) in input.pieces.iter().filter_map(|piece| piece.bands.get(band)) {
-        staged.extend_from_slice(their_items);
-        keys.extend_from_slice(their_keys);
-    }
+    // Pushed items, or one piece's band, are read where they are; else the pieces' are gathered in piece order.
+    let (staged, keys): (&[GridItem], &[u32]) = match (input.pushed, input.pieces) {
+        (Some(pushed), _) => pushed,
+        (None, [piece]) => piece.bands.get(band).map_or((&[], &[]), |(items, keys)| (items, keys)),
+        (None, pieces) => {
+            staged.clear();
+            keys.clear();
+            for (their_items, their_keys) in pieces.iter().filter_map(|piece| piece.bands.get(band)) {
+                staged.extend_from_slice(their_items);
+                keys.extend_from_slice(their_keys);
+            }
+            (staged, keys)
+        }
+    };
     let first_cell = (band * input.band_cells) as u32;
     let base = input.band_starts[band];
     starts.fill(0);
-    for &key in keys.iter() {
+    for &key in keys {
         starts[(key - first_cell) as usize] += 1;
     }
     // Running sum, so `starts[c]` is where cell `c` ends; the scatter below walks it back to where it starts.
@@ -541,10 +571,25 @@ mod tests {
                     GridItem { entity: Entity::from_parts(i, NonZeroU32::MIN), position: p, team: (i % 2) as u8 }
                 })
                 .collect();
-            for parallel in [false, true] {
+            for (bands, parallel, pieces) in
+                [(1, false, 0), (1, false, 3), (BANDS, false, 1), (BANDS, true, 4), (5, true, 7)]
+            {
                 let mut grid = Grid::default();
-                grid.begin(arena, cell);
-                staged.iter().for_each(|&item| grid.push(item));
+                grid.begin_in_bands(arena, cell, bands);
+                if pieces == 0 {
+                    staged.iter().for_each(|&item| grid.push(item));
+                } else {
+                    // As a parallel walk stages them: consecutive runs, one piece each, in order.
+                    let shape = grid.shape();
+                    let mut staging = grid.take_pieces();
+                    staging.resize_with(pieces, Staged::default);
+                    let per = staged.len().div_ceil(pieces).max(1);
+                    for (piece, items) in staging.iter_mut().zip(staged.chunks(per)) {
+                        piece.clear();
+                        items.iter().for_each(|&item| piece.push(&shape, item));
+                    }
+                    grid.put_pieces(staging);
+                }
                 grid.finish(parallel);
                 // The reference: a stable sort by cell.
                 let mut expected = staged.clone();
@@ -552,7 +597,11 @@ mod tests {
                     let (c, r) = grid.cell_of(item.position);
                     r * grid.shape.cols + c
                 });
-                assert_eq!(grid.items(), &expected[..], "{n} items, parallel {parallel}");
+                assert_eq!(
+                    grid.items(),
+                    &expected[..],
+                    "{n} items, {bands} bands, {pieces} pieces, parallel {parallel}"
+                );
                 for r in 0..grid.shape.rows {
                     for c in 0..grid.shape.cols {
                         assert!(grid.cell_items(c, r).iter().all(|item| grid.cell_of(item.position) == (c, r)));
