@@ -31,6 +31,8 @@ struct Counted(Vec<usize>);
 fn world(backend: Backend) -> World {
     let mut world = World::with_capacity(4096);
     world.set_backend(backend);
+    // Small pieces, so a world of 300 runs its frames on the pool (and its loops in several pieces).
+    world.set_piece_rows(16);
     for i in 0..300i64 {
         let e = world.spawn((Pos(i), Vel(i % 7 - 3), Hp(i % 31))).unwrap();
         if i % 5 == 0 {

@@ -447,16 +447,26 @@ impl App {
             self.pool_asked = true;
         }
         // The whole frame runs on the pool, so the systems of a batch and the pieces of a parallel query loop (in
-        // any system) go to its threads with no hand-over per batch.
+        // any system) go to its threads with no hand-over per batch. A world too small to give each thread a
+        // piece of a loop runs its frame here, as on one thread: handing it over would cost more than it saves.
+        let small = (self.world.len() as usize) < self.world.piece_rows().saturating_mul(self.threads);
         match self.pool.take() {
-            Some(pool) => {
+            Some(pool) if !small => {
                 let outcome = pool.install(|| catch_unwind(AssertUnwindSafe(|| self.frame(true))));
                 self.pool = Some(pool);
                 if let Err(panic) = outcome {
                     resume_unwind(panic);
                 }
             }
-            None => self.frame(false),
+            pool => {
+                self.pool = pool;
+                self.world.set_threads(1);
+                let outcome = catch_unwind(AssertUnwindSafe(|| self.frame(false)));
+                self.world.set_threads(self.threads);
+                if let Err(panic) = outcome {
+                    resume_unwind(panic);
+                }
+            }
         }
     }
 

@@ -77,13 +77,16 @@ fn fit<S: Default>(slots: &mut Vec<S>, n: usize) -> &mut [S] {
     slots
 }
 
-/// Runs `body` on each piece of `work` (`size` rows a piece, one slot each), halving the pieces and joining the
-/// halves on the pool if `parallel` (joins keep their jobs on the stack: nothing allocates), else in order.
+/// Runs `body` on each piece of `work` (`size` rows a piece, one slot each), halving the pieces. While `splits`
+/// lasts the halves are joined on the pool (joins keep their jobs on the stack: nothing allocates), each half with
+/// half the splits, and a half another thread took gets the thread count again: rayon's own adaptive rule, so a
+/// loop makes a few tasks a thread rather than one per piece. Past that a task runs its pieces in order. Which
+/// task or thread runs a piece changes nothing: pieces and slots are fixed before.
 fn pieces<T: Send, S: Send>(
     work: T,
     slots: &mut [S],
     size: usize,
-    parallel: bool,
+    splits: usize,
     cut: &(impl Fn(T, usize) -> (T, T) + Sync),
     body: &(impl Fn(T, &mut S) + Sync),
 ) {
@@ -94,14 +97,23 @@ fn pieces<T: Send, S: Send>(
             let middle = slots.len() / 2;
             let (front, back) = cut(work, middle * size);
             let (first, second) = slots.split_at_mut(middle);
-            if parallel {
-                join(
-                    || pieces(front, first, size, parallel, cut, body),
-                    || pieces(back, second, size, parallel, cut, body),
+            if splits > 0 {
+                rayon::join_context(
+                    |_| pieces(front, first, size, splits / 2, cut, body),
+                    |context| {
+                        let splits = match context.migrated() {
+                            true => {
+                                MOVED.fetch_add(1, Relaxed);
+                                (splits / 2).max(rayon::current_num_threads())
+                            }
+                            false => splits / 2,
+                        };
+                        pieces(back, second, size, splits, cut, body)
+                    },
                 );
             } else {
-                pieces(front, first, size, parallel, cut, body);
-                pieces(back, second, size, parallel, cut, body);
+                pieces(front, first, size, 0, cut, body);
+                pieces(back, second, size, 0, cut, body);
             }
         }
     }
@@ -117,7 +129,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
 ) {
     let Parts { entities, storage, shape, scratch } = parts;
     let size = split.rows.max(1);
-    let parallel = split.parallel;
+    let splits = if split.parallel { rayon::current_num_threads() } else { 0 };
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
             let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else {
@@ -135,7 +147,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
                         visit.start(slot);
                         lock_step_piece::<Q, L, F, V>(visit, slot, &filter, rows, slices);
                     };
-                    pieces((rows, slices), slots, size, parallel, &cut_run::<Q>, &body);
+                    pieces((rows, slices), slots, size, splits, &cut_run::<Q>, &body);
                 }
                 Walk::Lanes(driver) => {
                     let (rows, lanes) = Q::into_lanes::<L>(pools, driver);
@@ -153,7 +165,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
                         }
                     };
                     if Q::lanes_split(driver) {
-                        pieces((rows, lanes), slots, size, parallel, &cut_lanes::<Q, L>, &body);
+                        pieces((rows, lanes), slots, size, splits, &cut_lanes::<Q, L>, &body);
                     } else {
                         // A written pool is probed: the pieces run in order here, each starting at its own row.
                         let mut lanes = lanes;
@@ -194,7 +206,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
                         let body = |found: &[Entity], slot: &mut V::Slot| {
                             body(found, Q::share::<L>(shared).expect("read-only pools share"), slot)
                         };
-                        pieces(found, slots, size, parallel, &cut_list, &body);
+                        pieces(found, slots, size, splits, &cut_list, &body);
                     } else {
                         let mut pools = pools;
                         for (found, slot) in found.chunks(size).zip(slots.iter_mut()) {
@@ -229,7 +241,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
                 match slices {
                     Some(slices) => {
                         let slices = Q::split_front(slices, rows.len()).0;
-                        pieces((rows, slices), mine, size, parallel, &cut_run::<Q>, &body);
+                        pieces((rows, slices), mine, size, splits, &cut_run::<Q>, &body);
                     }
                     None => mine.iter_mut().for_each(|slot| visit.start(slot)),
                 }
