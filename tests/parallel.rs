@@ -216,6 +216,40 @@ fn the_command_buffer_equals_the_serial_loops() {
 }
 
 #[test]
+fn a_deferred_handle_from_before_the_loop_names_its_spawn_inside_it() {
+    for backend in Backend::ALL {
+        let mut world = world(backend);
+        // A deferred spawn of an earlier loop in the same buffer, handed into the parallel loop.
+        let mut first = None;
+        world.query::<&Hp>().for_each_with_commands(|_, _, commands| {
+            if first.is_none() {
+                first = Some(commands.spawn((Spark(7),)).unwrap());
+            }
+        });
+        let earlier = first.unwrap();
+        world.set_piece_rows(5);
+        pool(2).install(|| {
+            world.query::<&Pos>().par_for_each_with_commands(|_, pos, commands| {
+                if pos.0 % 100 == 0 {
+                    let spark = commands.spawn((Spark(1),)).unwrap();
+                    commands.insert(spark, Hp(1));
+                }
+                if pos.0 == 10 {
+                    commands.insert(earlier, Hp(99));
+                }
+            })
+        });
+        let stats = world.apply_commands();
+        assert_eq!(stats.skipped, 0, "{backend}: {stats:?}");
+        let mut sparks = Vec::new();
+        world.query::<(&Spark, &Hp)>().for_each(|_, (spark, hp)| sparks.push((spark.0, hp.0)));
+        sparks.sort_unstable();
+        assert_eq!(sparks.last(), Some(&(7, 99)), "{backend}: the earlier spawn got its value");
+        assert!(sparks.len() > 20 && sparks[..sparks.len() - 1].iter().all(|&s| s == (1, 1)), "{backend}: {sparks:?}");
+    }
+}
+
+#[test]
 fn a_panic_in_a_piece_reaches_the_caller_and_leaves_the_world_whole() {
     for backend in Backend::ALL {
         let mut world = world(backend);

@@ -225,6 +225,8 @@ pub struct CommandQueue {
     last: Option<(TypeId, u32)>,
     /// Deferred spawns recorded so far (the last deferred handle's number).
     deferred: u32,
+    /// A piece of a parallel loop: the target buffer's deferred spawns when the loop began (its own start after).
+    base: u32,
     /// The tag in this buffer's deferred handles: 0 for the world's own buffer, another for each system's, so a
     /// handle that leaves its system (through a resource, say) still names its spawn in the world's buffer.
     tag: u8,
@@ -367,10 +369,25 @@ impl CommandQueue {
         moved
     }
 
-    /// Makes this (empty) buffer a piece of a parallel loop whose commands join a buffer tagged `tag`.
-    pub(crate) fn start_piece(&mut self, tag: u8) {
-        debug_assert!(self.is_empty() && self.deferred == 0, "a piece's buffer starts empty");
+    /// Makes this buffer a piece of a parallel loop whose commands join a buffer tagged `tag` that holds `base`
+    /// deferred spawns already: the piece numbers its own from `base + 1`, so a handle made before the loop (and
+    /// handed into it) is told apart from the piece's. Anything left from a loop whose joining panicked is
+    /// dropped (deferred spawns hold no handle yet).
+    pub(crate) fn start_piece(&mut self, tag: u8, base: u32) {
+        if !self.keyed.is_empty() || !self.ops.is_empty() {
+            self.ops.clear();
+            self.keyed.clear();
+            self.keys.clear();
+            self.clear_values();
+        }
         self.tag = tag;
+        self.deferred = base;
+        self.base = base;
+    }
+
+    /// Deferred spawns recorded in this buffer so far.
+    pub(crate) fn deferred_count(&self) -> u32 {
+        self.deferred
     }
 
     /// Moves the loop commands of `piece` (a piece of a parallel loop, see [`CommandQueue::start_piece`]) into this
@@ -386,16 +403,18 @@ impl CommandQueue {
             piece.clear_values();
             return;
         }
-        let (tag, offset) = (self.tag, self.deferred);
+        // The piece's own spawns are numbered past `base`; they move to follow this buffer's spawns so far.
+        let (tag, base, offset) = (self.tag, piece.base, self.deferred);
+        let made = piece.deferred - base;
         assert!(
-            offset + piece.deferred < DEFERRED_PER_BUFFER,
+            offset + made < DEFERRED_PER_BUFFER,
             "more than {} deferred spawns in one parallel loop's buffer",
             DEFERRED_PER_BUFFER - 1
         );
         let moved = self.take_values(piece);
         let renumber = |entity: Entity| match entity.is_deferred() {
             true => match entity.deferred_parts() {
-                (of, n) if of == tag => Entity::deferred(tag, n + offset),
+                (of, n) if of == tag && n > base => Entity::deferred(tag, n - base + offset),
                 _ => entity,
             },
             false => entity,
@@ -404,8 +423,9 @@ impl CommandQueue {
         self.keyed.extend(piece.keyed.drain(..).map(|op| op.moved(&moved, renumber)));
         // A key is (visited index, position in its buffer's loop): the position moves past this buffer's.
         self.keys.extend(piece.keys.drain(..).map(|key| key + base));
-        self.deferred = offset + piece.deferred;
+        self.deferred = offset + made;
         piece.deferred = 0;
+        piece.base = 0;
         piece.moved = moved;
     }
 

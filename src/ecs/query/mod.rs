@@ -448,7 +448,7 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
             Ok(lent) => lent,
             Err(error) => panic!("{error}"),
         };
-        let visit = ParCommands { f, tag: commands.tag() };
+        let visit = ParCommands { f, tag: commands.tag(), base: commands.deferred_count() };
         with_pieces(commands, queues, |queues| par_run::<Q, F, _>(parts, pieces, &visit, queues));
     }
 

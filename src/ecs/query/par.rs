@@ -355,6 +355,8 @@ where
 pub(super) struct ParCommands<Func> {
     pub(super) f: Func,
     pub(super) tag: u8,
+    /// The deferred spawns the target buffer held when the loop began.
+    pub(super) base: u32,
 }
 
 impl<Q, Func> ParVisit<Q> for ParCommands<Func>
@@ -364,7 +366,7 @@ where
 {
     type Slot = CommandQueue;
     fn start(&self, slot: &mut CommandQueue) {
-        slot.start_piece(self.tag);
+        slot.start_piece(self.tag, self.base);
     }
     #[inline(always)]
     fn one(&self, slot: &mut CommandQueue, entity: Entity, item: Q::Item<'_>) {
