@@ -53,13 +53,19 @@ static MOVED: AtomicU64 = AtomicU64::new(0);
 /// `rayon::join`, counting the times the second half runs on another thread (the pool took it: the work really
 /// ran in parallel). Parallel loops and the simulation's own splits go through it.
 pub fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    join_noting(a, |_| b())
+}
+
+/// [`join`], telling the second half whether another thread took it (and counting it if so).
+fn join_noting<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce(bool) -> B + Send) -> (A, B) {
     rayon::join_context(
         |_| a(),
         |context| {
-            if context.migrated() {
+            let moved = context.migrated();
+            if moved {
                 MOVED.fetch_add(1, Relaxed);
             }
-            b()
+            b(moved)
         },
     )
 }
@@ -98,16 +104,10 @@ fn pieces<T: Send, S: Send>(
             let (front, back) = cut(work, middle * size);
             let (first, second) = slots.split_at_mut(middle);
             if splits > 0 {
-                rayon::join_context(
-                    |_| pieces(front, first, size, splits / 2, cut, body),
-                    |context| {
-                        let splits = match context.migrated() {
-                            true => {
-                                MOVED.fetch_add(1, Relaxed);
-                                (splits / 2).max(rayon::current_num_threads())
-                            }
-                            false => splits / 2,
-                        };
+                join_noting(
+                    || pieces(front, first, size, splits / 2, cut, body),
+                    |moved| {
+                        let splits = if moved { (splits / 2).max(rayon::current_num_threads()) } else { splits / 2 };
                         pieces(back, second, size, splits, cut, body)
                     },
                 );
