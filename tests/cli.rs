@@ -220,6 +220,15 @@ fn a_saved_world_loads_on_another_backend_and_continues_to_the_same_digest() {
         std::fs::write(&bad, content).unwrap();
         refused(&["--headless", "--load", bad_s], needle);
     }
+    // A broken hierarchy: the first squad's first follower listed under its captain twice.
+    let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let columns = file["snapshot"]["components"].as_array_mut().unwrap();
+    let children = columns.iter_mut().find(|c| c["name"] == "@children").expect("the world has squads");
+    let list = children["values"][0].as_array_mut().unwrap();
+    list.push(list[0].clone());
+    let broken = dir.join("broken.json");
+    std::fs::write(&broken, serde_json::to_vec(&file).unwrap()).unwrap();
+    refused(&["--headless", "--load", broken.to_str().unwrap()], "broken hierarchy in the snapshot");
     refused(&["--headless", "--load", &format!("{snap}.missing")], "does not exist");
     refused(&["--headless", "--load", snap, "--seed", "3"], "cannot be used with '--seed");
     refused(&["--headless", "--backend", "all", "--save", snap], "choose one --backend");

@@ -220,36 +220,53 @@ fn next(state: &mut u64) -> u64 {
 fn flipped_and_truncated_bytes_never_panic_and_never_touch_the_world() {
     let mut source = app(Backend::SparseSet, 6);
     run(&mut source, 40);
+    // The world has squads: the hierarchy's columns are in the files the fuzz damages.
+    assert!(source.world.count_of::<swarm::ecs::Children>() > 10);
     let binary = save(&source.world, Format::Binary).unwrap();
     let json = save(&source.world, Format::Json).unwrap();
     let mut target = app(Backend::Archetype, 3);
     run(&mut target, 10);
     let mut rng = 0x5eed;
-    let (mut refused, mut loaded) = (0, 0);
+    let (mut refused, mut loaded, mut tree_refused) = (0, 0, 0);
     for round in 0..1_500 {
         let original = if round % 3 == 2 { &json } else { &binary };
         let mut bytes = original.clone();
-        match next(&mut rng) % 4 {
-            0 => bytes.truncate((next(&mut rng) % original.len() as u64) as usize),
-            1 => {
-                for _ in 0..1 + next(&mut rng) % 4 {
-                    let at = (next(&mut rng) % bytes.len() as u64) as usize;
-                    bytes[at] ^= 1 << (next(&mut rng) % 8);
+        // Every fifth round damages the binary file's hierarchy columns (from the name `@parent` on), checksum
+        // fixed, so the tree's own checks meet the damage.
+        if round % 5 == 4 && original == &binary {
+            let from = binary.windows(7).position(|w| w == b"@parent").expect("the hierarchy is saved");
+            let at = from + 8 + (next(&mut rng) % (binary.len() - from - 8) as u64) as usize;
+            bytes[at] = next(&mut rng) as u8;
+            let sum = swarm::ecs::checksum(&bytes[swarm::ecs::HEADER_LEN..]);
+            bytes[20..28].copy_from_slice(&sum.to_le_bytes());
+            if let Ok(Err(SnapshotError::Hierarchy(_) | SnapshotError::BadEntity(_))) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| load_into_running(&mut target, &bytes)))
+            {
+                tree_refused += 1;
+            }
+        } else {
+            match next(&mut rng) % 4 {
+                0 => bytes.truncate((next(&mut rng) % original.len() as u64) as usize),
+                1 => {
+                    for _ in 0..1 + next(&mut rng) % 4 {
+                        let at = (next(&mut rng) % bytes.len() as u64) as usize;
+                        bytes[at] ^= 1 << (next(&mut rng) % 8);
+                    }
                 }
-            }
-            2 => {
-                // Flip within the header and the first bytes of the payload, where lengths and counts sit.
-                let at = (next(&mut rng) % 64.min(bytes.len() as u64)) as usize;
-                bytes[at] = next(&mut rng) as u8;
-            }
-            _ => {
-                // Damage the payload and fix its checksum, so the decoder itself meets the damage.
-                let at =
-                    swarm::ecs::HEADER_LEN + (next(&mut rng) % (bytes.len() - swarm::ecs::HEADER_LEN) as u64) as usize;
-                bytes[at] = next(&mut rng) as u8;
-                if bytes.starts_with(&swarm::ecs::MAGIC) {
-                    let sum = swarm::ecs::checksum(&bytes[swarm::ecs::HEADER_LEN..]);
-                    bytes[20..28].copy_from_slice(&sum.to_le_bytes());
+                2 => {
+                    // Flip within the header and the first bytes of the payload, where lengths and counts sit.
+                    let at = (next(&mut rng) % 64.min(bytes.len() as u64)) as usize;
+                    bytes[at] = next(&mut rng) as u8;
+                }
+                _ => {
+                    // Damage the payload and fix its checksum, so the decoder itself meets the damage.
+                    let at = swarm::ecs::HEADER_LEN
+                        + (next(&mut rng) % (bytes.len() - swarm::ecs::HEADER_LEN) as u64) as usize;
+                    bytes[at] = next(&mut rng) as u8;
+                    if bytes.starts_with(&swarm::ecs::MAGIC) {
+                        let sum = swarm::ecs::checksum(&bytes[swarm::ecs::HEADER_LEN..]);
+                        bytes[20..28].copy_from_slice(&sum.to_le_bytes());
+                    }
                 }
             }
         }
@@ -272,5 +289,6 @@ fn flipped_and_truncated_bytes_never_panic_and_never_touch_the_world() {
         }
     }
     eprintln!("fuzz: {refused} refused, {loaded} loaded");
+    assert!(tree_refused > 0, "no damage to the hierarchy's columns was refused");
     assert!(refused > 1_000, "only {refused} of 1500 damaged files were refused ({loaded} loaded)");
 }

@@ -25,7 +25,7 @@ pub mod system;
 pub use crate::ecs::Commands;
 pub use system::{IntoSystem, Local, Query, Res, ResMut, System, SystemParam};
 
-use crate::ecs::{Resource, World};
+use crate::ecs::{Entity, Resource, World};
 use profile::Profiler;
 use schedule::{AccessError, SystemAccess};
 use std::any::Any;
@@ -282,6 +282,44 @@ impl App {
     /// Adds a plugin, a `fn(&mut App)`, or a tuple of them.
     pub fn add_plugins(&mut self, plugins: impl Plugin) -> &mut Self {
         plugins.build(self);
+        self
+    }
+
+    /// Registers a lifecycle handler on the app's world, called after each spawn ([`World::on_spawn`]; the rule
+    /// is in [`crate::ecs::events`]). Handlers fire as the frame's command buffer is applied, in its keyed order,
+    /// and their commands apply in the same apply.
+    pub fn on_spawn(
+        &mut self,
+        handler: impl FnMut(&World, Entity, &mut crate::ecs::Commands<'_>) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.world.on_spawn(handler);
+        self
+    }
+
+    /// Registers a handler called before each despawn ([`World::on_despawn`]).
+    pub fn on_despawn(
+        &mut self,
+        handler: impl FnMut(&World, Entity, &mut crate::ecs::Commands<'_>) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.world.on_despawn(handler);
+        self
+    }
+
+    /// Registers a handler called after each insert of a `T` ([`World::on_insert`]).
+    pub fn on_insert<T: crate::ecs::Component>(
+        &mut self,
+        handler: impl FnMut(&World, Entity, &T, &mut crate::ecs::Commands<'_>) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.world.on_insert::<T>(handler);
+        self
+    }
+
+    /// Registers a handler called before each removal of a `T` ([`World::on_remove`]).
+    pub fn on_remove<T: crate::ecs::Component>(
+        &mut self,
+        handler: impl FnMut(&World, Entity, &T, &mut crate::ecs::Commands<'_>) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.world.on_remove::<T>(handler);
         self
     }
 

@@ -65,10 +65,32 @@ impl CommandTotals {
 
 #[derive(Clone, Copy)]
 enum Op {
-    Spawn { entity: Entity, queue: u32, slot: u32 },
-    Insert { entity: Entity, queue: u32, slot: u32 },
-    Remove { entity: Entity, remove: fn(&mut World, Entity) -> bool },
+    Spawn {
+        entity: Entity,
+        queue: u32,
+        slot: u32,
+    },
+    Insert {
+        entity: Entity,
+        queue: u32,
+        slot: u32,
+    },
+    Remove {
+        entity: Entity,
+        remove: fn(&mut World, Entity) -> bool,
+    },
     Despawn(Entity),
+    /// Makes `child` a child of `parent` at `index` (`u32::MAX`: at the end).
+    Link {
+        parent: Entity,
+        child: Entity,
+        index: u32,
+    },
+    /// Takes `child` out of `parent`'s list.
+    Unlink {
+        parent: Entity,
+        child: Entity,
+    },
 }
 
 impl Op {
@@ -87,6 +109,8 @@ impl Op {
             }
             Op::Remove { entity, remove } => Op::Remove { entity: renumber(entity), remove },
             Op::Despawn(entity) => Op::Despawn(renumber(entity)),
+            Op::Link { parent, child, index } => Op::Link { parent: renumber(parent), child: renumber(child), index },
+            Op::Unlink { parent, child } => Op::Unlink { parent: renumber(parent), child: renumber(child) },
         }
     }
 }
@@ -489,6 +513,23 @@ impl CommandQueue {
                         None => stats.skipped += 1,
                     }
                 }
+                Op::Link { parent, child, index } => {
+                    at += 1;
+                    match (Self::resolve(resolved, starts, parent), Self::resolve(resolved, starts, child)) {
+                        (Some(parent), Some(child)) => stats.count(match index {
+                            u32::MAX => world.add_child(parent, child).is_ok(),
+                            index => world.insert_child(parent, index as usize, child).is_ok(),
+                        }),
+                        _ => stats.skipped += 1,
+                    }
+                }
+                Op::Unlink { parent, child } => {
+                    at += 1;
+                    match (Self::resolve(resolved, starts, parent), Self::resolve(resolved, starts, child)) {
+                        (Some(parent), Some(child)) => stats.count(world.remove_child(parent, child).is_ok()),
+                        _ => stats.skipped += 1,
+                    }
+                }
                 Op::Spawn { .. } | Op::Despawn(_) => {
                     // The stretch: its despawns first, as one batch.
                     let start = at;
@@ -770,6 +811,24 @@ impl<'w> Commands<'w> {
         }
         B::assert_distinct();
         self.push(Op::Remove { entity, remove: remove::<B> });
+    }
+
+    /// Records making `child` the last child of `parent` ([`World::add_child`]). Skipped if refused when applied
+    /// (a dead entity, a cycle).
+    pub fn add_child(&mut self, parent: Entity, child: Entity) {
+        self.push(Op::Link { parent, child, index: u32::MAX });
+    }
+
+    /// Records making `child` the child of `parent` at `index` ([`World::insert_child`]). Skipped if refused when
+    /// applied (a dead entity, a cycle, a position past the end).
+    pub fn insert_child(&mut self, parent: Entity, index: usize, child: Entity) {
+        let index = u32::try_from(index).unwrap_or(u32::MAX - 1).min(u32::MAX - 1);
+        self.push(Op::Link { parent, child, index });
+    }
+
+    /// Records taking `child` out of `parent`'s list ([`World::remove_child`]). Skipped if it is not its child then.
+    pub fn remove_child(&mut self, parent: Entity, child: Entity) {
+        self.push(Op::Unlink { parent, child });
     }
 
     /// Number of commands recorded and not applied yet.

@@ -16,6 +16,8 @@ mod commands;
 mod component;
 mod entity;
 mod entity_ref;
+pub mod events;
+pub mod hierarchy;
 mod query;
 mod resources;
 mod snapshot;
@@ -34,6 +36,8 @@ pub use entity::{
     AllocatorState, ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull,
 };
 pub use entity_ref::{EntityRef, EntityWorldMut};
+pub use events::{HandlerId, TooManyRounds, EVENT_ROUNDS};
+pub use hierarchy::{Children, HierarchyError, Parent};
 pub(crate) use query::smaller_tuples_too;
 pub use query::{
     halves_moved, join, Batch, Batches, Filter, Lease, Or, Query, QueryAccess, QueryData, QueryError, QueryOneError,

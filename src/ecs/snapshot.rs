@@ -43,6 +43,7 @@
 
 use super::commands::CommandTotals;
 use super::entity::{AllocatorState, Entities, Entity};
+use super::hierarchy::{Children, Parent};
 use super::storage::Backend;
 use super::world::World;
 use crate::ecs::{Component, Resource};
@@ -116,6 +117,9 @@ pub enum SnapshotError {
     BadEntity(String),
     /// The world has commands recorded and not applied: reserved handles belong to no saved entity.
     PendingCommands,
+    /// The hierarchy in the file is broken: a cycle, a parent that is not alive, a child listed twice, or a
+    /// parent and a child that disagree.
+    Hierarchy(String),
     /// A value that decodes but is outside what the schema accepts (a setting past its limit, say): see
     /// [`SnapshotSchema::resource_checked`] and [`SnapshotSchema::check`].
     OutOfRange {
@@ -149,6 +153,7 @@ impl fmt::Display for SnapshotError {
                 write!(f, "the world has commands recorded and not applied; apply or discard them before saving")
             }
             SnapshotError::OutOfRange { name, why } => write!(f, "the snapshot's {name}: {why}"),
+            SnapshotError::Hierarchy(why) => write!(f, "broken hierarchy in the snapshot: {why}"),
         }
     }
 }
@@ -418,6 +423,22 @@ fn column_entities(entities: &Entities, name: &str, indices: &[u32]) -> Result<V
     Ok(handles)
 }
 
+/// A column's handles (see [`column_entities`]), once its `values` count matches its indices.
+fn paired_entities(
+    entities: &Entities,
+    name: &str,
+    indices: &[u32],
+    values: usize,
+) -> Result<Vec<Entity>, SnapshotError> {
+    if values != indices.len() {
+        return Err(SnapshotError::Corrupt(format!(
+            "column `{name}` has {values} values for {} entities",
+            indices.len()
+        )));
+    }
+    column_entities(entities, name, indices)
+}
+
 fn load_column<T: DeserializeOwned + Component, C: Codec>(
     world: &mut World,
     name: &'static str,
@@ -427,14 +448,7 @@ fn load_column<T: DeserializeOwned + Component, C: Codec>(
 ) -> Result<(), SnapshotError> {
     let values: Vec<T> =
         C::decode(values).map_err(|why| SnapshotError::Corrupt(format!("column `{name}` does not decode: {why}")))?;
-    if values.len() != indices.len() {
-        return Err(SnapshotError::Corrupt(format!(
-            "column `{name}` has {} values for {} entities",
-            values.len(),
-            indices.len()
-        )));
-    }
-    let handles = column_entities(world.entities(), name, indices)?;
+    let handles = paired_entities(world.entities(), name, indices, values.len())?;
     if let Some(check) = check {
         for (value, entity) in values.iter().zip(&handles) {
             if let Err(bad) = check(value, world.entities()) {
@@ -496,6 +510,7 @@ impl SnapshotSchema {
         name: &'static str,
         check: Option<CheckHandles<T>>,
     ) -> Self {
+        assert!(!name.starts_with('@'), "component name `{name}`: names starting with `@` are the snapshot's own");
         assert!(
             !self.components.iter().any(|c| c.name == name || c.type_id == TypeId::of::<T>()),
             "component `{name}` ({}) is in the schema twice",
@@ -647,6 +662,14 @@ impl SnapshotSchema {
             let (indices, values) = (C::column(entry).save)(world)?;
             components.push(Column { name: entry.name.to_string(), entities: Indices(indices), values });
         }
+        // The hierarchy goes with every schema (a world's tree is never lost), when there is one.
+        if world.count_of::<Children>() > 0 {
+            let encode = |why| SnapshotError::Corrupt(format!("the hierarchy does not encode: {why}"));
+            let (indices, values) = C::save_column::<Parent>(world).map_err(encode)?;
+            components.push(Column { name: PARENT_COLUMN.into(), entities: Indices(indices), values });
+            let (indices, values) = C::save_column::<Children>(world).map_err(encode)?;
+            components.push(Column { name: CHILDREN_COLUMN.into(), entities: Indices(indices), values });
+        }
         let mut resources = Vec::with_capacity(self.resources.len());
         for entry in &self.resources {
             resources.push(Named { name: entry.name.to_string(), value: (C::resource(entry).save)(world)? });
@@ -768,7 +791,15 @@ impl SnapshotSchema {
         world.set_command_totals(payload.commands);
         let known = |names: &mut dyn Iterator<Item = &'static str>| names.collect::<Vec<_>>().join(", ");
         let mut seen = vec![false; self.components.len()];
+        let mut tree_seen = [false; 2];
         for column in payload.components {
+            if let Some(k) = [PARENT_COLUMN, CHILDREN_COLUMN].iter().position(|&name| name == column.name) {
+                if std::mem::replace(&mut tree_seen[k], true) {
+                    return Err(SnapshotError::Corrupt(format!("column `{}` appears twice", column.name)));
+                }
+                load_tree_column::<C>(&mut world, k == 0, &column.entities.0, column.values)?;
+                continue;
+            }
             let Some(at) = self.components.iter().position(|c| c.name == column.name) else {
                 return Err(SnapshotError::Unknown {
                     kind: "component",
@@ -794,6 +825,9 @@ impl SnapshotSchema {
                 return Err(SnapshotError::Corrupt(format!("resource `{}` appears twice", named.name)));
             }
         }
+        if tree_seen != [false; 2] {
+            world.check_tree().map_err(SnapshotError::Hierarchy)?;
+        }
         // In schema order, so a resource rebuilt from others sees them.
         for (entry, value) in self.resources.iter().zip(values) {
             let value = value.ok_or(SnapshotError::MissingResource(entry.name))?;
@@ -804,6 +838,44 @@ impl SnapshotSchema {
         }
         Ok((world, saved_on))
     }
+}
+
+/// The columns that hold the hierarchy, in every snapshot of a world that has one (names no schema can take:
+/// they start with `@`).
+const PARENT_COLUMN: &str = "@parent";
+const CHILDREN_COLUMN: &str = "@children";
+
+/// Loads the hierarchy's `@parent` column (`parents`) or `@children` column: every handle must be one the saved
+/// allocator handed out; whether the two sides agree is checked once both are in.
+fn load_tree_column<C: Codec>(
+    world: &mut World,
+    parents: bool,
+    indices: &[u32],
+    values: C::Value,
+) -> Result<(), SnapshotError> {
+    let name = if parents { PARENT_COLUMN } else { CHILDREN_COLUMN };
+    let values: Vec<Vec<Entity>> = if parents {
+        C::decode::<Vec<Entity>>(values).map(|v| v.into_iter().map(|e| vec![e]).collect())
+    } else {
+        C::decode::<Vec<Vec<Entity>>>(values)
+    }
+    .map_err(|why| SnapshotError::Corrupt(format!("column `{name}` does not decode: {why}")))?;
+    let handles = paired_entities(world.entities(), name, indices, values.len())?;
+    for (entity, value) in handles.iter().zip(&values) {
+        if let Some(bad) = value.iter().find(|&&e| !world.entities().was_handed_out(e)) {
+            return Err(SnapshotError::BadEntity(format!(
+                "`{name}` of {entity:?} holds handle {bad:?}, which the saved world never handed out"
+            )));
+        }
+    }
+    let tree = world.tree_ids();
+    for (entity, value) in handles.into_iter().zip(values) {
+        match parents {
+            true => world.insert_quiet(tree.parent, entity, Parent::new(value[0])),
+            false => world.insert_quiet(tree.children, entity, Children::new(value)),
+        }
+    }
+    Ok(())
 }
 
 /// Which encoding `bytes` are in, from the first bytes.

@@ -7,6 +7,8 @@ use super::component::BundleIds;
 use super::component::{ComponentId, ComponentInfo};
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull};
 use super::entity_ref::{EntityRef, EntityWorldMut};
+use super::events::{EventKind, Events, TooManyRounds};
+use super::hierarchy::TreeIds;
 use super::query::{
     Filter, Lease, Query, QueryAccess, QueryCache, QueryContext, QueryData, QueryError, QueryOneError, QueryRef,
     ReadOnlyQueryData,
@@ -66,6 +68,15 @@ pub struct World {
     threads: usize,
     /// The pieces' command buffers of a parallel loop through this world, reused.
     piece_queues: Vec<CommandQueue>,
+    /// Lifecycle handlers and the rounds of their commands ([`crate::ecs::events`]).
+    pub(super) events: Events,
+    /// The hierarchy's component ids, once the world has met them ([`World::add_child`]).
+    pub(super) tree: Option<TreeIds>,
+    /// A subtree's despawn order and the walk that finds it, reused.
+    pub(super) tree_order: Vec<Entity>,
+    pub(super) tree_walk: Vec<(Entity, u32)>,
+    /// Child lists of parents gone or emptied, kept for the next new parent (a steady frame allocates none).
+    pub(super) tree_spare: Vec<Vec<Entity>>,
 }
 
 /// The default piece of a parallel query loop: this many matches ([`World::set_piece_rows`]).
@@ -111,6 +122,11 @@ impl World {
             piece_rows: PIECE_ROWS,
             threads: 0,
             piece_queues: Vec::new(),
+            events: Events::default(),
+            tree: None,
+            tree_order: Vec::new(),
+            tree_walk: Vec::new(),
+            tree_spare: Vec::new(),
         }
     }
 
@@ -186,7 +202,7 @@ impl World {
     }
 
     #[inline]
-    fn register<T: Component>(&mut self) -> ComponentId {
+    pub(super) fn register<T: Component>(&mut self) -> ComponentId {
         let (id, _) = self.components.register::<T>();
         self.storage.init_component(id, &self.components);
         id
@@ -296,7 +312,30 @@ impl World {
         let ids = B::ids(&mut self.components);
         let entity = self.entities.alloc()?;
         self.storage.spawn(&self.components, &ids, entity, bundle);
+        if self.events.any() {
+            self.spawned(entity);
+        }
         Ok(entity)
+    }
+
+    /// Fires a direct spawn's event and applies its handlers' commands.
+    #[cold]
+    fn spawned(&mut self, entity: Entity) {
+        if self.events.watches(EventKind::Spawn) {
+            self.fire(EventKind::Spawn, entity);
+        }
+        self.settle_events();
+    }
+
+    /// Fires a direct insert's events, one per id in order, and applies their handlers' commands.
+    #[cold]
+    fn inserted(&mut self, ids: &[ComponentId], entity: Entity) {
+        for &id in ids {
+            if self.events.watches(EventKind::Insert(id)) && self.entities.is_alive(entity) {
+                self.fire(EventKind::Insert(id), entity);
+            }
+        }
+        self.settle_events();
     }
 
     /// Spawns an entity with the components of `bundle` under exactly the handle `entity`: the handle a server,
@@ -331,6 +370,9 @@ impl World {
         }
         self.entities.alloc_at(entity)?;
         self.storage.spawn(&self.components, &ids, entity, bundle);
+        if self.events.any() {
+            self.spawned(entity);
+        }
         Ok(entity)
     }
 
@@ -347,7 +389,7 @@ impl World {
     /// assert_eq!(world.len(), 10); // six more fitted
     /// ```
     pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Result<usize, WorldFull> {
-        if self.backend() == Backend::SparseSet {
+        if self.backend() == Backend::SparseSet && !self.events.watches(EventKind::Spawn) {
             return self.spawn_sparse_batch(bundles.into_iter(), None);
         }
         let mut handles = std::mem::take(&mut self.handle_scratch);
@@ -385,6 +427,24 @@ impl World {
     /// Like [`World::spawn_batch`], and `out` receives the new handles in order (those spawned before a
     /// `WorldFull` too).
     pub fn spawn_batch_into<B: Bundle>(
+        &mut self,
+        bundles: impl IntoIterator<Item = B>,
+        out: &mut Vec<Entity>,
+    ) -> Result<(), WorldFull> {
+        let start = out.len();
+        let result = self.spawn_batch_into_quiet(bundles, out);
+        if self.events.any() {
+            for &entity in &out[start..] {
+                if self.events.watches(EventKind::Spawn) {
+                    self.fire(EventKind::Spawn, entity);
+                }
+            }
+            self.settle_events();
+        }
+        result
+    }
+
+    fn spawn_batch_into_quiet<B: Bundle>(
         &mut self,
         bundles: impl IntoIterator<Item = B>,
         out: &mut Vec<Entity>,
@@ -454,8 +514,14 @@ impl World {
         let entities = &mut self.entities;
         let items = reserved.iter().zip(bundles).filter(|(entity, _)| entities.activate(**entity));
         let items = items.map(|(&entity, bundle)| (entity, bundle));
+        let start = out.len();
         // Rows for every reservation in the table; the pools grow as the values come.
         self.storage.spawn_batch(&self.components, ids, reserved.len(), 0, items, out);
+        if self.events.watches(EventKind::Spawn) {
+            for &entity in &out[start..] {
+                self.fire(EventKind::Spawn, entity);
+            }
+        }
     }
 
     /// The component ids of bundle type `B`, registering its types.
@@ -469,6 +535,11 @@ impl World {
     pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
         if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
+        }
+        if self.events.any() || self.tree.is_some() {
+            self.despawn_tree(entity);
+            self.settle_events();
+            return Ok(());
         }
         self.storage.despawn(&mut self.entities, entity);
         Ok(())
@@ -499,6 +570,18 @@ impl World {
             }
         }
         // With no reserved target left to settle, a target is despawned if it is alive.
+        if self.events.watches(EventKind::Despawn) || self.tree.is_some() {
+            // One at a time: each event fires right before its entity goes, a parent's subtree first.
+            let mut despawned = 0;
+            for &target in targets {
+                if self.entities.is_alive(target) {
+                    self.despawn_tree(target);
+                    despawned += 1;
+                }
+            }
+            self.settle_events();
+            return despawned;
+        }
         self.storage.despawn_batch(&mut self.entities, targets, &mut self.handle_scratch)
     }
 
@@ -508,11 +591,42 @@ impl World {
             return Err(NoSuchEntity(entity));
         }
         let (id, _) = self.components.register::<T>();
-        Ok(self.storage.insert(id, &self.components, entity, value))
+        let old = self.storage.insert(id, &self.components, entity, value);
+        if self.events.any() {
+            self.inserted(&[id], entity);
+        }
+        Ok(old)
     }
 
     /// Removes component `T` from `entity` and returns it.
     pub fn remove<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
+        if self.events.any() || self.tree.is_some() {
+            return self.remove_observed::<T>(entity);
+        }
+        self.remove_plain::<T>(entity)
+    }
+
+    /// [`World::remove`] with handlers or a hierarchy to tell: the event fires (and a hierarchy link is untied)
+    /// before the value leaves.
+    #[cold]
+    fn remove_observed<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
+        if !self.settle(entity) {
+            return Err(ComponentError::NoSuchEntity(entity));
+        }
+        let Some(id) = self.components.id::<T>().filter(|&id| self.storage.contains(id, entity.index())) else {
+            return self.remove_plain::<T>(entity); // the error
+        };
+        if self.events.watches(EventKind::Remove(id)) {
+            self.fire(EventKind::Remove(id), entity);
+        }
+        self.untie(id, entity);
+        let removed = self.remove_plain::<T>(entity);
+        self.settle_events();
+        removed
+    }
+
+    /// Removes component `T` with no event: the value, or why not.
+    pub(super) fn remove_plain<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
         if let Some(id) = self.components.id::<T>() {
             if let (entities, Some(mut store)) = self.entities_and_store::<T>(id) {
                 match store.remove_entity(entities, entity) {
@@ -529,7 +643,7 @@ impl World {
     #[cold]
     fn remove_unheld<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
         if self.entities.is_reserved(entity) && self.settle(entity) {
-            return self.remove::<T>(entity);
+            return self.remove_plain::<T>(entity);
         }
         // A type never registered, or registered (by a refused query or spawn) without a pool: nobody has it.
         if !self.entities.is_alive(entity) {
@@ -553,6 +667,10 @@ impl World {
     /// ```
     pub fn insert_many<T: Component>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
         let id = self.register::<T>();
+        if self.events.watches(EventKind::Insert(id)) {
+            // One at a time, each event after its value is in.
+            return items.into_iter().map(|(entity, value)| self.insert(entity, value)).filter(Result::is_err).count();
+        }
         let mut items = items.into_iter().peekable();
         let mut skipped = 0;
         // A reserved target is settled where it comes: the run before it goes in, then the buffer is applied.
@@ -589,6 +707,9 @@ impl World {
             }
         }
         let Some(id) = self.components.id::<T>() else { return 0 };
+        if self.events.watches(EventKind::Remove(id)) || self.tree.is_some_and(|tree| tree.holds(id)) {
+            return targets.iter().filter(|&&entity| self.remove::<T>(entity).is_ok()).count();
+        }
         self.storage.remove_many::<T>(id, &self.components, &self.entities, targets)
     }
 
@@ -614,7 +735,12 @@ impl World {
 
     /// A view of component `T`: per-entity get / insert / remove with the type's storage found once, for systems
     /// that touch many chosen entities (registers `T` if new). See [`ViewMut`].
+    ///
+    /// # Panics
+    /// For the hierarchy's components ([`Parent`](super::Parent), [`Children`](super::Children)): a view's
+    /// removal would not keep the two sides of a link in step.
     pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
+        super::hierarchy::refuse_view::<T>();
         let id = self.register::<T>();
         let (entities, store) = self.entities_and_store::<T>(id);
         ViewMut { entities, store: store.expect("register made the pool") }
@@ -712,6 +838,9 @@ impl World {
         builder.register(&mut self.components);
         let entity = self.entities.alloc()?;
         builder.move_into(&mut self.storage, &self.components, entity, true);
+        if self.events.any() {
+            self.spawned(entity);
+        }
         Ok(entity)
     }
 
@@ -731,8 +860,12 @@ impl World {
         if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
         }
-        builder.register(&mut self.components);
+        let set = builder.register(&mut self.components);
         builder.move_into(&mut self.storage, &self.components, entity, false);
+        if self.events.any() {
+            let ids: Vec<ComponentId> = set.iter().collect();
+            self.inserted(&ids, entity);
+        }
         Ok(())
     }
 
@@ -764,6 +897,10 @@ impl World {
             return Err(NoSuchEntity(entity));
         }
         bundle.insert_each(&mut self.storage, &mut self.components, entity);
+        if self.events.any() {
+            let ids = B::ids(&mut self.components);
+            self.inserted(ids.ids(), entity);
+        }
         Ok(())
     }
 
@@ -779,6 +916,19 @@ impl World {
         }
         if let Some(component) = B::first_missing(&self.storage, &self.components, entity) {
             return Err(ComponentError::MissingComponent { entity, component });
+        }
+        if self.events.any() || self.tree.is_some() {
+            // Every event first (each value still readable), then the values go together.
+            let ids = B::ids(&mut self.components);
+            for &id in ids.ids() {
+                if self.events.watches(EventKind::Remove(id)) {
+                    self.fire(EventKind::Remove(id), entity);
+                }
+                self.untie(id, entity);
+            }
+            let removed = B::remove_each(&mut self.storage, &self.components, entity);
+            self.settle_events();
+            return Ok(removed);
         }
         Ok(B::remove_each(&mut self.storage, &self.components, entity))
     }
@@ -975,7 +1125,20 @@ impl World {
     /// If a command panics (a component's `drop` when a value is replaced, say), the commands after it are dropped
     /// with their values, the handles reserved for their spawns are released, and the panic goes on: the world
     /// holds what was applied before it, and the next buffer starts empty.
+    ///
+    /// Lifecycle handlers fire as the commands apply, and the commands they record apply after the buffer, round
+    /// by round ([`crate::ecs::events`]); the counts include them.
+    ///
+    /// # Panics
+    /// Also when handlers' commands go past the round limit ([`World::try_apply_commands`] returns the error).
     pub fn apply_commands(&mut self) -> ApplyStats {
+        self.try_apply_commands().unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// [`World::apply_commands`], returning [`TooManyRounds`] if lifecycle handlers' commands went past the round
+    /// limit ([`World::set_event_rounds`]): what applied stays, the commands left are dropped.
+    pub fn try_apply_commands(&mut self) -> Result<ApplyStats, TooManyRounds> {
+        let outer = std::mem::replace(&mut self.events.applying, true);
         // Handles reserved through `&World` come alive first: no command recorded before them can name them.
         let reserved = self.spawn_unrecorded();
         let mut queue = std::mem::take(&mut self.commands);
@@ -984,8 +1147,11 @@ impl World {
             Err(panic) => {
                 let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     queue.discard(&mut self.entities);
+                    // The handlers' commands so far answered changes of a buffer that did not finish: dropped too.
+                    self.events.recording.discard(&mut self.entities);
                 }));
                 self.commands = queue;
+                self.events.applying = outer;
                 drop(discarded); // a second panic (another value's drop) is dropped: the first one goes on
                 std::panic::resume_unwind(panic);
             }
@@ -993,9 +1159,48 @@ impl World {
         // Commands recorded while applying (none today) would be in `self.commands`; keep both.
         let recorded = std::mem::replace(&mut self.commands, queue);
         debug_assert!(recorded.is_empty(), "a command recorded another while applying");
-        let stats = ApplyStats { applied: stats.applied + reserved, ..stats };
+        let mut stats = ApplyStats { applied: stats.applied + reserved, ..stats };
+        // The handlers' rounds (an apply inside another leaves them to the outer one).
+        let rounds = if outer { Ok(ApplyStats::default()) } else { self.run_rounds_caught() };
+        self.events.applying = outer;
+        let rounds = rounds.map(|more| {
+            stats.applied += more.applied;
+            stats.skipped += more.skipped;
+            stats.refused += more.refused;
+        });
         self.totals.add(stats);
-        stats
+        rounds.map(|()| stats)
+    }
+
+    /// [`World::run_rounds`], putting `applying` back if a round panics.
+    fn run_rounds_caught(&mut self) -> Result<ApplyStats, TooManyRounds> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_rounds())) {
+            Ok(result) => result,
+            Err(panic) => {
+                self.events.applying = false;
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+
+    /// Sets component `id` (of type `T`) of the live `entity` with no event.
+    pub(super) fn insert_quiet<T: Component>(&mut self, id: ComponentId, entity: Entity, value: T) {
+        self.storage.insert(id, &self.components, entity, value);
+    }
+
+    /// Component `id` (of type `T`) of the live `entity`, mutably.
+    pub(super) fn get_mut_quiet<T: Component>(&mut self, id: ComponentId, entity: Entity) -> Option<&mut T> {
+        self.store::<T>(id)?.into_mut(entity.index())
+    }
+
+    /// Despawns the live `entity` with no event and no hierarchy step.
+    pub(super) fn despawn_quiet(&mut self, entity: Entity) {
+        self.storage.despawn(&mut self.entities, entity);
+    }
+
+    /// The allocator, mutably (to release a dropped buffer's reservations).
+    pub(super) fn entities_mut(&mut self) -> &mut Entities {
+        &mut self.entities
     }
 
     /// Drops the recorded commands without applying them; handles they reserved are released. If a value's
@@ -1019,15 +1224,18 @@ impl World {
     /// world's (resources `other` lacks stay). Recorded commands are dropped (their handles named the old world).
     pub(crate) fn replace_contents(&mut self, other: World) {
         // The cache goes with the registry it was worked out for.
-        let World { entities, components, storage, resources, totals, queries, registry_stamp, .. } = other;
+        let World { entities, components, storage, resources, totals, queries, registry_stamp, tree, .. } = other;
         let old_commands = std::mem::take(&mut self.commands);
         let old_storage = std::mem::replace(&mut self.storage, storage);
         self.entities = entities;
         self.components = components;
         self.queries = queries;
         self.registry_stamp = registry_stamp;
+        self.tree = tree;
         self.totals = totals;
         self.resources.absorb(resources);
+        // The handlers stay with this world; the types they watch have ids in the new registry.
+        self.rekey_events();
         // Last, when the world is whole: a value's drop may panic.
         drop(old_storage);
         drop(old_commands);
@@ -1109,5 +1317,8 @@ impl World {
     pub fn assert_invariants(&self) {
         self.entities.assert_invariants();
         self.storage.assert_invariants(&self.entities, &self.components);
+        if let Err(why) = self.check_tree() {
+            panic!("hierarchy: {why}");
+        }
     }
 }

@@ -234,8 +234,33 @@ struct Clock {
     accumulator: f32,
     /// The overlay and panel's time in the last frame (the panel shows it).
     ui_ms: f32,
-    /// Spawns and deaths per second: since when, spawned and deaths then, the last rates.
-    rate_clock: (Instant, u64, u64, f32, f32),
+    /// Spawns, deaths and lifecycle events per second.
+    rate_clock: RateClock,
+}
+
+/// Counters per second: since when, the counts then (spawned, deaths, events fired), and the last rates.
+struct RateClock {
+    since: Instant,
+    then: [u64; 3],
+    rates: [f32; 3],
+}
+
+impl RateClock {
+    fn new() -> Self {
+        Self { since: Instant::now(), then: [0; 3], rates: [0.0; 3] }
+    }
+
+    /// The rates, renewed once a second from the counters `now`.
+    fn update(&mut self, now: [u64; 3]) -> [f32; 3] {
+        let elapsed = self.since.elapsed().as_secs_f32();
+        if elapsed >= 1.0 {
+            for ((rate, now), then) in self.rates.iter_mut().zip(now).zip(self.then) {
+                *rate = now.saturating_sub(then) as f32 / elapsed;
+            }
+            (self.since, self.then) = (Instant::now(), now);
+        }
+        self.rates
+    }
 }
 
 /// What the arena shows: the camera and what is drawn through it.
@@ -292,7 +317,7 @@ impl Window {
                 left_out: Some(0.0),
                 accumulator: 0.0,
                 ui_ms: 0.0,
-                rate_clock: (Instant::now(), 0, 0, 0.0, 0.0),
+                rate_clock: RateClock::new(),
             },
             scene: Scene {
                 sprites,
@@ -678,17 +703,12 @@ fn gather(
     game: &Game,
     readout: &mut Readout,
     (whole, sim): (&mut FrameTimes, &mut FrameTimes),
-    rate_clock: &mut (Instant, u64, u64, f32, f32),
+    rate_clock: &mut RateClock,
 ) {
     let paused = game.play.paused;
     let world = &game.play.app.world;
     let stats = world.resource::<SimStats>().clone();
-    let elapsed = rate_clock.0.elapsed().as_secs_f32();
-    if elapsed >= 1.0 {
-        rate_clock.3 = (stats.spawned - rate_clock.1) as f32 / elapsed;
-        rate_clock.4 = (stats.deaths - rate_clock.2) as f32 / elapsed;
-        *rate_clock = (Instant::now(), stats.spawned, stats.deaths, rate_clock.3, rate_clock.4);
-    }
+    let [spawns, deaths, events] = rate_clock.update([stats.spawned, stats.deaths, world.events_fired()]);
     let totals = world.command_totals();
     readout.backend = world.backend();
     readout.threads = game.play.app.threads();
@@ -696,8 +716,9 @@ fn gather(
     readout.sim = sim.summary();
     readout.scenario = world.resource::<SimConfig>().scenario;
     readout.census = census(world);
-    readout.spawns_per_s = rate_clock.3;
-    readout.deaths_per_s = rate_clock.4;
+    readout.spawns_per_s = spawns;
+    readout.deaths_per_s = deaths;
+    readout.events_per_s = events;
     readout.commands = (totals.applied, totals.skipped);
     readout.stale = stats.stale_caught;
     readout.bytes = world.storage_bytes();

@@ -111,6 +111,8 @@ pub struct Readout {
     pub spawns_per_s: f32,
     /// Deaths per second over the last second.
     pub deaths_per_s: f32,
+    /// Lifecycle events fired per second over the last second (a fighter's fall and despawn, particles' despawns).
+    pub events_per_s: f32,
     /// Commands applied and skipped since the start.
     pub commands: (u64, u64),
     /// Stale target handles caught.
@@ -388,9 +390,24 @@ pub fn draw(
         }
     });
     let c = readout.census;
-    say!(white, "live: red {}  blue {}  (hunters {})  particles {}", c.red, c.blue, c.hunters, c.particles);
+    say!(
+        white,
+        "live: red {}  blue {}  (hunters {}, squads {})  particles {}",
+        c.red,
+        c.blue,
+        c.hunters,
+        c.squads,
+        c.particles
+    );
     let r = readout;
-    say!(white, "per second: spawns {:.0}  deaths {:.0}   refused {}", r.spawns_per_s, r.deaths_per_s, r.refused);
+    say!(
+        white,
+        "per second: spawns {:.0}  deaths {:.0}  events {:.0}   refused {}",
+        r.spawns_per_s,
+        r.deaths_per_s,
+        r.events_per_s,
+        r.refused
+    );
     say!(white, "commands applied {}  skipped {}   stale handles caught {}", r.commands.0, r.commands.1, r.stale);
     text.clear();
     let _ = write!(text, "storage: {:.1} KiB", readout.bytes as f64 / 1024.0);

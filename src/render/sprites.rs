@@ -9,7 +9,7 @@
 use macroquad::prelude::*;
 use std::path::Path;
 use swarm::art::Sprite;
-use swarm::ecs::World;
+use swarm::ecs::{Parent, World};
 use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Target, Velocity};
 pub use swarm::sim::painter::DrawOrder;
 use swarm::sim::painter::TeamField;
@@ -203,7 +203,7 @@ pub fn far(fighter_px: f32) -> f32 {
     ((6.0 - fighter_px) / 4.0).clamp(0.0, 1.0)
 }
 
-/// Draws hunters' target lines, fighters (tinted by team, dimmed as they lose health), hunters (their own sprite
+/// Draws hunters' target lines, squad links (zoomed in), fighters (tinted by team, dimmed as they lose health), hunters (their own sprite
 /// and a ring), then particles over them. `px` is arena units per screen pixel (for lines a pixel or so wide).
 pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, px: f32) {
     let config = world.resource::<SimConfig>();
@@ -226,6 +226,17 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
     });
 
     let size = fighter_size(config);
+    // Squad links, zoomed in only (far out they would hatch the field): a faint line from each follower to its
+    // captain, in the team's colour.
+    if far(size / px) < 0.5 {
+        world.query_ref::<(&Position, &Parent)>().for_each(|e, (p, parent)| {
+            if let Some(captain) = world.get::<Position>(parent.get()) {
+                let (r, g, b) = team(e);
+                let color = Color::new(0.4 + 0.6 * r, 0.4 + 0.6 * g, 0.4 + 0.6 * b, 0.35);
+                draw_line(p.0.x, p.0.y, captain.0.x, captain.0.y, (1.0 * px).max(0.35), color);
+            }
+        });
+    }
     let max_health = config.max_health.max(1) as f32;
     let tint = |e, h: &Health, bright: f32| {
         let (r, g, b) = team(e);

@@ -1,12 +1,12 @@
-//! Life and death: the dead are despawned with a burst of particles; particles age and disappear.
+//! Life and death: the dead are marked fallen (the squads' handlers despawn them with a burst of particles);
+//! particles age and disappear.
 
 use super::collision::Broadphase;
-use super::components::{Health, Lifetime, Particle, ParticleBundle, Position, Velocity};
-use super::config::{Draw, SimConfig, SimRng, SimStats};
+use super::components::{Health, Lifetime};
+use super::config::{SimConfig, SimStats};
+use super::squads::Fallen;
 use crate::app::{App, Commands, Local, Query, Res, ResMut, Stage};
 use crate::ecs::{Entity, World};
-use glam::Vec2;
-use rand::Rng;
 
 /// Adds [`despawn_dead`] and [`age_particles`] to `PostUpdate` in the group "lifecycle", and the frame counter to
 /// `Last`.
@@ -15,25 +15,21 @@ pub fn plugin(app: &mut App) {
     app.add_group(Stage::PostUpdate, "lifecycle", (despawn_dead, age_particles)).add_systems(Stage::Last, count_frame);
 }
 
-/// Records a despawn for every fighter at zero health, and its particle burst.
+/// Marks every fighter at zero health [`Fallen`]; the handlers of the squads module settle its squad, despawn it
+/// and throw its particles when the buffer is applied ([`crate::sim::squads`]).
 ///
 /// The health pool is walked in pieces on every thread, each listing its dead; the dead are then handled in handle
-/// order. A fighter's position comes from this frame's broadphase (collisions do not move anyone, so it is the
-/// current one), which spares a position lookup per fighter; an entity at zero health that is not in the grid is
-/// not a fighter this game makes, and is left alone. A burst draws from the dying fighter's own random stream, and
-/// the commands go in handle order, so neither depends on the order the health pool is walked in. (The buffer
-/// applies the alternating despawns and spawns as one batch of despawns, then one of spawns.)
+/// order, so the commands (and the handlers' answers to them) do not depend on the order the pool is walked in.
+/// An entity at zero health that is not in this frame's broadphase is not a fighter this game makes, and is left
+/// alone.
 pub fn despawn_dead(
     config: Res<SimConfig>,
-    rng: Res<SimRng>,
     mut stats: ResMut<SimStats>,
     mut broadphase: ResMut<Broadphase>,
     mut health: Query<&Health>,
     mut commands: Commands,
     mut scratch: Local<DeadScratch>,
 ) {
-    let rng = *rng;
-    let frame = stats.frames;
     // The dead, found in pieces on every thread (a read-only walk); then handled one by one in handle order, as a
     // loop keyed by them records its commands.
     let DeadScratch { pieces, dead } = &mut *scratch;
@@ -46,24 +42,14 @@ pub fn despawn_dead(
     dead.extend(pieces.iter().flatten());
     dead.sort_unstable_by_key(|e| e.index());
     for &e in dead.iter() {
-        let Some(at) = broadphase.fighter(e).map(|f| f.position) else { continue };
+        if broadphase.fighter(e).is_none() {
+            continue;
+        }
         // Hunters read the broadphase snapshot next frame: it must not vouch for a fighter despawned now.
         broadphase.forget(e);
-        commands.despawn(e);
+        commands.insert(e, Fallen);
         stats.deaths += 1;
-        let mut rng = rng.stream(frame, e.to_bits(), Draw::Death);
-        for _ in 0..config.particles_per_death {
-            let v = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(20.0..90.0);
-            let life = config.particle_life - rng.gen_range(0..=config.particle_life / 3);
-            // Deferred: never refused here; a full world refuses it when applied (counted there).
-            let _ = commands.spawn(ParticleBundle {
-                position: Position(at),
-                velocity: Velocity(v),
-                lifetime: Lifetime(life),
-                particle: Particle,
-            });
-            stats.particles += 1;
-        }
+        stats.particles += u64::from(config.particles_per_death);
     }
 }
 

@@ -1,9 +1,10 @@
 //! The simulation: fighters of two teams, hunters, particles, on a fixed time step. Imports the ECS and glam,
 //! never macroquad, so every system runs headless, in tests and in benches.
 //!
-//! Systems, in frame order: `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `align_pools` ->
+//! Systems, in frame order: `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `keep_formation` -> `align_pools` ->
 //! `integrate_velocity` -> `build_grid` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles`
-//! (PostUpdate) -> `count_frame` (Last) -> the command buffer is applied.
+//! (PostUpdate) -> `count_frame` (Last) -> the command buffer is applied, with the squads' lifecycle handlers
+//! (a fallen fighter's squad and despawn, a despawned fighter's particles).
 
 pub mod chart;
 pub mod collision;
@@ -23,6 +24,7 @@ pub mod replay;
 pub mod report;
 pub mod snapshot;
 pub mod spawn;
+pub mod squads;
 
 use crate::app::profile::Profiler;
 use crate::app::{App, Plugin};
@@ -45,7 +47,14 @@ impl Plugin for SimPlugin {
             .insert_resource(SimRng::new(self.seed))
             .insert_resource(SimStats::default())
             .insert_resource(SpawnRequests::default())
-            .add_plugins((spawn::plugin, hunt::plugin, movement::plugin, collision::plugin, lifecycle::plugin));
+            .add_plugins((
+                spawn::plugin,
+                hunt::plugin,
+                squads::plugin,
+                movement::plugin,
+                collision::plugin,
+                lifecycle::plugin,
+            ));
     }
 }
 
@@ -72,6 +81,8 @@ pub struct Census {
     pub blue: u32,
     /// Hunters (of both teams).
     pub hunters: u32,
+    /// Squads: captains with at least one follower.
+    pub squads: u32,
     /// Particles.
     pub particles: u32,
 }
@@ -84,6 +95,7 @@ pub fn census(world: &World) -> Census {
         red: world.count_of::<Red>() as u32,
         blue: world.count_of::<Blue>() as u32,
         hunters: world.count_of::<Hunter>() as u32,
+        squads: world.count_of::<crate::ecs::Children>() as u32,
         particles: world.count_of::<Particle>() as u32,
     }
 }
@@ -107,10 +119,14 @@ mod tests {
                 red: world.query_ref::<(&Red,)>().count() as u32,
                 blue: world.query_ref::<(&Blue,)>().count() as u32,
                 hunters: world.query_ref::<(&Hunter,)>().count() as u32,
+                squads: world.query_ref::<(&crate::ecs::Children,)>().count() as u32,
                 particles: world.query_ref::<(&Particle,)>().count() as u32,
             };
             assert_eq!(census(world), counted, "{backend}");
-            assert!(counted.red > 0 && counted.hunters > 0 && counted.particles > 0, "{counted:?}");
+            assert!(
+                counted.red > 0 && counted.hunters > 0 && counted.squads > 0 && counted.particles > 0,
+                "{counted:?}"
+            );
         }
     }
 }

@@ -4,8 +4,9 @@
 
 use super::components::{Blue, FighterBundle, Health, Hunter, HunterBundle, Position, Red, Team, Velocity};
 use super::config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests};
+use super::squads::SQUAD;
 use crate::app::{App, Stage};
-use crate::ecs::{Commands, World, WorldFull};
+use crate::ecs::{Commands, Entity, World, WorldFull};
 use glam::Vec2;
 use rand::Rng;
 
@@ -27,11 +28,15 @@ pub fn spawn_fighters(world: &mut World) {
         let mut spawned = 0u64;
         let mut refused = 0u64;
         let mut commands = world.commands();
+        let mut squads = Squads::default();
         let deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
         for _ in 0..deficit {
             let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
             match spawn_one(&mut commands, &mut rng, &config, at, Placement::Refill) {
-                Ok(()) => spawned += 1,
+                Ok(fighter) => {
+                    squads.join(&mut commands, fighter);
+                    spawned += 1;
+                }
                 Err(_) => {
                     // This one and the rest of the frame's refill.
                     refused += u64::from(deficit) - spawned;
@@ -44,7 +49,10 @@ pub fn spawn_fighters(world: &mut World) {
                 let offset = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(0.0..40.0);
                 let at = (center + offset).clamp(Vec2::ZERO, config.arena);
                 match spawn_one(&mut commands, &mut rng, &config, at, Placement::Burst) {
-                    Ok(()) => spawned += 1,
+                    Ok(fighter) => {
+                        squads.join(&mut commands, fighter);
+                        spawned += 1;
+                    }
                     Err(_) => {
                         // This one, the rest of its burst and every burst after it.
                         let asked = u64::from(config.burst) * (requests.0.len() - served) as u64;
@@ -60,6 +68,26 @@ pub fn spawn_fighters(world: &mut World) {
         stats.spawn_refused += refused;
         stats.fighters = fighters;
     });
+}
+
+/// The squad of each team open to fighters spawned this frame: its captain and how many have joined.
+#[derive(Default)]
+struct Squads([Option<(Entity, usize)>; 2]);
+
+impl Squads {
+    /// A hunter opens its team's squad; any other fighter joins its team's open squad, which closes when full.
+    fn join(&mut self, commands: &mut Commands<'_>, (entity, team, hunter): (Entity, Team, bool)) {
+        let open = &mut self.0[team as usize];
+        if hunter {
+            *open = Some((entity, 0));
+        } else if let Some((captain, joined)) = open {
+            commands.add_child(*captain, entity);
+            *joined += 1;
+            if *joined == SQUAD {
+                *open = None;
+            }
+        }
+    }
 }
 
 /// Why a fighter is spawned: a refill follows the scenario; a burst lands where it was asked for.
@@ -83,7 +111,7 @@ fn spawn_one(
     config: &SimConfig,
     at: Vec2,
     placement: Placement,
-) -> Result<(), WorldFull> {
+) -> Result<(Entity, Team, bool), WorldFull> {
     let team = if rng.gen_bool(0.5) { Team::Red } else { Team::Blue };
     let hunter = rng.gen_range(0..config.hunter_every.max(1)) == 0;
     let (at, heading) = match (config.scenario, placement) {
@@ -111,5 +139,5 @@ fn spawn_one(
         (Team::Blue, true) => commands
             .spawn(HunterBundle { fighter: FighterBundle { position, velocity, health, team: Blue }, hunter: Hunter }),
     }
-    .map(|_| ())
+    .map(|entity| (entity, team, hunter))
 }

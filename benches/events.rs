@@ -1,0 +1,127 @@
+//! What lifecycle events and the hierarchy cost: a spawn, a despawn and an insert of 10,000 entities through the
+//! command buffer with no handler registered (the price every world pays), then with one handler of that kind; and
+//! the despawn of a 10,000-entity tree (a fan, and squads of ten under one root).
+//!
+//! Run: `cargo bench --bench events`. The `none` rows measure code every world runs: BENCHMARKS.md compares them
+//! with the same rows built on the commit before lifecycle events (this file's `lifecycle` group, `none` rows only).
+
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
+use std::hint::black_box;
+use std::time::Duration;
+use swarm::ecs::{Entity, World};
+
+#[derive(Clone, Copy)]
+struct Position(#[allow(dead_code)] [f32; 2]);
+#[derive(Clone, Copy)]
+struct Health(#[allow(dead_code)] i32);
+#[derive(Clone, Copy)]
+struct Mark(#[allow(dead_code)] u32);
+
+const N: usize = 10_000;
+
+/// A world of `N` entities with a position and health (and a third despawned and respawned, so indices are reused),
+/// with `handlers` handlers of each kind registered that read the value and record nothing.
+fn world(handlers: usize) -> (World, Vec<Entity>) {
+    let mut world = World::with_capacity(4 * N as u32);
+    for _ in 0..handlers {
+        world.on_spawn(|w, e, _| {
+            black_box(w.get::<Position>(e));
+        });
+        world.on_despawn(|w, e, _| {
+            black_box(w.get::<Position>(e));
+        });
+        world.on_insert::<Mark>(|_, _, m, _| {
+            black_box(m);
+        });
+    }
+    let mut handles = Vec::new();
+    world.spawn_batch_into((0..N).map(|i| (Position([i as f32, 0.0]), Health(100))), &mut handles).unwrap();
+    (world, handles)
+}
+
+fn lifecycle(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lifecycle");
+    group.sample_size(30).measurement_time(Duration::from_secs(3));
+    for handlers in [0, 1] {
+        let label = if handlers == 0 { "none" } else { "one handler" };
+        group.bench_function(BenchmarkId::new("spawn 10k (commands)", label), |b| {
+            b.iter_batched_ref(
+                || world(handlers).0,
+                |w| {
+                    let mut commands = w.commands();
+                    for i in 0..N {
+                        commands.spawn((Position([i as f32, 1.0]), Health(1))).unwrap();
+                    }
+                    black_box(w.apply_commands());
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        group.bench_function(BenchmarkId::new("despawn 10k (commands)", label), |b| {
+            b.iter_batched_ref(
+                || world(handlers),
+                |(w, handles)| {
+                    let mut commands = w.commands();
+                    for &e in handles.iter() {
+                        commands.despawn(e);
+                    }
+                    black_box(w.apply_commands());
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        group.bench_function(BenchmarkId::new("insert 10k (commands)", label), |b| {
+            b.iter_batched_ref(
+                || world(handlers),
+                |(w, handles)| {
+                    let mut commands = w.commands();
+                    for (i, &e) in handles.iter().enumerate() {
+                        commands.insert(e, Mark(i as u32));
+                    }
+                    black_box(w.apply_commands());
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+fn trees(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tree despawn");
+    group.sample_size(30).measurement_time(Duration::from_secs(3));
+    // One root with 9,999 children; one root with 999 captains of 9 followers each (10,000 in all).
+    let fan = || {
+        let (mut w, handles) = world(0);
+        for &child in &handles[1..] {
+            w.add_child(handles[0], child).unwrap();
+        }
+        (w, handles[0])
+    };
+    let squads = || {
+        let (mut w, handles) = world(0);
+        for squad in handles[1..].chunks(10) {
+            w.add_child(handles[0], squad[0]).unwrap();
+            for &follower in &squad[1..] {
+                w.add_child(squad[0], follower).unwrap();
+            }
+        }
+        (w, handles[0])
+    };
+    for (name, make) in [("fan of 10k", &fan as &dyn Fn() -> (World, Entity)), ("squads, 10k", &squads)] {
+        group.bench_function(BenchmarkId::new(name, "no handler"), |b| {
+            b.iter_batched_ref(
+                make,
+                |(w, root)| {
+                    w.commands().despawn(*root);
+                    black_box(w.apply_commands());
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lifecycle, trees);
+criterion_main!(benches);

@@ -1,0 +1,399 @@
+//! Lifecycle events: handlers the world calls when an entity is spawned or despawned, or a component type is
+//! inserted into or removed from a live entity.
+//!
+//! # The rule
+//!
+//! A handler sees the world read-only and records follow-up changes into a [`Commands`] of its own; it never
+//! changes the world while it runs. It is called:
+//! - **spawn**: right after the entity is alive with its components;
+//! - **despawn**: right before the entity's components drop (the handler reads them); a despawn of a parent
+//!   despawns its subtree first, children before their parent and in child order, one event each
+//!   ([`World::add_child`]);
+//! - **insert** of `T`: right after the value is in (a new value or one that replaced another);
+//! - **remove** of `T`: right before the value leaves (the handler reads it).
+//!
+//! A spawn fires its spawn event only, a despawn its despawn event only: insert and remove are changes to a live
+//! entity. Several handlers of one event run in the order they were registered. [`World::clear`] and a loaded
+//! snapshot fire nothing; nor does a change made through a pool directly ([`World::sparse_set_mut`]).
+//!
+//! **When.** A direct world operation ([`World::spawn`], [`World::insert`], ...) fires its events as it goes and
+//! then applies the handlers' commands before it returns. [`World::apply_commands`] fires them as each command
+//! applies, in the buffer's order (the keyed order of query loops, so the same on every backend, at every thread
+//! count and whatever order the storage yields entities in), and applies the handlers' commands after the
+//! buffer, as the next *round*, in the order they were recorded; their own events' commands make the round
+//! after, and so on, up to [`World::set_event_rounds`] rounds (default [`EVENT_ROUNDS`]). Past that the commands
+//! left are dropped and [`World::try_apply_commands`] returns [`TooManyRounds`] ([`World::apply_commands`] and
+//! the direct operations panic with it): handlers that keep answering each other's events are a bug to see,
+//! not a loop to wait out.
+//!
+//! How others do it: EnTT's signals fire inside the operation, and a listener must not remove the type it
+//! observes; bevy's hooks fire inside the operation and its observers at the next sync point, in an order it
+//! documents as arbitrary; flecs leaves the order of add and remove events undefined; Friflo sends them after a
+//! command-buffer playback, grouped by component type. Here the order is the order of the changes, on every
+//! backend and thread count, and a handler cannot break the operation it observes.
+//!
+//! ```
+//! use swarm::ecs::World;
+//! struct Health(i32);
+//! struct Burst;
+//! let mut world = World::new();
+//! world.on_despawn(|world, e, commands| {
+//!     if world.get::<Health>(e).is_some() {
+//!         commands.spawn((Burst,)).unwrap(); // applied before `despawn` returns
+//!     }
+//! });
+//! let e = world.spawn((Health(0),)).unwrap();
+//! world.despawn(e).unwrap();
+//! assert_eq!(world.count_of::<Burst>(), 1);
+//! ```
+
+use super::commands::{ApplyStats, CommandQueue, Commands};
+use super::component::ComponentId;
+use super::entity::Entity;
+use super::world::World;
+use std::fmt;
+
+/// The most rounds of handlers' follow-up commands one apply runs, unless [`World::set_event_rounds`] says
+/// otherwise.
+pub const EVENT_ROUNDS: u32 = 64;
+
+/// A handler as the world keeps it: any event's handler reads its value from the world.
+pub(crate) type Handler = Box<dyn FnMut(&World, Entity, &mut Commands<'_>) + Send + Sync>;
+
+/// Names a registered handler, to take it off again ([`World::remove_handler`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HandlerId(u32);
+
+/// Which change an event reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EventKind {
+    Spawn,
+    Despawn,
+    Insert(ComponentId),
+    Remove(ComponentId),
+}
+
+/// Handlers' follow-up commands went on for more rounds than the world allows ([`World::set_event_rounds`]);
+/// the commands of the round past the last were dropped. Everything applied before stays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooManyRounds {
+    /// The rounds that ran.
+    pub rounds: u32,
+    /// The commands dropped.
+    pub dropped: usize,
+}
+
+impl fmt::Display for TooManyRounds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "event handlers kept recording commands for {} rounds (the world's limit, see World::set_event_rounds); \
+             the {} commands of the next round were dropped",
+            self.rounds, self.dropped
+        )
+    }
+}
+
+impl std::error::Error for TooManyRounds {}
+
+/// A component type some insert or remove handler watches: its lists are found by component id, and a loaded
+/// snapshot brings a new registry (new ids), so the type is kept to find its id again.
+struct Watched {
+    type_id: std::any::TypeId,
+    /// Registers the type in a world and returns its id there.
+    register: fn(&mut World) -> ComponentId,
+    id: ComponentId,
+}
+
+/// One registered handler.
+struct Entry {
+    id: HandlerId,
+    handler: Handler,
+}
+
+/// The world's handlers, the buffer their commands go to, and the round machinery.
+#[derive(Default)]
+pub(crate) struct Events {
+    spawn: Vec<Entry>,
+    despawn: Vec<Entry>,
+    /// By component id.
+    insert: Vec<Vec<Entry>>,
+    remove: Vec<Vec<Entry>>,
+    watched: Vec<Watched>,
+    next_id: u32,
+    /// Handlers registered, of every kind (the one check a world with none makes).
+    count: u32,
+    /// Where handlers record: applied as the next round.
+    pub(crate) recording: CommandQueue,
+    /// The round being applied (swapped with `recording`, so both keep their capacity).
+    pub(crate) spare: CommandQueue,
+    /// While a buffer or a round is applied: direct operations that it makes leave their events' commands to the
+    /// next round instead of applying them at once.
+    pub(crate) applying: bool,
+    /// Events delivered to at least one handler, since the world was made.
+    pub(crate) fired: u64,
+    /// Rounds one apply may run (0: the default).
+    pub(crate) rounds: u32,
+}
+
+impl Events {
+    /// Whether any handler is registered.
+    #[inline(always)]
+    pub(crate) fn any(&self) -> bool {
+        self.count > 0
+    }
+
+    fn list(&mut self, kind: EventKind) -> &mut Vec<Entry> {
+        fn at(lists: &mut Vec<Vec<Entry>>, id: ComponentId) -> &mut Vec<Entry> {
+            let id = id as usize;
+            if lists.len() <= id {
+                lists.resize_with(id + 1, Vec::new);
+            }
+            &mut lists[id]
+        }
+        match kind {
+            EventKind::Spawn => &mut self.spawn,
+            EventKind::Despawn => &mut self.despawn,
+            EventKind::Insert(id) => at(&mut self.insert, id),
+            EventKind::Remove(id) => at(&mut self.remove, id),
+        }
+    }
+
+    /// Whether `kind` has a handler.
+    #[inline]
+    pub(crate) fn watches(&self, kind: EventKind) -> bool {
+        if self.count == 0 {
+            return false;
+        }
+        match kind {
+            EventKind::Spawn => !self.spawn.is_empty(),
+            EventKind::Despawn => !self.despawn.is_empty(),
+            EventKind::Insert(id) => self.insert.get(id as usize).is_some_and(|l| !l.is_empty()),
+            EventKind::Remove(id) => self.remove.get(id as usize).is_some_and(|l| !l.is_empty()),
+        }
+    }
+
+    pub(crate) fn add(&mut self, kind: EventKind, handler: Handler) -> HandlerId {
+        let id = HandlerId(self.next_id);
+        self.next_id += 1;
+        self.list(kind).push(Entry { id, handler });
+        self.count += 1;
+        id
+    }
+
+    pub(crate) fn remove_handler(&mut self, id: HandlerId) -> bool {
+        let lists = [&mut self.spawn, &mut self.despawn].into_iter().chain(&mut self.insert).chain(&mut self.remove);
+        for list in lists {
+            if let Some(at) = list.iter().position(|entry| entry.id == id) {
+                list.remove(at);
+                self.count -= 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The rounds one apply may run.
+    pub(crate) fn round_limit(&self) -> u32 {
+        if self.rounds == 0 {
+            EVENT_ROUNDS
+        } else {
+            self.rounds
+        }
+    }
+}
+
+impl World {
+    /// Calls `handler` right after each spawn, with the new entity (see [the rule](crate::ecs::events)).
+    pub fn on_spawn(
+        &mut self,
+        handler: impl FnMut(&World, Entity, &mut Commands<'_>) + Send + Sync + 'static,
+    ) -> HandlerId {
+        self.events.add(EventKind::Spawn, Box::new(handler))
+    }
+
+    /// Calls `handler` right before each despawn, with the entity, whose components it can still read (see
+    /// [the rule](crate::ecs::events)).
+    pub fn on_despawn(
+        &mut self,
+        handler: impl FnMut(&World, Entity, &mut Commands<'_>) + Send + Sync + 'static,
+    ) -> HandlerId {
+        self.events.add(EventKind::Despawn, Box::new(handler))
+    }
+
+    /// Calls `handler` right after each insert of a `T` into a live entity (new or replacing), with the value
+    /// (see [the rule](crate::ecs::events)).
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// #[derive(Debug)] struct Armor(u8);
+    /// struct Clank;
+    /// let mut world = World::new();
+    /// world.on_insert::<Armor>(|_, e, armor, commands| {
+    ///     if armor.0 > 3 {
+    ///         commands.insert(e, Clank);
+    ///     }
+    /// });
+    /// let e = world.spawn(()).unwrap();
+    /// world.insert(e, Armor(5)).unwrap();
+    /// assert!(world.has::<Clank>(e));
+    /// ```
+    pub fn on_insert<T: crate::ecs::Component>(
+        &mut self,
+        mut handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
+    ) -> HandlerId {
+        let id = self.watch::<T>();
+        self.events.add(
+            EventKind::Insert(id),
+            Box::new(move |world, entity, commands| {
+                if let Some(value) = world.get::<T>(entity) {
+                    handler(world, entity, value, commands);
+                }
+            }),
+        )
+    }
+
+    /// Calls `handler` right before each removal of a `T` from a live entity, with the value before it leaves (see
+    /// [the rule](crate::ecs::events)).
+    pub fn on_remove<T: crate::ecs::Component>(
+        &mut self,
+        mut handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
+    ) -> HandlerId {
+        let id = self.watch::<T>();
+        self.events.add(
+            EventKind::Remove(id),
+            Box::new(move |world, entity, commands| {
+                if let Some(value) = world.get::<T>(entity) {
+                    handler(world, entity, value, commands);
+                }
+            }),
+        )
+    }
+
+    /// `T`'s id, noting that handlers watch it (so a new registry finds their lists again: [`World::rekey_events`]).
+    fn watch<T: crate::ecs::Component>(&mut self) -> ComponentId {
+        let id = self.register::<T>();
+        let type_id = std::any::TypeId::of::<T>();
+        if !self.events.watched.iter().any(|w| w.type_id == type_id) {
+            self.events.watched.push(Watched { type_id, register: |world| world.register::<T>(), id });
+        }
+        id
+    }
+
+    /// Moves the insert and remove handlers to their types' ids in the world's registry, after the registry was
+    /// replaced (a loaded snapshot's numbers its types its own way).
+    pub(crate) fn rekey_events(&mut self) {
+        let mut watched = std::mem::take(&mut self.events.watched);
+        let (mut insert, mut remove) = (Vec::new(), Vec::new());
+        for w in &mut watched {
+            let id = (w.register)(self);
+            for (old, new) in [(&mut self.events.insert, &mut insert), (&mut self.events.remove, &mut remove)] {
+                if let Some(list) = old.get_mut(w.id as usize) {
+                    if new.len() <= id as usize {
+                        new.resize_with(id as usize + 1, Vec::new);
+                    }
+                    new[id as usize] = std::mem::take(list);
+                }
+            }
+            w.id = id;
+        }
+        self.events.insert = insert;
+        self.events.remove = remove;
+        self.events.watched = watched;
+    }
+
+    /// Takes a handler off; whether it was registered.
+    pub fn remove_handler(&mut self, id: HandlerId) -> bool {
+        self.events.remove_handler(id)
+    }
+
+    /// Sets the most rounds of handlers' follow-up commands one apply runs (at least 1; default [`EVENT_ROUNDS`]).
+    pub fn set_event_rounds(&mut self, rounds: u32) {
+        self.events.rounds = rounds.max(1);
+    }
+
+    /// Events delivered to at least one handler since the world was made.
+    pub fn events_fired(&self) -> u64 {
+        self.events.fired
+    }
+
+    /// Calls the handlers of `kind` for `entity`, in registration order; their commands go to the next round. A
+    /// panicking handler's panic goes on after the handlers and their buffer are back in the world.
+    pub(crate) fn fire(&mut self, kind: EventKind, entity: Entity) {
+        let mut list = std::mem::take(self.events.list(kind));
+        if list.is_empty() {
+            return;
+        }
+        let mut queue = std::mem::take(&mut self.events.recording);
+        let world = &*self;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for entry in &mut list {
+                (entry.handler)(world, entity, &mut Commands::deferred(&mut queue));
+            }
+        }));
+        self.events.recording = queue;
+        // Handlers registered meanwhile cannot be: a handler has `&World` only.
+        *self.events.list(kind) = list;
+        self.events.fired += 1;
+        if let Err(panic) = outcome {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    /// After a direct operation: applies the commands its events' handlers recorded, round after round. Nothing
+    /// to do inside an apply (the apply runs the rounds after its buffer) or when nothing was recorded.
+    ///
+    /// # Panics
+    /// Past the round limit, with [`TooManyRounds`] (the commands left are dropped first).
+    #[inline]
+    pub(crate) fn settle_events(&mut self) {
+        if !self.events.applying && !self.events.recording.is_empty() {
+            self.events.applying = true;
+            let rounds = self.run_rounds();
+            self.events.applying = false;
+            if let Err(error) = rounds {
+                panic!("{error}");
+            }
+        }
+    }
+
+    /// Applies the handlers' recorded commands as rounds until none are left or the limit is reached (the caller
+    /// has set `applying`). If a round panics, its commands and those recorded for the next are dropped and the
+    /// panic goes on.
+    pub(crate) fn run_rounds(&mut self) -> Result<ApplyStats, TooManyRounds> {
+        let mut stats = ApplyStats::default();
+        let mut rounds = 0;
+        while !self.events.recording.is_empty() {
+            if rounds == self.events.round_limit() {
+                let dropped = self.events.recording.len();
+                let mut left = std::mem::take(&mut self.events.recording);
+                left.discard(self.entities_mut());
+                self.events.recording = left;
+                return Err(TooManyRounds { rounds, dropped });
+            }
+            rounds += 1;
+            let mut round = std::mem::take(&mut self.events.spare);
+            std::mem::swap(&mut round, &mut self.events.recording);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| round.apply(self)));
+            match outcome {
+                Ok(round_stats) => {
+                    stats.applied += round_stats.applied;
+                    stats.skipped += round_stats.skipped;
+                    stats.refused += round_stats.refused;
+                    self.events.spare = round;
+                }
+                Err(panic) => {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        round.discard(self.entities_mut());
+                        let mut next = std::mem::take(&mut self.events.recording);
+                        next.discard(self.entities_mut());
+                        self.events.recording = next;
+                    }));
+                    self.events.spare = round;
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+        Ok(stats)
+    }
+}

@@ -1,0 +1,252 @@
+//! Lifecycle events: what fires, when, in which order, with which value, and what a handler's commands do.
+
+use crate::{world, Name, Pos, Red, Vel};
+use std::sync::{Arc, Mutex};
+use swarm::ecs::{Backend, Entity, TooManyRounds, World};
+
+#[derive(Clone, Debug, PartialEq)]
+enum Seen {
+    Spawn(Entity),
+    /// The entity and the `Pos` it still had.
+    Despawn(Entity, Option<Pos>),
+    InsertName(Entity, String),
+    RemoveVel(Entity, Vel),
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+/// Registers a handler of every kind that writes to the returned log.
+fn watch(world: &mut World) -> Log {
+    let log: Log = Arc::default();
+    let l = log.clone();
+    world.on_spawn(move |_, e, _| l.lock().unwrap().push(Seen::Spawn(e)));
+    let l = log.clone();
+    world.on_despawn(move |w, e, _| l.lock().unwrap().push(Seen::Despawn(e, w.get::<Pos>(e).copied())));
+    let l = log.clone();
+    world.on_insert::<Name>(move |_, e, name, _| l.lock().unwrap().push(Seen::InsertName(e, name.0.clone())));
+    let l = log.clone();
+    world.on_remove::<Vel>(move |_, e, vel, _| l.lock().unwrap().push(Seen::RemoveVel(e, *vel)));
+    log
+}
+
+fn taken(log: &Log) -> Vec<Seen> {
+    std::mem::take(&mut *log.lock().unwrap())
+}
+
+/// Direct operations fire as they go, with the value readable where there is one.
+fn direct_operations_fire_with_their_values(backend: Backend) {
+    let mut w = world(backend);
+    let log = watch(&mut w);
+    let e = w.spawn((Pos(1.0, 2.0), Vel(3.0, 4.0))).unwrap();
+    w.insert(e, Name("a".into())).unwrap();
+    w.insert(e, Name("b".into())).unwrap(); // a replacement fires too
+    assert_eq!(w.remove::<Vel>(e), Ok(Vel(3.0, 4.0)));
+    assert!(w.remove::<Vel>(e).is_err()); // nothing to remove: no event
+    w.despawn(e).unwrap();
+    assert_eq!(
+        taken(&log),
+        [
+            Seen::Spawn(e),
+            Seen::InsertName(e, "a".into()),
+            Seen::InsertName(e, "b".into()),
+            Seen::RemoveVel(e, Vel(3.0, 4.0)),
+            Seen::Despawn(e, Some(Pos(1.0, 2.0))),
+        ]
+    );
+    // Bundles fire one event per component, batches one per entity.
+    let f = w.spawn(()).unwrap();
+    w.insert_bundle(f, (Vel(1.0, 1.0), Name("c".into()))).unwrap();
+    w.remove_bundle::<(Vel, Name)>(f).unwrap();
+    let batch: Vec<Entity> = {
+        let mut out = Vec::new();
+        w.spawn_batch_into((0..3).map(|i| (Pos(i as f32, 0.0),)), &mut out).unwrap();
+        out
+    };
+    assert_eq!(w.insert_many(batch.iter().map(|&e| (e, Name("m".into())))), 0);
+    assert_eq!(w.despawn_batch(&batch), 3);
+    let mut expected = vec![Seen::Spawn(f), Seen::InsertName(f, "c".into()), Seen::RemoveVel(f, Vel(1.0, 1.0))];
+    expected.extend(batch.iter().map(|&e| Seen::Spawn(e)));
+    expected.extend(batch.iter().map(|&e| Seen::InsertName(e, "m".into())));
+    expected.extend(batch.iter().map(|&e| Seen::Despawn(e, Some(Pos(e_pos(&batch, e), 0.0)))));
+    assert_eq!(taken(&log), expected);
+    w.assert_invariants();
+}
+
+fn e_pos(batch: &[Entity], e: Entity) -> f32 {
+    batch.iter().position(|&b| b == e).unwrap() as f32
+}
+
+/// The events of one command buffer with query-loop commands; the same on every backend, and with the pools
+/// shuffled first (a storage order that is not the spawn order).
+fn buffered_log(backend: Backend, shuffle: bool, threads: usize) -> Vec<Seen> {
+    let mut w = world(backend);
+    let all: Vec<Entity> = (0..300).map(|i| w.spawn((Pos(i as f32, 0.0), Vel(i as f32, 1.0))).unwrap()).collect();
+    for e in all.iter().step_by(5) {
+        w.despawn(*e).unwrap();
+    }
+    if shuffle && backend == Backend::SparseSet {
+        let pool = w.sparse_set_mut::<Pos>().unwrap();
+        for i in 0..pool.len() / 2 {
+            let j = pool.len() - 1 - i;
+            pool.swap_positions(i, j * 7 % pool.len());
+        }
+    }
+    let log = watch(&mut w);
+    w.set_threads(threads);
+    w.set_piece_rows(16);
+    w.query::<(&Pos, &Vel)>().par_for_each_with_commands(|e, (p, _), c| match p.0 as u32 % 4 {
+        0 => c.despawn(e),
+        1 => c.insert(e, Name(format!("{}", p.0))),
+        2 => c.remove::<Vel>(e),
+        _ => {
+            let child = c.spawn((Pos(p.0, 1.0),)).unwrap();
+            c.insert(child, Name("child".into()));
+        }
+    });
+    w.apply_commands();
+    w.assert_invariants();
+    taken(&log)
+}
+
+fn buffered_events_fire_in_the_keyed_order_everywhere(backend: Backend) {
+    let reference = buffered_log(Backend::SparseSet, false, 1);
+    assert!(reference.len() > 200, "the scenario fires events of every kind");
+    assert!(reference.iter().any(|s| matches!(s, Seen::Despawn(..))));
+    assert!(reference.iter().any(|s| matches!(s, Seen::RemoveVel(..))));
+    for threads in [1, 2, 3, 8] {
+        assert_eq!(buffered_log(backend, false, threads), reference, "{threads} threads");
+        assert_eq!(buffered_log(backend, true, threads), reference, "shuffled, {threads} threads");
+    }
+}
+
+/// Handlers' commands apply after the changes that caused them, in the same apply, and round after round.
+fn follow_ups_apply_in_the_same_pass_round_after_round(backend: Backend) {
+    let mut w = world(backend);
+    // A despawned `Pos` leaves a `Red` marker with its x; a `Red` marker spawned with x > 0 asks for the next one.
+    w.on_despawn(|w, e, c| {
+        if let Some(p) = w.get::<Pos>(e) {
+            c.spawn((Red, Vel(p.0, 0.0))).unwrap();
+        }
+    });
+    w.on_spawn(|w, e, c| {
+        if let (Some(_), Some(v)) = (w.get::<Red>(e), w.get::<Vel>(e)) {
+            if v.0 > 0.0 {
+                c.spawn((Red, Vel(v.0 - 1.0, 0.0))).unwrap();
+            }
+        }
+    });
+    let e = w.spawn((Pos(3.0, 0.0),)).unwrap();
+    w.commands().despawn(e);
+    let stats = w.apply_commands();
+    // The despawn, then four spawns in four rounds: x = 3, 2, 1, 0.
+    assert_eq!(stats.applied, 5);
+    let mut xs: Vec<f32> = Vec::new();
+    w.query_ref::<(&Red, &Vel)>().for_each(|_, (_, v)| xs.push(v.0));
+    xs.sort_by(f32::total_cmp);
+    assert_eq!(xs, [0.0, 1.0, 2.0, 3.0]);
+    // A direct operation applies them before it returns.
+    let f = w.spawn((Pos(1.0, 0.0),)).unwrap();
+    w.despawn(f).unwrap();
+    assert_eq!(w.count_of::<Red>(), 6);
+    assert!(!w.has_pending_commands());
+    w.assert_invariants();
+}
+
+/// Handlers that keep answering each other stop at the round limit with a clear error; what applied stays.
+fn endless_handlers_stop_at_the_round_limit(backend: Backend) {
+    let mut w = world(backend);
+    w.set_event_rounds(10);
+    w.on_spawn(|_, _, c| {
+        c.spawn((Red,)).unwrap();
+    });
+    w.commands().spawn((Red,)).unwrap();
+    let error = w.try_apply_commands().unwrap_err();
+    assert_eq!(error, TooManyRounds { rounds: 10, dropped: 1 });
+    assert!(error.to_string().contains("10 rounds"), "{error}");
+    assert_eq!(w.count_of::<Red>(), 11); // the buffer's spawn and ten rounds'
+    assert!(!w.has_pending_commands());
+    w.assert_invariants();
+}
+
+/// A direct operation past the round limit panics with the error (after dropping what is left).
+fn a_direct_operation_past_the_round_limit_panics(backend: Backend) {
+    let mut w = world(backend);
+    w.set_event_rounds(3);
+    w.on_spawn(|_, _, c| {
+        c.spawn((Red,)).unwrap();
+    });
+    w.spawn((Red,)).unwrap();
+}
+
+/// A panicking handler: the panic reaches the caller, the world is consistent, and the next apply starts clean.
+fn a_panicking_handler_leaves_the_world_consistent(backend: Backend) {
+    let mut w = world(backend);
+    let all: Vec<Entity> = (0..20).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();
+    let bad = all[7];
+    w.on_despawn(move |_, e, c| {
+        c.spawn((Red,)).unwrap();
+        assert_ne!(e, bad, "the handler refuses this one");
+    });
+    for &e in &all {
+        w.commands().despawn(e);
+    }
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.apply_commands()));
+    assert!(panic.is_err());
+    w.assert_invariants();
+    assert!(!w.has_pending_commands(), "the buffer and the handlers' commands were dropped");
+    assert!(w.is_alive(bad));
+    assert_eq!(w.count_of::<Red>(), 0, "no follow-up of an unfinished buffer applied");
+    // Later changes work and fire.
+    w.despawn(all[19]).unwrap();
+    assert_eq!(w.count_of::<Red>(), 1);
+    w.assert_invariants();
+}
+
+/// A handler taken off no longer fires; the others keep their order.
+fn handlers_run_in_registration_order_and_come_off(backend: Backend) {
+    let mut w = world(backend);
+    let order: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let ids: Vec<_> = (0..3u8)
+        .map(|k| {
+            let o = order.clone();
+            w.on_spawn(move |_, _, _| o.lock().unwrap().push(k))
+        })
+        .collect();
+    w.spawn(()).unwrap();
+    assert!(w.remove_handler(ids[1]));
+    assert!(!w.remove_handler(ids[1]));
+    w.spawn(()).unwrap();
+    assert_eq!(*order.lock().unwrap(), [0, 1, 2, 0, 2]);
+    assert_eq!(w.events_fired(), 2);
+}
+
+/// Handlers stay with the world when a snapshot replaces its contents (and its registry, which numbers the types
+/// its own way): a typed handler still fires for its type.
+fn handlers_survive_a_loaded_snapshot(backend: Backend) {
+    use swarm::ecs::{Format, SnapshotSchema};
+    let mut saved = world(backend);
+    let e = saved.spawn((Vel(1.0, 1.0), Pos(2.0, 2.0))).unwrap();
+    let schema = SnapshotSchema::new().component::<Vel>("vel").component::<Pos>("pos");
+    let bytes = schema.save(&saved, Format::Binary).unwrap();
+    // Registered before the load, in another order than the file's.
+    let mut w = world(backend);
+    let log = watch(&mut w);
+    schema.load_into(&mut w, &bytes, None).unwrap();
+    w.insert(e, Name("after".into())).unwrap();
+    assert_eq!(w.remove::<Vel>(e), Ok(Vel(1.0, 1.0)));
+    assert_eq!(taken(&log), [Seen::InsertName(e, "after".into()), Seen::RemoveVel(e, Vel(1.0, 1.0))]);
+}
+
+mod every_backend {
+    use crate::backends;
+    on_every_backend!(
+        direct_operations_fire_with_their_values,
+        buffered_events_fire_in_the_keyed_order_everywhere,
+        follow_ups_apply_in_the_same_pass_round_after_round,
+        endless_handlers_stop_at_the_round_limit,
+        a_panicking_handler_leaves_the_world_consistent,
+        handlers_run_in_registration_order_and_come_off,
+        handlers_survive_a_loaded_snapshot,
+    );
+    panics_on_every_backend!(a_direct_operation_past_the_round_limit_panics => "kept recording commands for 3 rounds");
+}
