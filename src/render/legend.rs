@@ -19,16 +19,14 @@ pub const BOX: Color = Color::new(0.03, 0.05, 0.10, 0.9);
 enum Sample {
     Teams,
     Hunter,
-    Squad,
     Stale,
     Death,
     Field,
 }
 
-const ENTRIES: [(Sample, &str); 6] = [
+const ENTRIES: [(Sample, &str); 5] = [
     (Sample::Teams, "red and blue teams; darker when hurt"),
-    (Sample::Hunter, "hunter: ringed, a faint line to its target"),
-    (Sample::Squad, "squad: followers in a wedge behind their hunter, linked when zoomed in"),
+    (Sample::Hunter, "hunter: ringed; line to target; its squad linked"),
     (Sample::Stale, "stale handle caught: the target had died"),
     (Sample::Death, "death: a burst of sparks"),
     (Sample::Field, "zoomed far out: each army's colour; the front is where they meet"),
@@ -107,15 +105,12 @@ fn sample(kind: Sample, at: Vec2, sprites: &Sprites) {
             sprites::draw_centered(sprites.hunter(), at + vec2(-4.0, 0.0), 13.0, 0.0, c);
             let ring = Color::new(0.55 + 0.45 * c.r, 0.55 + 0.45 * c.g, 0.55 + 0.45 * c.b, 0.9);
             sprites::draw_centered(sprites.ring(22.0), at + vec2(-4.0, 0.0), 22.0, 0.0, ring);
-        }
-        Sample::Squad => {
-            let captain = at + vec2(8.0, 0.0);
+            // Two followers of its squad, linked to it.
             let link = Color::new(0.7, 0.75, 1.0, 0.5);
-            for follower in [at + vec2(-4.0, -8.0), at + vec2(-4.0, 8.0), at + vec2(-14.0, 0.0)] {
-                draw_line(follower.x, follower.y, captain.x, captain.y, 1.0, link);
-                fighter(follower, color(BLUE_TINT, 1.0));
+            for follower in [at + vec2(-13.0, -9.0), at + vec2(-13.0, 9.0)] {
+                draw_line(follower.x, follower.y, at.x - 4.0, at.y, 1.0, link);
+                fighter(follower, c);
             }
-            sprites::draw_centered(sprites.hunter(), captain, 13.0, 0.0, color(BLUE_TINT, 1.0));
         }
         Sample::Stale => {
             sprites::draw_centered(sprites.ring(26.0), at, 26.0, 0.0, color(MARKER_TINT, 0.9));

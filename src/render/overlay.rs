@@ -241,7 +241,7 @@ pub fn draw(
     let (x0, y0, width) = (10.0, 10.0, max_width.clamp(240.0, 560.0));
     let line = 18.0;
     let graph_h = 70.0;
-    let lines = 13 + tree.lines() + previous.is_some() as usize + readout.modified as usize;
+    let lines = 14 + tree.lines() + previous.is_some() as usize + readout.modified as usize;
     let height = lines as f32 * line + graph_h + line + 8.0;
     let area = Rect::new(x0 - 6.0, y0 - 4.0, width, height);
     draw_rectangle(area.x, area.y, area.w, area.h, Color::new(0.02, 0.03, 0.06, 0.78));
@@ -390,15 +390,8 @@ pub fn draw(
         }
     });
     let c = readout.census;
-    say!(
-        white,
-        "live: red {}  blue {}  (hunters {}, squads {})  particles {}",
-        c.red,
-        c.blue,
-        c.hunters,
-        c.squads,
-        c.particles
-    );
+    say!(white, "live: red {}  blue {}  (hunters {})  particles {}", c.red, c.blue, c.hunters, c.particles);
+    say!(white, "squads: {} (a hunter and its followers)", c.squads);
     let r = readout;
     say!(
         white,

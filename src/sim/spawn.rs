@@ -4,7 +4,7 @@
 
 use super::components::{Blue, FighterBundle, Health, Hunter, HunterBundle, Position, Red, Team, Velocity};
 use super::config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests};
-use super::squads::SQUAD;
+use super::squads::{slot_offset, SQUAD};
 use crate::app::{App, Stage};
 use crate::ecs::{Commands, Entity, World, WorldFull};
 use glam::Vec2;
@@ -32,11 +32,8 @@ pub fn spawn_fighters(world: &mut World) {
         let deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
         for _ in 0..deficit {
             let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
-            match spawn_one(&mut commands, &mut rng, &config, at, Placement::Refill) {
-                Ok(fighter) => {
-                    squads.join(&mut commands, fighter);
-                    spawned += 1;
-                }
+            match spawn_one(&mut commands, &mut rng, &config, at, Placement::Refill, &mut squads) {
+                Ok(()) => spawned += 1,
                 Err(_) => {
                     // This one and the rest of the frame's refill.
                     refused += u64::from(deficit) - spawned;
@@ -48,11 +45,8 @@ pub fn spawn_fighters(world: &mut World) {
             for placed in 0..config.burst {
                 let offset = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(0.0..40.0);
                 let at = (center + offset).clamp(Vec2::ZERO, config.arena);
-                match spawn_one(&mut commands, &mut rng, &config, at, Placement::Burst) {
-                    Ok(fighter) => {
-                        squads.join(&mut commands, fighter);
-                        spawned += 1;
-                    }
+                match spawn_one(&mut commands, &mut rng, &config, at, Placement::Burst, &mut squads) {
+                    Ok(()) => spawned += 1,
                     Err(_) => {
                         // This one, the rest of its burst and every burst after it.
                         let asked = u64::from(config.burst) * (requests.0.len() - served) as u64;
@@ -70,24 +64,18 @@ pub fn spawn_fighters(world: &mut World) {
     });
 }
 
-/// The squad of each team open to fighters spawned this frame: its captain and how many have joined.
+/// The squad of each team open to fighters spawned this frame: its captain, where it starts and its heading,
+/// and how many have joined. A hunter opens its team's squad; any other fighter joins its team's open squad (it
+/// starts at its slot), which closes when full.
 #[derive(Default)]
-struct Squads([Option<(Entity, usize)>; 2]);
+struct Squads([Option<Open>; 2]);
 
-impl Squads {
-    /// A hunter opens its team's squad; any other fighter joins its team's open squad, which closes when full.
-    fn join(&mut self, commands: &mut Commands<'_>, (entity, team, hunter): (Entity, Team, bool)) {
-        let open = &mut self.0[team as usize];
-        if hunter {
-            *open = Some((entity, 0));
-        } else if let Some((captain, joined)) = open {
-            commands.add_child(*captain, entity);
-            *joined += 1;
-            if *joined == SQUAD {
-                *open = None;
-            }
-        }
-    }
+#[derive(Clone, Copy)]
+struct Open {
+    captain: Entity,
+    at: Vec2,
+    heading: Vec2,
+    joined: usize,
 }
 
 /// Why a fighter is spawned: a refill follows the scenario; a burst lands where it was asked for.
@@ -111,7 +99,8 @@ fn spawn_one(
     config: &SimConfig,
     at: Vec2,
     placement: Placement,
-) -> Result<(Entity, Team, bool), WorldFull> {
+    squads: &mut Squads,
+) -> Result<(), WorldFull> {
     let team = if rng.gen_bool(0.5) { Team::Red } else { Team::Blue };
     let hunter = rng.gen_range(0..config.hunter_every.max(1)) == 0;
     let (at, heading) = match (config.scenario, placement) {
@@ -129,15 +118,34 @@ fn spawn_one(
         }
         _ => (at, Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU))),
     };
+    // A follower starts at its slot behind its captain (the draws above are made either way, so the random
+    // streams do not depend on squads).
+    let open = &mut squads.0[team as usize];
+    let squad = match open {
+        Some(squad) if !hunter => Some(squad),
+        _ => None,
+    };
+    let at = squad.as_ref().map_or(at, |s| (s.at + slot_offset(s.heading, s.joined)).clamp(Vec2::ZERO, config.arena));
     let speed = if hunter { config.hunter_speed } else { config.fighter_speed };
     let (position, velocity, health) = (Position(at), Velocity(heading * speed), Health(config.max_health));
-    match (team, hunter) {
+    let entity = match (team, hunter) {
         (Team::Red, false) => commands.spawn(FighterBundle { position, velocity, health, team: Red }),
         (Team::Blue, false) => commands.spawn(FighterBundle { position, velocity, health, team: Blue }),
         (Team::Red, true) => commands
             .spawn(HunterBundle { fighter: FighterBundle { position, velocity, health, team: Red }, hunter: Hunter }),
         (Team::Blue, true) => commands
             .spawn(HunterBundle { fighter: FighterBundle { position, velocity, health, team: Blue }, hunter: Hunter }),
+    }?;
+    match squad {
+        Some(squad) => {
+            commands.add_child(squad.captain, entity);
+            squad.joined += 1;
+            if squad.joined == SQUAD {
+                *open = None;
+            }
+        }
+        None if hunter => *open = Some(Open { captain: entity, at, heading, joined: 0 }),
+        None => {}
     }
-    .map(|entity| (entity, team, hunter))
+    Ok(())
 }
