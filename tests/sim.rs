@@ -98,8 +98,10 @@ fn storage_stops_growing_under_steady_churn() {
     // deaths a sample) would grow every sample and by far more than 5 %.
     let settled = &samples[2..];
     assert!(settled[settled.len() - 1] * 20 <= settled[0] * 21, "storage kept growing: {samples:?}");
+    // The last 4,000 frames: at most a pool's growth step at a new peak, under 1 % in all (the leak above would add
+    // about 8 KiB, over 3 %, every sample).
     let last = &samples[samples.len() - 4..];
-    assert!(last.iter().all(|&b| b == last[0]), "storage still growing in the last 4,000 frames: {samples:?}");
+    assert!(last[3] * 100 <= last[0] * 101, "storage still growing in the last 4,000 frames: {samples:?}");
     assert!(app.world.entities().index_bound() < 4 * 200 * 4, "indices keep growing instead of being reused");
 }
 

@@ -13,13 +13,16 @@
 //! - **remove** of `T`: right before the value leaves (the handler reads it).
 //!
 //! A spawn fires its spawn event only, a despawn its despawn event only: insert and remove are changes to a live
-//! entity. Several handlers of one event run in the order they were registered. [`World::clear`] and a loaded
-//! snapshot fire nothing; nor does a change made through a pool directly ([`World::sparse_set_mut`]).
+//! entity. A bundle fires one event per component, in the bundle's order ([`World::insert_built`]: in the order
+//! the world registered the types). Several handlers of one event run in the order they were registered.
+//! [`World::clear`], a loaded snapshot and the hierarchy's own components ([`crate::ecs::hierarchy`]) fire
+//! nothing; nor does a change made through a pool directly ([`World::sparse_set_mut`]).
 //!
 //! **When.** A direct world operation ([`World::spawn`], [`World::insert`], ...) fires its events as it goes and
-//! then applies the handlers' commands before it returns. [`World::apply_commands`] fires them as each command
-//! applies, in the buffer's order (the keyed order of query loops, so the same on every backend, at every thread
-//! count and whatever order the storage yields entities in), and applies the handlers' commands after the
+//! then applies the handlers' commands before it returns (a batch, such as [`World::insert_many`], once at its
+//! end). [`World::apply_commands`] fires them as each command applies, in the buffer's order (the keyed order of
+//! query loops, so the same on every backend, at every thread count and whatever order the storage yields entities
+//! in; a stretch of consecutive spawns and despawns applies, and fires, its despawns first), and applies the handlers' commands after the
 //! buffer, as the next *round*, in the order they were recorded; their own events' commands make the round
 //! after, and so on, up to [`World::set_event_rounds`] rounds (default [`EVENT_ROUNDS`]). Past that the commands
 //! left are dropped and [`World::try_apply_commands`] returns [`TooManyRounds`] ([`World::apply_commands`] and
@@ -336,6 +339,11 @@ impl World {
         *self.events.list(kind) = list;
         self.events.fired += 1;
         if let Err(panic) = outcome {
+            // In a direct operation, the commands its handlers recorded answer an operation that did not finish:
+            // dropped, never left for the next one. (An apply drops its own when the panic reaches it.)
+            if !self.events.applying {
+                self.discard_events();
+            }
             std::panic::resume_unwind(panic);
         }
     }
@@ -349,12 +357,37 @@ impl World {
     pub(crate) fn settle_events(&mut self) {
         if !self.events.applying && !self.events.recording.is_empty() {
             self.events.applying = true;
-            let rounds = self.run_rounds();
+            let rounds = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_rounds()));
             self.events.applying = false;
-            if let Err(error) = rounds {
-                panic!("{error}");
+            match rounds {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => panic!("{error}"),
+                Err(panic) => std::panic::resume_unwind(panic),
             }
         }
+    }
+
+    /// Runs `f`, a batch of direct operations, as one: their events fire as they go and the handlers' commands
+    /// apply once, when `f` is done. If `f` panics, what the handlers recorded is dropped.
+    pub(crate) fn as_one_operation<R>(&mut self, f: impl FnOnce(&mut World) -> R) -> R {
+        let outer = std::mem::replace(&mut self.events.applying, true);
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)));
+        self.events.applying = outer;
+        let out = out.unwrap_or_else(|panic| {
+            if !outer {
+                self.discard_events();
+            }
+            std::panic::resume_unwind(panic)
+        });
+        self.settle_events();
+        out
+    }
+
+    /// Drops the handlers' commands not applied yet (releasing nothing else: their spawns are deferred).
+    pub(crate) fn discard_events(&mut self) {
+        let mut left = std::mem::take(&mut self.events.recording);
+        left.discard(self.entities_mut());
+        self.events.recording = left;
     }
 
     /// Applies the handlers' recorded commands as rounds until none are left or the limit is reached (the caller

@@ -9,9 +9,11 @@
 //! - a cycle (a child that is the parent or one of its ancestors), a dead entity or a position past the list's
 //!   end is refused with a [`HierarchyError`] and changes nothing;
 //! - despawning a parent despawns its subtree: children before their parent, in child order, each with its
-//!   despawn event ([`crate::ecs::events`]); a despawned child leaves its parent's list;
+//!   despawn event ([`crate::ecs::events`]); the root leaves its parent's list (the lists inside the subtree go
+//!   with their owners: a handler there sees its siblings despawned so far still listed);
 //! - removing [`Parent`] from a child takes it out of its parent's list; removing [`Children`] makes every child
-//!   a root.
+//!   a root. Inserting either by hand is refused (a panic naming the operations to use); swapping two entities'
+//!   values through `&mut` access would break the tree, and is the one thing left to the caller.
 //!
 //! How others do it: bevy despawns children with their parent but rebuilds the child list on load; Friflo keeps
 //! child order and saves it, but a despawned parent leaves its children floating; flecs despawns children with
@@ -136,7 +138,7 @@ impl TreeIds {
 /// Panics for a view of a hierarchy component (see [`World::view_mut`]).
 pub(crate) fn refuse_view<T: 'static>() {
     let tree = TypeId::of::<T>() == TypeId::of::<Parent>() || TypeId::of::<T>() == TypeId::of::<Children>();
-    assert!(!tree, "no view of `{}`: the hierarchy keeps it, change it with World::add_child and its kin", {
+    assert!(!tree, "`{}` is kept by the hierarchy: change it with World::add_child and its kin", {
         std::any::type_name::<T>()
     });
 }
@@ -215,13 +217,19 @@ impl World {
                 return Err(HierarchyError::NoSuchEntity(entity));
             }
         }
-        // Up from the parent: meeting the child would close a loop.
-        let mut up = Some(parent);
-        while let Some(ancestor) = up {
-            if ancestor == child {
-                return Err(HierarchyError::Cycle { parent, child });
+        // Up from the parent: meeting the child would close a loop. A child without children is no one's
+        // ancestor, so only a parent (a short walk in most trees) needs the walk.
+        if parent == child {
+            return Err(HierarchyError::Cycle { parent, child });
+        }
+        if !self.children(child).is_empty() {
+            let mut up = self.parent(parent);
+            while let Some(ancestor) = up {
+                if ancestor == child {
+                    return Err(HierarchyError::Cycle { parent, child });
+                }
+                up = self.parent(ancestor);
             }
-            up = self.parent(ancestor);
         }
         let here = self.parent(child) == Some(parent);
         let len = self.children(parent).len() - usize::from(here);

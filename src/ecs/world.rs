@@ -570,7 +570,7 @@ impl World {
             }
         }
         // With no reserved target left to settle, a target is despawned if it is alive.
-        if self.events.watches(EventKind::Despawn) || self.tree.is_some() {
+        if self.events.watches(EventKind::Despawn) {
             // One at a time: each event fires right before its entity goes, a parent's subtree first.
             let mut despawned = 0;
             for &target in targets {
@@ -582,11 +582,34 @@ impl World {
             self.settle_events();
             return despawned;
         }
+        if let Some(tree) = self.tree {
+            // Runs of targets outside the hierarchy go as batches; a parent or a child on its own, in its place.
+            let mut despawned = 0;
+            let mut run = 0;
+            for (k, &target) in targets.iter().enumerate() {
+                let index = target.index();
+                let linked = |s: &Storage| s.contains(tree.parent, index) || s.contains(tree.children, index);
+                if self.entities.is_alive(target) && linked(&self.storage) {
+                    despawned +=
+                        self.storage.despawn_batch(&mut self.entities, &targets[run..k], &mut self.handle_scratch);
+                    self.despawn_tree(target);
+                    despawned += 1;
+                    run = k + 1;
+                }
+            }
+            return despawned
+                + self.storage.despawn_batch(&mut self.entities, &targets[run..], &mut self.handle_scratch);
+        }
         self.storage.despawn_batch(&mut self.entities, targets, &mut self.handle_scratch)
     }
 
     /// Sets component `T` of `entity`; returns the previous value.
+    ///
+    /// # Panics
+    /// For the hierarchy's components ([`Parent`](super::Parent), [`Children`](super::Children)): use
+    /// [`World::add_child`] and its kin, which keep both sides of a link in step.
     pub fn insert<T: Component>(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
+        super::hierarchy::refuse_view::<T>();
         if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
         }
@@ -616,7 +639,8 @@ impl World {
         let Some(id) = self.components.id::<T>().filter(|&id| self.storage.contains(id, entity.index())) else {
             return self.remove_plain::<T>(entity); // the error
         };
-        if self.events.watches(EventKind::Remove(id)) {
+        // The hierarchy's own components fire nothing (its operations do not either).
+        if self.events.watches(EventKind::Remove(id)) && !self.tree.is_some_and(|tree| tree.holds(id)) {
             self.fire(EventKind::Remove(id), entity);
         }
         self.untie(id, entity);
@@ -666,10 +690,13 @@ impl World {
     /// assert_eq!(world.get::<u8>(r), Some(&2));
     /// ```
     pub fn insert_many<T: Component>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
+        super::hierarchy::refuse_view::<T>();
         let id = self.register::<T>();
         if self.events.watches(EventKind::Insert(id)) {
-            // One at a time, each event after its value is in.
-            return items.into_iter().map(|(entity, value)| self.insert(entity, value)).filter(Result::is_err).count();
+            // One at a time, each event after its value is in; the handlers' commands apply once, at the end.
+            return self.as_one_operation(|world| {
+                items.into_iter().map(|(entity, value)| world.insert(entity, value)).filter(Result::is_err).count()
+            });
         }
         let mut items = items.into_iter().peekable();
         let mut skipped = 0;
@@ -708,7 +735,9 @@ impl World {
         }
         let Some(id) = self.components.id::<T>() else { return 0 };
         if self.events.watches(EventKind::Remove(id)) || self.tree.is_some_and(|tree| tree.holds(id)) {
-            return targets.iter().filter(|&&entity| self.remove::<T>(entity).is_ok()).count();
+            // One at a time, each event before its value goes; the handlers' commands apply once, at the end.
+            return self
+                .as_one_operation(|world| targets.iter().filter(|&&entity| world.remove::<T>(entity).is_ok()).count());
         }
         self.storage.remove_many::<T>(id, &self.components, &self.entities, targets)
     }
@@ -921,7 +950,7 @@ impl World {
             // Every event first (each value still readable), then the values go together.
             let ids = B::ids(&mut self.components);
             for &id in ids.ids() {
-                if self.events.watches(EventKind::Remove(id)) {
+                if self.events.watches(EventKind::Remove(id)) && !self.tree.is_some_and(|tree| tree.holds(id)) {
                     self.fire(EventKind::Remove(id), entity);
                 }
                 self.untie(id, entity);
@@ -1140,7 +1169,15 @@ impl World {
     pub fn try_apply_commands(&mut self) -> Result<ApplyStats, TooManyRounds> {
         let outer = std::mem::replace(&mut self.events.applying, true);
         // Handles reserved through `&World` come alive first: no command recorded before them can name them.
-        let reserved = self.spawn_unrecorded();
+        let reserved = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.spawn_unrecorded())) {
+            Ok(reserved) => reserved,
+            Err(panic) => {
+                // A spawn handler panicked: its round's commands go, the buffer stays for the next apply.
+                self.discard_events();
+                self.events.applying = outer;
+                std::panic::resume_unwind(panic);
+            }
+        };
         let mut queue = std::mem::take(&mut self.commands);
         let stats = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| queue.apply(self))) {
             Ok(stats) => stats,
@@ -1234,7 +1271,9 @@ impl World {
         self.tree = tree;
         self.totals = totals;
         self.resources.absorb(resources);
-        // The handlers stay with this world; the types they watch have ids in the new registry.
+        // The handlers stay with this world; the types they watch have ids in the new registry. Commands they
+        // recorded named the old world's entities.
+        self.discard_events();
         self.rekey_events();
         // Last, when the world is whole: a value's drop may panic.
         drop(old_storage);
@@ -1303,6 +1342,7 @@ impl World {
     pub fn clear(&mut self) {
         let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.commands.discard(&mut self.entities);
+            self.discard_events();
         }));
         let cleared = self.storage.clear();
         self.entities.clear();

@@ -6,9 +6,9 @@
 //! - [`keep_formation`] steers each follower to its slot (its place in the captain's list).
 //! - `despawn_dead` marks a fighter at zero health [`Fallen`]. The handler of that insert ([`fall`]) settles the
 //!   squad (the first living follower is promoted captain and takes the others; a lone follower scatters; dying
-//!   followers leave) and records the despawn; the despawn's handler ([`burst`]) throws the death's particles.
-//!   The world applies those commands in the same apply, in the order they were recorded, so the result is the
-//!   same on every backend and thread count.
+//!   followers leave), throws the death's particles ([`burst`]) and records the despawn. The world applies those
+//!   commands in the same apply, in the order they were recorded, so the result is the same on every backend and
+//!   thread count. (No despawn handler: the particles' many despawns keep the command buffer's batch path.)
 
 use super::components::{Blue, Health, Hunter, Lifetime, Particle, ParticleBundle, Position, Red, Velocity};
 use super::config::{Draw, SimConfig, SimRng, SimStats};
@@ -29,10 +29,10 @@ const PULL: f32 = 3.0;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallen;
 
-/// Adds [`keep_formation`] to `Update` in the group "squads" (after hunting, before movement), and the handlers
-/// [`fall`] (insert of [`Fallen`]) and [`burst`] (despawn).
+/// Adds [`keep_formation`] to `Update` in the group "squads" (after hunting, before movement), and the handler
+/// [`fall`] (insert of [`Fallen`]).
 pub fn plugin(app: &mut App) {
-    app.add_group(Stage::Update, "squads", keep_formation).on_insert::<Fallen>(fall).on_despawn(burst);
+    app.add_group(Stage::Update, "squads", keep_formation).on_insert::<Fallen>(fall);
 }
 
 /// The slot of follower `slot` behind a captain heading along `heading` (a unit vector): a wedge, rows of two.
@@ -99,11 +99,12 @@ pub fn fall(world: &World, fighter: Entity, _: &Fallen, commands: &mut Commands<
         }
         (None, _) => {}
     }
+    burst(world, fighter, commands);
     commands.despawn(fighter);
 }
 
-/// A fighter's despawn throws its particles, drawn from its own random stream for this frame (so the same
-/// whatever else dies). Particles and entities of other games are left alone.
+/// A fallen fighter's particles, drawn from its own random stream for this frame (so the same whatever else
+/// dies), spawned where it fell. Entities of other games are left alone.
 pub fn burst(world: &World, e: Entity, commands: &mut Commands<'_>) {
     if !(world.has::<Red>(e) || world.has::<Blue>(e)) {
         return;

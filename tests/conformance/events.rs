@@ -202,6 +202,50 @@ fn a_panicking_handler_leaves_the_world_consistent(backend: Backend) {
     w.assert_invariants();
 }
 
+/// A handler that panics inside a direct operation: what the operation's handlers recorded is dropped, not left
+/// for the next operation, and later handlers' commands still apply (direct and buffered).
+fn a_panic_in_a_direct_operation_leaves_nothing_behind(backend: Backend) {
+    let mut w = world(backend);
+    w.on_despawn(|_, _, c| {
+        c.spawn((Red,)).unwrap();
+    });
+    w.on_spawn(|w, e, _| assert!(w.get::<Name>(e).is_none_or(|n| n.0 != "boom"), "refused"));
+    w.on_insert::<Vel>(|_, e, _, c| c.insert(e, Name("marked".into())));
+    let e = w.spawn((Pos(0.0, 0.0),)).unwrap();
+    let boom = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.spawn((Name("boom".into()),))));
+    assert!(boom.is_err());
+    w.despawn(e).unwrap();
+    assert_eq!(w.count_of::<Red>(), 1, "the despawn's handler ran and its spawn applied");
+    let f = w.spawn(()).unwrap();
+    w.commands().insert(f, Vel(1.0, 1.0));
+    w.apply_commands();
+    assert_eq!(w.get::<Name>(f), Some(&Name("marked".into())), "rounds still run after the panic");
+    // A panic in a handler of a batch drops what the batch's handlers recorded.
+    let g = w.spawn(()).unwrap();
+    let batch = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        w.spawn_batch([(Name("ok".into()),), (Name("boom".into()),)]).unwrap();
+    }));
+    assert!(batch.is_err());
+    w.insert(g, Vel(0.0, 0.0)).unwrap();
+    assert_eq!(w.get::<Name>(g), Some(&Name("marked".into())));
+    assert!(!w.has_pending_commands());
+    w.assert_invariants();
+}
+
+/// A batch's handlers' commands apply once the whole batch is in: an insert handler that despawns the next item's
+/// entity does not make that item skip, as through the command buffer.
+fn a_batch_applies_its_handlers_commands_at_its_end(backend: Backend) {
+    let mut w = world(backend);
+    let [a, b] = [(); 2].map(|_| w.spawn(()).unwrap());
+    w.on_insert::<Vel>(move |_, e, _, c| {
+        if e == a {
+            c.despawn(b);
+        }
+    });
+    assert_eq!(w.insert_many([(a, Vel(0.0, 0.0)), (b, Vel(1.0, 1.0))]), 0);
+    assert!(w.is_alive(a) && !w.is_alive(b));
+}
+
 /// A handler taken off no longer fires; the others keep their order.
 fn handlers_run_in_registration_order_and_come_off(backend: Backend) {
     let mut w = world(backend);
@@ -247,6 +291,8 @@ mod every_backend {
         a_panicking_handler_leaves_the_world_consistent,
         handlers_run_in_registration_order_and_come_off,
         handlers_survive_a_loaded_snapshot,
+        a_panic_in_a_direct_operation_leaves_nothing_behind,
+        a_batch_applies_its_handlers_commands_at_its_end,
     );
     panics_on_every_backend!(a_direct_operation_past_the_round_limit_panics => "kept recording commands for 3 rounds");
 }
