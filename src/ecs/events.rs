@@ -243,28 +243,29 @@ impl World {
     /// ```
     pub fn on_insert<T: crate::ecs::Component>(
         &mut self,
-        mut handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
+        handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
-        let id = self.watch::<T>();
-        self.events.add(
-            EventKind::Insert(id),
-            Box::new(move |world, entity, commands| {
-                if let Some(value) = world.get::<T>(entity) {
-                    handler(world, entity, value, commands);
-                }
-            }),
-        )
+        self.add_typed(EventKind::Insert, handler)
     }
 
     /// Calls `handler` right before each removal of a `T` from a live entity, with the value before it leaves (see
     /// [the rule](crate::ecs::events)).
     pub fn on_remove<T: crate::ecs::Component>(
         &mut self,
+        handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
+    ) -> HandlerId {
+        self.add_typed(EventKind::Remove, handler)
+    }
+
+    /// Registers a handler of `T`'s insert or remove (`kind`), which reads `T`'s value from the world.
+    fn add_typed<T: crate::ecs::Component>(
+        &mut self,
+        kind: fn(ComponentId) -> EventKind,
         mut handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
         let id = self.watch::<T>();
         self.events.add(
-            EventKind::Remove(id),
+            kind(id),
             Box::new(move |world, entity, commands| {
                 if let Some(value) = world.get::<T>(entity) {
                     handler(world, entity, value, commands);
@@ -399,9 +400,7 @@ impl World {
         while !self.events.recording.is_empty() {
             if rounds == self.events.round_limit() {
                 let dropped = self.events.recording.len();
-                let mut left = std::mem::take(&mut self.events.recording);
-                left.discard(self.entities_mut());
-                self.events.recording = left;
+                self.discard_events();
                 return Err(TooManyRounds { rounds, dropped });
             }
             rounds += 1;
@@ -418,9 +417,7 @@ impl World {
                 Err(panic) => {
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         round.discard(self.entities_mut());
-                        let mut next = std::mem::take(&mut self.events.recording);
-                        next.discard(self.entities_mut());
-                        self.events.recording = next;
+                        self.discard_events();
                     }));
                     self.events.spare = round;
                     std::panic::resume_unwind(panic);

@@ -50,6 +50,10 @@ impl Parent {
     pub fn get(&self) -> Entity {
         self.0
     }
+
+    pub(crate) fn new(parent: Entity) -> Self {
+        Self(parent)
+    }
 }
 
 /// A parent's children, in order, never empty (see [the module](crate::ecs::hierarchy)). Made and changed by the
@@ -61,12 +65,6 @@ impl std::ops::Deref for Children {
     type Target = [Entity];
     fn deref(&self) -> &[Entity] {
         &self.0
-    }
-}
-
-impl Parent {
-    pub(crate) fn new(parent: Entity) -> Self {
-        Self(parent)
     }
 }
 
@@ -135,8 +133,8 @@ impl TreeIds {
     }
 }
 
-/// Panics for a view of a hierarchy component (see [`World::view_mut`]).
-pub(crate) fn refuse_view<T: 'static>() {
+/// Panics for a hierarchy component inserted or viewed by hand (see [`World::insert`], [`World::view_mut`]).
+pub(crate) fn refuse_tree_type<T: 'static>() {
     let tree = TypeId::of::<T>() == TypeId::of::<Parent>() || TypeId::of::<T>() == TypeId::of::<Children>();
     assert!(!tree, "`{}` is kept by the hierarchy: change it with World::add_child and its kin", {
         std::any::type_name::<T>()

@@ -167,6 +167,18 @@ pub trait HoldsEntities {
     fn visit_entities(&self, visit: &mut dyn FnMut(Entity));
 }
 
+impl HoldsEntities for Entity {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        visit(*self)
+    }
+}
+
+impl<T: HoldsEntities> HoldsEntities for Vec<T> {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        self.iter().for_each(|value| value.visit_entities(visit))
+    }
+}
+
 /// One way of encoding values: the binary blob or a JSON value.
 trait Codec: 'static {
     type Value: Serialize + DeserializeOwned;
@@ -446,21 +458,33 @@ fn load_column<T: DeserializeOwned + Component, C: Codec>(
     values: C::Value,
     check: Option<CheckHandles<T>>,
 ) -> Result<(), SnapshotError> {
+    let (handles, values) = read_column::<T, C>(world.entities(), name, indices, values, check)?;
+    let skipped = world.insert_many(handles.into_iter().zip(values));
+    debug_assert_eq!(skipped, 0, "checked alive above");
+    Ok(())
+}
+
+/// A column's live handles and its decoded values, in order, each value's handles checked by `check`.
+fn read_column<T: DeserializeOwned, C: Codec>(
+    entities: &Entities,
+    name: &str,
+    indices: &[u32],
+    values: C::Value,
+    check: Option<CheckHandles<T>>,
+) -> Result<(Vec<Entity>, Vec<T>), SnapshotError> {
     let values: Vec<T> =
         C::decode(values).map_err(|why| SnapshotError::Corrupt(format!("column `{name}` does not decode: {why}")))?;
-    let handles = paired_entities(world.entities(), name, indices, values.len())?;
+    let handles = paired_entities(entities, name, indices, values.len())?;
     if let Some(check) = check {
         for (value, entity) in values.iter().zip(&handles) {
-            if let Err(bad) = check(value, world.entities()) {
+            if let Err(bad) = check(value, entities) {
                 return Err(SnapshotError::BadEntity(format!(
                     "`{name}` of {entity:?} holds handle {bad:?}, which the saved world never handed out"
                 )));
             }
         }
     }
-    let skipped = world.insert_many(handles.into_iter().zip(values));
-    debug_assert_eq!(skipped, 0, "checked alive above");
-    Ok(())
+    Ok((handles, values))
 }
 
 /// A resource's save and load in codec `C`: `encode` turns the world's resource into a value, `decode` a value
@@ -853,26 +877,19 @@ fn load_tree_column<C: Codec>(
     indices: &[u32],
     values: C::Value,
 ) -> Result<(), SnapshotError> {
-    let name = if parents { PARENT_COLUMN } else { CHILDREN_COLUMN };
-    let values: Vec<Vec<Entity>> = if parents {
-        C::decode::<Vec<Entity>>(values).map(|v| v.into_iter().map(|e| vec![e]).collect())
-    } else {
-        C::decode::<Vec<Vec<Entity>>>(values)
-    }
-    .map_err(|why| SnapshotError::Corrupt(format!("column `{name}` does not decode: {why}")))?;
-    let handles = paired_entities(world.entities(), name, indices, values.len())?;
-    for (entity, value) in handles.iter().zip(&values) {
-        if let Some(bad) = value.iter().find(|&&e| !world.entities().was_handed_out(e)) {
-            return Err(SnapshotError::BadEntity(format!(
-                "`{name}` of {entity:?} holds handle {bad:?}, which the saved world never handed out"
-            )));
-        }
-    }
     let tree = world.tree_ids();
-    for (entity, value) in handles.into_iter().zip(values) {
-        match parents {
-            true => world.insert_quiet(tree.parent, entity, Parent::new(value[0])),
-            false => world.insert_quiet(tree.children, entity, Children::new(value)),
+    if parents {
+        let check = Some(check_handles::<Entity> as CheckHandles<Entity>);
+        let (handles, values) = read_column::<Entity, C>(world.entities(), PARENT_COLUMN, indices, values, check)?;
+        for (entity, parent) in handles.into_iter().zip(values) {
+            world.insert_quiet(tree.parent, entity, Parent::new(parent));
+        }
+    } else {
+        let check = Some(check_handles::<Vec<Entity>> as CheckHandles<Vec<Entity>>);
+        let (handles, lists) =
+            read_column::<Vec<Entity>, C>(world.entities(), CHILDREN_COLUMN, indices, values, check)?;
+        for (entity, list) in handles.into_iter().zip(lists) {
+            world.insert_quiet(tree.children, entity, Children::new(list));
         }
     }
     Ok(())

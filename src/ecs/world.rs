@@ -609,7 +609,7 @@ impl World {
     /// For the hierarchy's components ([`Parent`](super::Parent), [`Children`](super::Children)): use
     /// [`World::add_child`] and its kin, which keep both sides of a link in step.
     pub fn insert<T: Component>(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
-        super::hierarchy::refuse_view::<T>();
+        super::hierarchy::refuse_tree_type::<T>();
         if !self.settle(entity) {
             return Err(NoSuchEntity(entity));
         }
@@ -690,7 +690,7 @@ impl World {
     /// assert_eq!(world.get::<u8>(r), Some(&2));
     /// ```
     pub fn insert_many<T: Component>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
-        super::hierarchy::refuse_view::<T>();
+        super::hierarchy::refuse_tree_type::<T>();
         let id = self.register::<T>();
         if self.events.watches(EventKind::Insert(id)) {
             // One at a time, each event after its value is in; the handlers' commands apply once, at the end.
@@ -769,7 +769,7 @@ impl World {
     /// For the hierarchy's components ([`Parent`](super::Parent), [`Children`](super::Children)): a view's
     /// removal would not keep the two sides of a link in step.
     pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
-        super::hierarchy::refuse_view::<T>();
+        super::hierarchy::refuse_tree_type::<T>();
         let id = self.register::<T>();
         let (entities, store) = self.entities_and_store::<T>(id);
         ViewMut { entities, store: store.expect("register made the pool") }
