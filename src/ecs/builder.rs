@@ -51,6 +51,7 @@ impl EntityBuilder {
     /// Adds `value` as the entity's component of type `T`, replacing (and dropping) a value of `T` added before.
     /// Chains: `builder.add(a).add(b)`.
     pub fn add<T: Component>(&mut self, value: T) -> &mut Self {
+        crate::ecs::hierarchy::refuse_kept::<T>("added to a builder");
         let slot = match self.slot_of.get(&TypeId::of::<T>()) {
             Some(&slot) => slot,
             None => {

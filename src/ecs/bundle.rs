@@ -84,7 +84,13 @@ pub trait Bundle: PutBundle + Send + Sync + 'static {
     #[doc(hidden)]
     /// Panics if the bundle names a type twice (checked without a registry, e.g. when a command is recorded).
     fn assert_distinct() {
-        Self::type_ids(&mut TypeList::new());
+        Self::type_ids(&mut TypeList::new(false));
+    }
+    #[doc(hidden)]
+    /// Panics if the bundle names a type twice or names one of the hierarchy's types, which only its own
+    /// operations write (checked without a registry: when a spawn or insert command is recorded).
+    fn assert_puttable() {
+        Self::type_ids(&mut TypeList::new(true));
     }
     #[doc(hidden)]
     /// Registers the component types and returns their ids (cached in the registry per bundle type after the
@@ -119,14 +125,19 @@ pub trait Bundle: PutBundle + Send + Sync + 'static {
 pub struct TypeList {
     types: [TypeId; MAX_BUNDLE],
     len: usize,
+    /// The bundle is to be put (spawned or inserted): the hierarchy's types are refused.
+    put: bool,
 }
 
 impl TypeList {
-    fn new() -> Self {
-        Self { types: [TypeId::of::<()>(); MAX_BUNDLE], len: 0 }
+    fn new(put: bool) -> Self {
+        Self { types: [TypeId::of::<()>(); MAX_BUNDLE], len: 0, put }
     }
 
     fn push<T: Component>(&mut self) {
+        if self.put {
+            crate::ecs::hierarchy::refuse_kept::<T>("part of a bundle that is spawned or inserted");
+        }
         let id = TypeId::of::<T>();
         assert!(
             !self.types[..self.len].contains(&id),
@@ -187,6 +198,7 @@ impl<T: Component> Bundle for One<T> {
     fn register(components: &mut Registry, ids: &mut BundleIds) {
         let (id, _) = components.register::<T>();
         ids.push(components, id);
+        ids.kept |= crate::ecs::hierarchy::is_kept::<T>();
     }
     #[inline]
     fn insert_each(self, storage: &mut Storage, components: &mut Registry, entity: Entity) {

@@ -740,11 +740,11 @@ impl<'w> Commands<'w> {
     /// deferred spawns in one buffer before it is applied.
     ///
     /// # Panics
-    /// If the tuple names a component type twice (now, not when the buffer is applied).
+    /// If the tuple names a component type twice, or one of the hierarchy's (now, not when the buffer is applied).
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
         // Checked when the bundle type's queue is made: once per type and world, before anything is reserved.
         let queue = self.queue.queue_index(|| {
-            B::assert_distinct();
+            B::assert_puttable();
             SpawnQueue::<B> { bundles: Vec::new(), ids: None }
         });
         let entity = match &mut self.mode {
@@ -772,7 +772,12 @@ impl<'w> Commands<'w> {
     }
 
     /// Records setting component `T` of `entity` to `value`. Skipped (the value dropped) if `entity` is dead.
+    ///
+    /// # Panics
+    /// For the hierarchy's components (now, not when the buffer is applied): use [`Commands::add_child`] and its
+    /// kin.
     pub fn insert<T: Component>(&mut self, entity: Entity, value: T) {
+        crate::ecs::hierarchy::refuse_kept::<T>("inserted");
         let queue = self.queue.queue_index(|| InsertQueue::<T>(Vec::new()));
         let slot = push_slot(&mut self.queue.queue_at::<InsertQueue<T>>(queue).0, value);
         self.push(Op::Insert { entity, queue, slot });
@@ -790,10 +795,10 @@ impl<'w> Commands<'w> {
     /// dropped) if `entity` is dead.
     ///
     /// # Panics
-    /// If the tuple names a component type twice (now, not when the buffer is applied).
+    /// If the tuple names a component type twice, or one of the hierarchy's (now, not when the buffer is applied).
     pub fn insert_bundle<B: Bundle>(&mut self, entity: Entity, bundle: B) {
         let queue = self.queue.queue_index(|| {
-            B::assert_distinct();
+            B::assert_puttable();
             BundleQueue::<B>(Vec::new())
         });
         let slot = push_slot(&mut self.queue.queue_at::<BundleQueue<B>>(queue).0, bundle);

@@ -239,12 +239,14 @@ pub struct BundleIds {
     len: usize,
     /// The same ids as a set.
     pub set: ComponentSet,
+    /// Whether one of the types is the hierarchy's, which bundles may take (remove) but not put.
+    pub kept: bool,
 }
 
 impl BundleIds {
     /// No ids yet.
     pub(crate) fn new() -> Self {
-        Self { ids: [0; MAX_BUNDLE], ascending: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY }
+        Self { ids: [0; MAX_BUNDLE], ascending: [0; MAX_BUNDLE], len: 0, set: ComponentSet::EMPTY, kept: false }
     }
 
     /// Appends `id`, refusing a type named twice (by its name in `components`) and a thirteenth component.

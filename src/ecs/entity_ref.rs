@@ -69,8 +69,9 @@ impl std::fmt::Debug for EntityRef<'_> {
 }
 
 /// One live entity, changed through a mutable world: `world.entity_mut(e)?` (bevy's `EntityWorldMut`). Each call
-/// is the world's own call with the handle filled in; the entity stays alive as long as the view lives (nothing
-/// else can reach the world meanwhile), so the calls that fail only on a dead handle return no `Result` here.
+/// is the world's own call with the handle filled in. Nothing else can reach the world while the view lives, but a
+/// lifecycle handler answering one of its changes may despawn the entity ([`EntityWorldMut::is_alive`]): then the
+/// chained calls after it change nothing, as commands on a dead target do, so they return no `Result` here.
 ///
 /// ```
 /// use swarm::ecs::World;
@@ -123,15 +124,23 @@ impl<'w> EntityWorldMut<'w> {
         self.world.get_mut::<T>(self.entity)
     }
 
-    /// Sets component `T` ([`World::insert`]); the previous value is dropped. Chains.
+    /// Whether the entity is still alive: a lifecycle handler answering a change made through this view may have
+    /// despawned it (its commands apply before the change returns).
+    pub fn is_alive(&self) -> bool {
+        self.world.is_alive(self.entity)
+    }
+
+    /// Sets component `T` ([`World::insert`]); the previous value is dropped. Chains. If a handler despawned the
+    /// entity meanwhile ([`EntityWorldMut::is_alive`]), the value is dropped, as a command on a dead target is.
     pub fn insert<T: Component>(&mut self, value: T) -> &mut Self {
-        self.world.insert(self.entity, value).expect("the view's entity is alive");
+        let _ = self.world.insert(self.entity, value);
         self
     }
 
-    /// Sets component `T` and returns the previous value, if any.
+    /// Sets component `T` and returns the previous value, if any (`None`, the value dropped, if a handler
+    /// despawned the entity meanwhile).
     pub fn replace<T: Component>(&mut self, value: T) -> Option<T> {
-        self.world.insert(self.entity, value).expect("the view's entity is alive")
+        self.world.insert(self.entity, value).ok().flatten()
     }
 
     /// Sets every component of `bundle` ([`World::insert_bundle`]). Chains.
@@ -139,7 +148,7 @@ impl<'w> EntityWorldMut<'w> {
     /// # Panics
     /// If the tuple names a component type twice (before anything is inserted).
     pub fn insert_bundle<B: Bundle>(&mut self, bundle: B) -> &mut Self {
-        self.world.insert_bundle(self.entity, bundle).expect("the view's entity is alive");
+        let _ = self.world.insert_bundle(self.entity, bundle);
         self
     }
 
@@ -157,9 +166,9 @@ impl<'w> EntityWorldMut<'w> {
         self.world.remove_bundle::<B>(self.entity)
     }
 
-    /// Despawns the entity ([`World::despawn`]), ending the view.
+    /// Despawns the entity ([`World::despawn`]), ending the view (nothing to do if a handler despawned it).
     pub fn despawn(self) {
-        self.world.despawn(self.entity).expect("the view's entity is alive");
+        let _ = self.world.despawn(self.entity);
     }
 }
 

@@ -53,6 +53,7 @@
 use super::commands::{ApplyStats, CommandQueue, Commands};
 use super::component::ComponentId;
 use super::entity::Entity;
+use super::pipeline::{HookSet, HookTable};
 use super::world::World;
 use std::fmt;
 
@@ -114,9 +115,9 @@ struct Entry {
     handler: Handler,
 }
 
-/// The world's handlers, the buffer their commands go to, and the round machinery.
+/// The handlers and the buffers their commands go to.
 #[derive(Default)]
-pub(crate) struct Events {
+struct State {
     spawn: Vec<Entry>,
     despawn: Vec<Entry>,
     /// By component id.
@@ -124,28 +125,13 @@ pub(crate) struct Events {
     remove: Vec<Vec<Entry>>,
     watched: Vec<Watched>,
     next_id: u32,
-    /// Handlers registered, of every kind (the one check a world with none makes).
-    count: u32,
     /// Where handlers record: applied as the next round.
-    pub(crate) recording: CommandQueue,
+    recording: CommandQueue,
     /// The round being applied (swapped with `recording`, so both keep their capacity).
-    pub(crate) spare: CommandQueue,
-    /// While a buffer or a round is applied: direct operations that it makes leave their events' commands to the
-    /// next round instead of applying them at once.
-    pub(crate) applying: bool,
-    /// Events delivered to at least one handler, since the world was made.
-    pub(crate) fired: u64,
-    /// Rounds one apply may run (0: the default).
-    pub(crate) rounds: u32,
+    spare: CommandQueue,
 }
 
-impl Events {
-    /// Whether any handler is registered.
-    #[inline(always)]
-    pub(crate) fn any(&self) -> bool {
-        self.count > 0
-    }
-
+impl State {
     fn list(&mut self, kind: EventKind) -> &mut Vec<Entry> {
         fn at(lists: &mut Vec<Vec<Entry>>, id: ComponentId) -> &mut Vec<Entry> {
             let id = id as usize;
@@ -161,43 +147,49 @@ impl Events {
             EventKind::Remove(id) => at(&mut self.remove, id),
         }
     }
+}
 
-    /// Whether `kind` has a handler.
-    #[inline]
-    pub(crate) fn watches(&self, kind: EventKind) -> bool {
-        if self.count == 0 {
-            return false;
-        }
-        match kind {
-            EventKind::Spawn => !self.spawn.is_empty(),
-            EventKind::Despawn => !self.despawn.is_empty(),
-            EventKind::Insert(id) => self.insert.get(id as usize).is_some_and(|l| !l.is_empty()),
-            EventKind::Remove(id) => self.remove.get(id as usize).is_some_and(|l| !l.is_empty()),
-        }
+/// The world's lifecycle handlers: the hook of the mutation pipeline that calls them
+/// ([`crate::ecs::pipeline`]), and the rounds of their commands.
+#[derive(Default)]
+pub(crate) struct Events {
+    /// Boxed, so a firing moves one pointer out of the world and back (the handlers run with `&World`); `None`
+    /// until a handler is registered, and while handlers run.
+    state: Option<Box<State>>,
+    /// While a buffer or a round is applied: direct operations that it makes leave their events' commands to the
+    /// next round instead of applying them at once.
+    pub(crate) applying: bool,
+    /// Events delivered to at least one handler, since the world was made.
+    fired: u64,
+    /// Rounds one apply may run (0: the default).
+    rounds: u32,
+}
+
+impl Events {
+    fn state(&mut self) -> &mut State {
+        self.state.get_or_insert_with(Box::default)
     }
 
-    pub(crate) fn add(&mut self, kind: EventKind, handler: Handler) -> HandlerId {
-        let id = HandlerId(self.next_id);
-        self.next_id += 1;
-        self.list(kind).push(Entry { id, handler });
-        self.count += 1;
-        id
-    }
-
-    pub(crate) fn remove_handler(&mut self, id: HandlerId) -> bool {
-        let lists = [&mut self.spawn, &mut self.despawn].into_iter().chain(&mut self.insert).chain(&mut self.remove);
-        for list in lists {
-            if let Some(at) = list.iter().position(|entry| entry.id == id) {
-                list.remove(at);
-                self.count -= 1;
-                return true;
+    /// Marks the changes handlers watch in the pipeline's hook table.
+    pub(crate) fn mark(&self, table: &mut HookTable) {
+        let Some(state) = &self.state else { return };
+        table.mark(EventKind::Spawn, HookSet::EVENTS, !state.spawn.is_empty());
+        table.mark(EventKind::Despawn, HookSet::EVENTS, !state.despawn.is_empty());
+        for (kind, lists) in [(EventKind::Insert as fn(_) -> _, &state.insert), (EventKind::Remove, &state.remove)] {
+            for (id, _) in lists.iter().enumerate().filter(|(_, list)| !list.is_empty()) {
+                table.mark(kind(id as ComponentId), HookSet::EVENTS, true);
             }
         }
-        false
+    }
+
+    /// Whether handlers recorded commands not applied yet.
+    #[inline(always)]
+    pub(crate) fn has_recorded(&self) -> bool {
+        self.state.as_ref().is_some_and(|state| !state.recording.is_empty())
     }
 
     /// The rounds one apply may run.
-    pub(crate) fn round_limit(&self) -> u32 {
+    fn round_limit(&self) -> u32 {
         if self.rounds == 0 {
             EVENT_ROUNDS
         } else {
@@ -212,7 +204,7 @@ impl World {
         &mut self,
         handler: impl FnMut(&World, Entity, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
-        self.events.add(EventKind::Spawn, Box::new(handler))
+        self.add_handler(EventKind::Spawn, Box::new(handler))
     }
 
     /// Calls `handler` right before each despawn, with the entity, whose components it can still read (see
@@ -221,7 +213,7 @@ impl World {
         &mut self,
         handler: impl FnMut(&World, Entity, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
-        self.events.add(EventKind::Despawn, Box::new(handler))
+        self.add_handler(EventKind::Despawn, Box::new(handler))
     }
 
     /// Calls `handler` right after each insert of a `T` into a live entity (new or replacing), with the value
@@ -241,6 +233,9 @@ impl World {
     /// world.insert(e, Armor(5)).unwrap();
     /// assert!(world.has::<Clank>(e));
     /// ```
+    ///
+    /// # Panics
+    /// For the hierarchy's components, which fire nothing (their changes are the hierarchy's own).
     pub fn on_insert<T: crate::ecs::Component>(
         &mut self,
         handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
@@ -250,11 +245,23 @@ impl World {
 
     /// Calls `handler` right before each removal of a `T` from a live entity, with the value before it leaves (see
     /// [the rule](crate::ecs::events)).
+    ///
+    /// # Panics
+    /// For the hierarchy's components, as [`World::on_insert`].
     pub fn on_remove<T: crate::ecs::Component>(
         &mut self,
         handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
         self.add_typed(EventKind::Remove, handler)
+    }
+
+    fn add_handler(&mut self, kind: EventKind, handler: Handler) -> HandlerId {
+        let state = self.events.state();
+        let id = HandlerId(state.next_id);
+        state.next_id += 1;
+        state.list(kind).push(Entry { id, handler });
+        self.mark_hooks();
+        id
     }
 
     /// Registers a handler of `T`'s insert or remove (`kind`), which reads `T`'s value from the world.
@@ -263,8 +270,9 @@ impl World {
         kind: fn(ComponentId) -> EventKind,
         mut handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
+        super::hierarchy::refuse_kept::<T>("watched by a handler (the hierarchy's changes fire nothing)");
         let id = self.watch::<T>();
-        self.events.add(
+        self.add_handler(
             kind(id),
             Box::new(move |world, entity, commands| {
                 if let Some(value) = world.get::<T>(entity) {
@@ -278,8 +286,9 @@ impl World {
     fn watch<T: crate::ecs::Component>(&mut self) -> ComponentId {
         let id = self.register::<T>();
         let type_id = std::any::TypeId::of::<T>();
-        if !self.events.watched.iter().any(|w| w.type_id == type_id) {
-            self.events.watched.push(Watched { type_id, register: |world| world.register::<T>(), id });
+        let state = self.events.state();
+        if !state.watched.iter().any(|w| w.type_id == type_id) {
+            state.watched.push(Watched { type_id, register: |world| world.register::<T>(), id });
         }
         id
     }
@@ -287,11 +296,11 @@ impl World {
     /// Moves the insert and remove handlers to their types' ids in the world's registry, after the registry was
     /// replaced (a loaded snapshot's numbers its types its own way).
     pub(crate) fn rekey_events(&mut self) {
-        let mut watched = std::mem::take(&mut self.events.watched);
+        let Some(mut state) = self.events.state.take() else { return };
         let (mut insert, mut remove) = (Vec::new(), Vec::new());
-        for w in &mut watched {
+        for w in &mut state.watched {
             let id = (w.register)(self);
-            for (old, new) in [(&mut self.events.insert, &mut insert), (&mut self.events.remove, &mut remove)] {
+            for (old, new) in [(&mut state.insert, &mut insert), (&mut state.remove, &mut remove)] {
                 if let Some(list) = old.get_mut(w.id as usize) {
                     if new.len() <= id as usize {
                         new.resize_with(id as usize + 1, Vec::new);
@@ -301,14 +310,28 @@ impl World {
             }
             w.id = id;
         }
-        self.events.insert = insert;
-        self.events.remove = remove;
-        self.events.watched = watched;
+        state.insert = insert;
+        state.remove = remove;
+        self.events.state = Some(state);
     }
 
     /// Takes a handler off; whether it was registered.
     pub fn remove_handler(&mut self, id: HandlerId) -> bool {
-        self.events.remove_handler(id)
+        let Some(state) = &mut self.events.state else { return false };
+        let lists =
+            [&mut state.spawn, &mut state.despawn].into_iter().chain(&mut state.insert).chain(&mut state.remove);
+        let mut found = false;
+        for list in lists {
+            if let Some(at) = list.iter().position(|entry| entry.id == id) {
+                list.remove(at);
+                found = true;
+                break;
+            }
+        }
+        if found {
+            self.mark_hooks();
+        }
+        found
     }
 
     /// Sets the most rounds of handlers' follow-up commands one apply runs (at least 1; default [`EVENT_ROUNDS`]).
@@ -324,20 +347,23 @@ impl World {
     /// Calls the handlers of `kind` for `entity`, in registration order; their commands go to the next round. A
     /// panicking handler's panic goes on after the handlers and their buffer are back in the world.
     pub(crate) fn fire(&mut self, kind: EventKind, entity: Entity) {
-        let mut list = std::mem::take(self.events.list(kind));
-        if list.is_empty() {
-            return;
-        }
-        let mut queue = std::mem::take(&mut self.events.recording);
+        // The handlers see the world shared: their state leaves it for the call (one pointer out and back).
+        let Some(mut state) = self.events.state.take() else { return };
         let world = &*self;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            for entry in &mut list {
-                (entry.handler)(world, entity, &mut Commands::deferred(&mut queue));
+            let State { spawn, despawn, insert, remove, recording, .. } = &mut *state;
+            let list = match kind {
+                EventKind::Spawn => spawn,
+                EventKind::Despawn => despawn,
+                EventKind::Insert(id) => insert.get_mut(id as usize).expect("the hook table names watched types"),
+                EventKind::Remove(id) => remove.get_mut(id as usize).expect("the hook table names watched types"),
+            };
+            let mut commands = Commands::deferred(recording);
+            for entry in list {
+                (entry.handler)(world, entity, &mut commands);
             }
         }));
-        self.events.recording = queue;
-        // Handlers registered meanwhile cannot be: a handler has `&World` only.
-        *self.events.list(kind) = list;
+        self.events.state = Some(state);
         self.events.fired += 1;
         if let Err(panic) = outcome {
             // In a direct operation, the commands its handlers recorded answer an operation that did not finish:
@@ -350,13 +376,12 @@ impl World {
     }
 
     /// After a direct operation: applies the commands its events' handlers recorded, round after round. Nothing
-    /// to do inside an apply (the apply runs the rounds after its buffer) or when nothing was recorded.
+    /// to do inside an apply (the apply runs the rounds after its buffer).
     ///
     /// # Panics
     /// Past the round limit, with [`TooManyRounds`] (the commands left are dropped first).
-    #[inline]
     pub(crate) fn settle_events(&mut self) {
-        if !self.events.applying && !self.events.recording.is_empty() {
+        if !self.events.applying && self.events.has_recorded() {
             self.events.applying = true;
             let rounds = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_rounds()));
             self.events.applying = false;
@@ -386,9 +411,14 @@ impl World {
 
     /// Drops the handlers' commands not applied yet (releasing nothing else: their spawns are deferred).
     pub(crate) fn discard_events(&mut self) {
-        let mut left = std::mem::take(&mut self.events.recording);
-        left.discard(self.entities_mut());
-        self.events.recording = left;
+        if let Some(mut state) = self.events.state.take() {
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.recording.discard(self.entities_mut())));
+            self.events.state = Some(state);
+            if let Err(panic) = outcome {
+                std::panic::resume_unwind(panic);
+            }
+        }
     }
 
     /// Applies the handlers' recorded commands as rounds until none are left or the limit is reached (the caller
@@ -397,29 +427,30 @@ impl World {
     pub(crate) fn run_rounds(&mut self) -> Result<ApplyStats, TooManyRounds> {
         let mut stats = ApplyStats::default();
         let mut rounds = 0;
-        while !self.events.recording.is_empty() {
+        while self.events.has_recorded() {
             if rounds == self.events.round_limit() {
-                let dropped = self.events.recording.len();
+                let dropped = self.events.state().recording.len();
                 self.discard_events();
                 return Err(TooManyRounds { rounds, dropped });
             }
             rounds += 1;
-            let mut round = std::mem::take(&mut self.events.spare);
-            std::mem::swap(&mut round, &mut self.events.recording);
+            let state = self.events.state();
+            let mut round = std::mem::take(&mut state.spare);
+            std::mem::swap(&mut round, &mut state.recording);
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| round.apply(self)));
             match outcome {
                 Ok(round_stats) => {
                     stats.applied += round_stats.applied;
                     stats.skipped += round_stats.skipped;
                     stats.refused += round_stats.refused;
-                    self.events.spare = round;
+                    self.events.state().spare = round;
                 }
                 Err(panic) => {
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         round.discard(self.entities_mut());
                         self.discard_events();
                     }));
-                    self.events.spare = round;
+                    self.events.state().spare = round;
                     std::panic::resume_unwind(panic);
                 }
             }

@@ -36,6 +36,7 @@
 use super::component::ComponentId;
 use super::entity::{Entity, NoSuchEntity};
 use super::events::EventKind;
+use super::pipeline::{HookSet, HookTable, Mode};
 use super::world::World;
 use std::any::TypeId;
 use std::fmt;
@@ -126,29 +127,71 @@ pub(crate) struct TreeIds {
     pub(crate) children: ComponentId,
 }
 
-impl TreeIds {
-    /// Whether `id` is one of the hierarchy's components.
-    pub(crate) fn holds(&self, id: ComponentId) -> bool {
-        id == self.parent || id == self.children
+/// Whether `T` is one of the hierarchy's types, which only its own operations write: refused in bundles, inserts,
+/// commands and `&mut` access.
+#[inline(always)]
+pub(crate) fn is_kept<T: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<Parent>() || TypeId::of::<T>() == TypeId::of::<Children>()
+}
+
+/// Whether the type with `TypeId` `id` is one of the hierarchy's ([`is_kept`]).
+pub(crate) fn is_kept_id(id: TypeId) -> bool {
+    id == TypeId::of::<Parent>() || id == TypeId::of::<Children>()
+}
+
+/// Panics for a hierarchy component named where only the hierarchy may write it (`what`: the operation).
+#[inline(always)]
+pub(crate) fn refuse_kept<T: 'static>(what: &str) {
+    if is_kept::<T>() {
+        refused(std::any::type_name::<T>(), what);
     }
 }
 
-/// Panics for a hierarchy component inserted or viewed by hand (see [`World::insert`], [`World::view_mut`]).
-pub(crate) fn refuse_tree_type<T: 'static>() {
-    let tree = TypeId::of::<T>() == TypeId::of::<Parent>() || TypeId::of::<T>() == TypeId::of::<Children>();
-    assert!(!tree, "`{}` is kept by the hierarchy: change it with World::add_child and its kin", {
-        std::any::type_name::<T>()
-    });
+#[cold]
+#[track_caller]
+fn refused(name: &str, what: &str) -> ! {
+    panic!(
+        "`{name}` is kept by the hierarchy and cannot be {what}: change it with World::add_child, insert_child, \
+         remove_child or detach (or the same on Commands)"
+    )
+}
+
+/// The hierarchy's state in a world: its ids once it has met them, and reused buffers (a steady frame allocates
+/// nothing).
+#[derive(Default)]
+pub(crate) struct Tree {
+    pub(crate) ids: Option<TreeIds>,
+    /// A subtree walk: each entity with the position of its next child to visit.
+    walk: Vec<(Entity, u32)>,
+    /// Child lists of parents gone or emptied, kept for the next new parent.
+    spare: Vec<Vec<Entity>>,
+    /// Parents whose children left in the despawn under way: their lists are pruned once, at its end.
+    touched: Vec<Entity>,
+    /// By entity index: the despawn that visited it (`stamp`), so each entity is taken once per despawn.
+    marks: Vec<u32>,
+    stamp: u32,
+}
+
+impl Tree {
+    /// Marks the hierarchy's hooks in `table`: despawns (subtrees, lists pruned) and the removal of either type.
+    pub(crate) fn mark(&self, table: &mut HookTable) {
+        if let Some(ids) = self.ids {
+            table.mark(EventKind::Despawn, HookSet::TREE, true);
+            table.mark(EventKind::Remove(ids.parent), HookSet::TREE, true);
+            table.mark(EventKind::Remove(ids.children), HookSet::TREE, true);
+        }
+    }
 }
 
 impl World {
-    /// The hierarchy's component ids, registering them the first time.
-    pub(super) fn tree_ids(&mut self) -> TreeIds {
-        if let Some(tree) = self.tree {
+    /// The hierarchy's component ids, registering them (and its hooks) the first time.
+    pub(crate) fn tree_ids(&mut self) -> TreeIds {
+        if let Some(tree) = self.tree.ids {
             return tree;
         }
         let tree = TreeIds { parent: self.register::<Parent>(), children: self.register::<Children>() };
-        self.tree = Some(tree);
+        self.tree.ids = Some(tree);
+        self.tree.mark(&mut self.hooks);
         tree
     }
 
@@ -237,28 +280,30 @@ impl World {
         }
         let tree = self.tree_ids();
         if here {
-            let list = self.children_mut(parent);
+            let list = self.list_mut(parent).expect("a parent has its list");
             let at = list.iter().position(|&c| c == child).expect("a child is in its parent's list");
             list.remove(at);
             list.insert(index, child);
             return Ok(());
         }
         self.unlink(child);
-        self.insert_quiet(tree.parent, child, Parent(parent));
-        match self.get_mut_quiet::<Children>(tree.children, parent) {
-            Some(list) => list.0.insert(index, child),
+        self.insert_value(tree.parent, child, Parent(parent), Mode::Silent);
+        match self.list_mut(parent) {
+            Some(list) => list.insert(index, child),
             None => {
-                let mut list = self.tree_spare.pop().unwrap_or_default();
+                let mut list = self.tree.spare.pop().unwrap_or_default();
                 list.push(child);
-                self.insert_quiet(tree.children, parent, Children(list));
+                self.insert_value(tree.children, parent, Children(list), Mode::Silent);
             }
         }
         Ok(())
     }
 
-    fn children_mut(&mut self, parent: Entity) -> &mut Vec<Entity> {
-        let tree = self.tree_ids();
-        &mut self.get_mut_quiet::<Children>(tree.children, parent).expect("a parent has its list").0
+    /// The child list of the live `parent`, mutably, if it has one.
+    fn list_mut(&mut self, parent: Entity) -> Option<&mut Vec<Entity>> {
+        let id = self.tree.ids?.children;
+        let values = self.storage.values::<Children>(id, &self.components)?;
+        values.into_mut(parent.index()).map(|children| &mut children.0)
     }
 
     /// Takes `child` out of its parent's list (the list goes when empty) and drops its [`Parent`]; the parent it
@@ -266,115 +311,153 @@ impl World {
     fn unlink(&mut self, child: Entity) -> Option<Entity> {
         let parent = self.parent(child)?;
         self.unlist(child, parent);
-        let _ = self.remove_plain::<Parent>(child);
+        let id = self.tree.ids.map(|tree| tree.parent);
+        let _ = self.remove_value::<Parent>(id, child, Mode::Silent);
         Some(parent)
     }
 
     /// Takes `child` out of `parent`'s list, dropping the list when it empties.
     fn unlist(&mut self, child: Entity, parent: Entity) {
-        let list = self.children_mut(parent);
+        let Some(list) = self.list_mut(parent) else { return };
         if let Some(at) = list.iter().position(|&c| c == child) {
             list.remove(at);
         }
         if list.is_empty() {
-            if let Ok(Children(list)) = self.remove_plain::<Children>(parent) {
-                self.tree_spare.push(list);
-            }
+            self.drop_list(parent);
         }
     }
 
-    /// Before component `id` leaves `entity` (a removal): a [`Parent`] leaves its parent's list, a [`Children`]
-    /// leaves every child a root.
-    pub(super) fn untie(&mut self, id: ComponentId, entity: Entity) {
-        let Some(tree) = self.tree else { return };
+    /// Removes the (empty) child list of `parent`, keeping its allocation for the next parent.
+    fn drop_list(&mut self, parent: Entity) {
+        let id = self.tree.ids.map(|tree| tree.children);
+        if let Ok(Children(list)) = self.remove_value::<Children>(id, parent, Mode::Silent) {
+            self.tree.spare.push(list);
+        }
+    }
+
+    /// The hierarchy's remove hook: before component `id` leaves `entity`, a [`Parent`] leaves its parent's list,
+    /// a [`Children`] leaves every child a root.
+    pub(crate) fn untie(&mut self, id: ComponentId, entity: Entity) {
+        let Some(tree) = self.tree.ids else { return };
         if id == tree.parent {
             if let Some(parent) = self.parent(entity) {
                 self.unlist(entity, parent);
             }
         } else if id == tree.children {
-            let children = std::mem::take(self.children_mut(entity));
+            let children = std::mem::take(self.list_mut(entity).expect("a parent has its list"));
             for &child in &children {
-                let _ = self.remove_plain::<Parent>(child);
+                let _ = self.remove_value::<Parent>(Some(tree.parent), child, Mode::Silent);
             }
-            *self.children_mut(entity) = children;
+            *self.list_mut(entity).expect("a parent has its list") = children;
         }
     }
 
-    /// Despawns `root` (alive) and its subtree, children first and in child order, each right after its despawn
-    /// event. If a handler panics, the lists of the entities still alive are cleared of the dead before the
-    /// panic goes on.
-    pub(super) fn despawn_tree(&mut self, root: Entity) {
-        let mut order = std::mem::take(&mut self.tree_order);
-        order.clear();
-        self.subtree_post_order(root, &mut order);
-        let watched = self.events.watches(EventKind::Despawn);
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            for &entity in &order {
-                if watched {
-                    self.fire(EventKind::Despawn, entity);
+    /// The hierarchy's despawn order: for each live target not taken already, its subtree, children before
+    /// parents and in child order (each entity once, so even a broken tree cannot make the walk loop). Returns
+    /// how many targets were taken.
+    pub(crate) fn subtrees(&mut self, targets: &[Entity], order: &mut Vec<Entity>) -> usize {
+        let Some(tree) = self.tree.ids else {
+            unreachable!("the hierarchy's despawn hook runs once the world has met the hierarchy")
+        };
+        let mut marks = std::mem::take(&mut self.tree.marks);
+        let bound = self.entities.index_bound() as usize;
+        if marks.len() < bound {
+            marks.resize(bound, 0);
+        }
+        self.tree.stamp = self.tree.stamp.wrapping_add(1);
+        if self.tree.stamp == 0 {
+            marks.fill(0);
+            self.tree.stamp = 1;
+        }
+        let stamp = self.tree.stamp;
+        fn list(world: &World, children: ComponentId, entity: Entity) -> &[Entity] {
+            world.storage.get::<Children>(children, entity.index()).map_or(&[], |c| &c.0)
+        }
+        let mut walk = std::mem::take(&mut self.tree.walk);
+        let mut taken = 0;
+        for &target in targets {
+            let at = target.index() as usize;
+            if !self.entities.is_alive(target) || marks[at] == stamp {
+                continue;
+            }
+            taken += 1;
+            marks[at] = stamp;
+            if list(self, tree.children, target).is_empty() {
+                order.push(target);
+                continue;
+            }
+            walk.clear();
+            walk.push((target, 0));
+            while let Some(&mut (entity, ref mut next)) = walk.last_mut() {
+                match list(self, tree.children, entity).get(*next as usize) {
+                    Some(&child) => {
+                        *next += 1;
+                        let mark = &mut marks[child.index() as usize];
+                        if *mark != stamp {
+                            *mark = stamp;
+                            walk.push((child, 0));
+                        }
+                    }
+                    None => {
+                        order.push(entity);
+                        walk.pop();
+                    }
                 }
-                if entity == root {
-                    self.unlink(root);
-                }
-                if let Some(tree) = self.tree {
-                    if let Some(list) = self.get_mut_quiet::<Children>(tree.children, entity) {
-                        let mut list = std::mem::take(&mut list.0);
+            }
+        }
+        self.tree.walk = walk;
+        self.tree.marks = marks;
+        taken
+    }
+
+    /// The hierarchy's despawn hook, right before `rows` (alive, in the despawn's order) lose their values: their
+    /// parents are noted for [`World::prune`], and their own lists are kept for the next parent.
+    pub(crate) fn leaving(&mut self, rows: &[Entity]) {
+        let Some(tree) = self.tree.ids else { return };
+        if let Some(parents) = self.storage.values::<Parent>(tree.parent, &self.components) {
+            let touched = &mut self.tree.touched;
+            touched.extend(rows.iter().filter_map(|row| parents.get(row.index()).map(Parent::get)));
+        }
+        if let Some(mut lists) = self.storage.values::<Children>(tree.children, &self.components) {
+            for row in rows {
+                if let Some(Children(list)) = lists.get_mut(row.index()) {
+                    if list.capacity() > 0 {
+                        let mut list = std::mem::take(list);
                         list.clear();
-                        self.tree_spare.push(list);
-                    }
-                }
-                self.despawn_quiet(entity);
-            }
-        }));
-        if let Err(panic) = outcome {
-            if let Some(tree) = self.tree {
-                for &entity in &order {
-                    if !self.is_alive(entity) {
-                        continue;
-                    }
-                    let Some(list) = self.get_mut_quiet::<Children>(tree.children, entity) else { continue };
-                    let mut list = std::mem::take(&mut list.0);
-                    list.retain(|&child| self.is_alive(child));
-                    match list.is_empty() {
-                        true => drop(self.remove_plain::<Children>(entity)),
-                        false => self.children_mut(entity).extend(list),
+                        self.tree.spare.push(list);
                     }
                 }
             }
-            self.tree_order = order;
-            std::panic::resume_unwind(panic);
         }
-        self.tree_order = order;
     }
 
-    /// `root` and its subtree, children before parents and in child order.
-    fn subtree_post_order(&mut self, root: Entity, order: &mut Vec<Entity>) {
-        if self.children(root).is_empty() {
-            order.push(root);
-            return;
-        }
-        let mut walk = std::mem::take(&mut self.tree_walk);
-        walk.clear();
-        walk.push((root, 0));
-        while let Some(&mut (entity, ref mut next)) = walk.last_mut() {
-            match self.children(entity).get(*next as usize) {
-                Some(&child) => {
-                    *next += 1;
-                    walk.push((child, 0));
-                }
-                None => {
-                    order.push(entity);
-                    walk.pop();
-                }
+    /// The end of a despawn: each live parent noted by [`World::leaving`] keeps only its live children, in order,
+    /// and loses an emptied list. One pass per parent, so despawning many children of one parent is linear.
+    pub(crate) fn prune(&mut self) {
+        let mut touched = std::mem::take(&mut self.tree.touched);
+        touched.sort_unstable();
+        touched.dedup();
+        for &parent in &touched {
+            if !self.entities.is_alive(parent) {
+                continue;
+            }
+            let entities = &self.entities;
+            let Some(id) = self.tree.ids.map(|tree| tree.children) else { break };
+            let Some(values) = self.storage.values::<Children>(id, &self.components) else { break };
+            let Some(Children(list)) = values.into_mut(parent.index()) else { continue };
+            list.retain(|&child| entities.is_alive(child));
+            if list.is_empty() {
+                self.drop_list(parent);
             }
         }
-        self.tree_walk = walk;
+        touched.clear();
+        self.tree.touched = touched;
     }
 
     /// Whether the hierarchy is whole: every [`Parent`] names a live entity whose list holds the child once, every
     /// listed child is alive and names that parent, no list is empty, and no entity is its own ancestor.
     pub(crate) fn check_tree(&self) -> Result<(), String> {
-        if self.tree.is_none() {
+        if self.tree.ids.is_none() {
             return Ok(());
         }
         let mut children_of = Vec::new();

@@ -18,6 +18,7 @@ mod entity;
 mod entity_ref;
 pub mod events;
 pub mod hierarchy;
+mod pipeline;
 mod query;
 mod resources;
 mod snapshot;

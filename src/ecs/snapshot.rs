@@ -44,6 +44,7 @@
 use super::commands::CommandTotals;
 use super::entity::{AllocatorState, Entities, Entity};
 use super::hierarchy::{Children, Parent};
+use super::pipeline::Mode;
 use super::storage::Backend;
 use super::world::World;
 use crate::ecs::{Component, Resource};
@@ -882,14 +883,14 @@ fn load_tree_column<C: Codec>(
         let check = Some(check_handles::<Entity> as CheckHandles<Entity>);
         let (handles, values) = read_column::<Entity, C>(world.entities(), PARENT_COLUMN, indices, values, check)?;
         for (entity, parent) in handles.into_iter().zip(values) {
-            world.insert_quiet(tree.parent, entity, Parent::new(parent));
+            world.insert_value(tree.parent, entity, Parent::new(parent), Mode::Silent);
         }
     } else {
         let check = Some(check_handles::<Vec<Entity>> as CheckHandles<Vec<Entity>>);
         let (handles, lists) =
             read_column::<Vec<Entity>, C>(world.entities(), CHILDREN_COLUMN, indices, values, check)?;
         for (entity, list) in handles.into_iter().zip(lists) {
-            world.insert_quiet(tree.children, entity, Children::new(list));
+            world.insert_value(tree.children, entity, Children::new(list), Mode::Silent);
         }
     }
     Ok(())

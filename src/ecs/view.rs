@@ -9,6 +9,7 @@
 
 use super::entity::{ComponentError, Entities, Entity};
 use super::storage::values::{not_alive, ComponentValues};
+use super::world::World;
 use crate::ecs::Component;
 
 /// Mutable access to component `T` of any live entity, with the type's storage found once. Get one from
@@ -30,27 +31,53 @@ use crate::ecs::Component;
 /// assert_eq!(world.get::<Health>(a).map(|h| h.0), Some(6));
 /// ```
 pub struct ViewMut<'w, T: Component> {
-    pub(crate) entities: &'w Entities,
-    pub(crate) store: ComponentValues<'w, T>,
+    inner: Inner<'w, T>,
+}
+
+enum Inner<'w, T: Component> {
+    /// The type's storage, found once.
+    Direct { entities: &'w Entities, store: ComponentValues<'w, T> },
+    /// A type that hooks watch (lifecycle handlers): each insert and removal goes through the world's pipeline, so
+    /// its hooks run, and each call finds the storage again.
+    Hooked(&'w mut World),
+}
+
+impl<'w, T: Component> ViewMut<'w, T> {
+    pub(crate) fn direct(entities: &'w Entities, store: ComponentValues<'w, T>) -> Self {
+        Self { inner: Inner::Direct { entities, store } }
+    }
+
+    pub(crate) fn hooked(world: &'w mut World) -> Self {
+        Self { inner: Inner::Hooked(world) }
+    }
 }
 
 impl<T: Component> ViewMut<'_, T> {
     /// `entity`'s value; `None` if the handle is stale or the component absent.
     #[inline]
     pub fn get(&self, entity: Entity) -> Option<&T> {
-        if !self.entities.is_alive(entity) {
-            return None;
+        match &self.inner {
+            Inner::Direct { entities, store } => match entities.is_alive(entity) {
+                true => store.get(entity.index()),
+                false => None,
+            },
+            Inner::Hooked(world) => world.get::<T>(entity),
         }
-        self.store.get(entity.index())
     }
 
     /// `entity`'s value, mutably; `None` if the handle is stale or the component absent.
     #[inline]
     pub fn get_mut(&mut self, entity: Entity) -> Option<&mut T> {
-        if !self.entities.is_alive(entity) {
-            return None;
+        match &mut self.inner {
+            Inner::Direct { entities, store } => match entities.is_alive(entity) {
+                true => store.get_mut(entity.index()),
+                false => None,
+            },
+            Inner::Hooked(world) => match world.entities().is_alive(entity) {
+                true => world.get_mut::<T>(entity),
+                false => None,
+            },
         }
-        self.store.get_mut(entity.index())
     }
 
     /// Whether `entity` is alive and has the component.
@@ -61,19 +88,39 @@ impl<T: Component> ViewMut<'_, T> {
 
     /// Sets `entity`'s value; returns the previous one. A handle reserved by the command buffer is refused with
     /// [`ComponentError::Reserved`] (a view cannot apply the buffer; [`World::insert`](super::World::insert) does).
+    /// On a type that lifecycle handlers watch, the handlers run as for [`World::insert`](super::World::insert).
     // `always`: on a sparse set this is a few loads and stores, and a call would cost about as much.
     #[inline(always)]
     pub fn insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, ComponentError> {
-        if !self.entities.is_alive(entity) {
-            return Err(not_alive(self.entities, entity));
+        match &mut self.inner {
+            Inner::Direct { entities, store } => {
+                if !entities.is_alive(entity) {
+                    return Err(not_alive(entities, entity));
+                }
+                Ok(store.insert(entity, value))
+            }
+            Inner::Hooked(world) => {
+                if !world.entities().is_alive(entity) {
+                    return Err(not_alive(world.entities(), entity));
+                }
+                world.insert(entity, value).map_err(|error| ComponentError::NoSuchEntity(error.0))
+            }
         }
-        Ok(self.store.insert(entity, value))
     }
 
-    /// Removes `entity`'s value and returns it (a reserved handle is refused, as by [`ViewMut::insert`]).
+    /// Removes `entity`'s value and returns it (a reserved handle is refused, as by [`ViewMut::insert`]; handlers
+    /// run as for [`World::remove`](super::World::remove)).
     // `always`: see `insert`.
     #[inline(always)]
     pub fn remove(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        self.store.remove_entity(self.entities, entity)
+        match &mut self.inner {
+            Inner::Direct { entities, store } => store.remove_entity(entities, entity),
+            Inner::Hooked(world) => {
+                if !world.entities().is_alive(entity) {
+                    return Err(not_alive(world.entities(), entity));
+                }
+                world.remove::<T>(entity)
+            }
+        }
     }
 }

@@ -7,8 +7,9 @@ use super::component::BundleIds;
 use super::component::{ComponentId, ComponentInfo};
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull};
 use super::entity_ref::{EntityRef, EntityWorldMut};
-use super::events::{EventKind, Events, TooManyRounds};
-use super::hierarchy::TreeIds;
+use super::events::{Events, TooManyRounds};
+use super::hierarchy::{refuse_kept, Tree};
+use super::pipeline::{HookTable, Mode};
 use super::query::{
     Filter, Lease, Query, QueryAccess, QueryCache, QueryContext, QueryData, QueryError, QueryOneError, QueryRef,
     ReadOnlyQueryData,
@@ -46,16 +47,16 @@ pub struct ComponentBytes {
 /// assert!(world.get::<Pos>(e).is_none()); // stale handles answer "no such entity"
 /// ```
 pub struct World {
-    entities: Entities,
-    components: Registry,
-    storage: Storage,
+    pub(super) entities: Entities,
+    pub(super) components: Registry,
+    pub(super) storage: Storage,
     resources: Resources,
-    commands: CommandQueue,
+    pub(super) commands: CommandQueue,
     totals: CommandTotals,
     /// Reused index buffer (backend switches).
     scratch: Vec<u32>,
     /// Reused handle buffer (a query's driver handles, a batch despawn's live targets).
-    handle_scratch: Vec<Entity>,
+    pub(super) handle_scratch: Vec<Entity>,
     /// What queries worked out per query shape (ids, access check, matching tables), for this registry.
     queries: QueryCache,
     /// Names the registry: a new one (a loaded snapshot's) gets a new number, so state worked out for the old ids
@@ -68,15 +69,14 @@ pub struct World {
     threads: usize,
     /// The pieces' command buffers of a parallel loop through this world, reused.
     piece_queues: Vec<CommandQueue>,
+    /// Which hooks watch each change ([`crate::ecs::pipeline`]).
+    pub(super) hooks: HookTable,
     /// Lifecycle handlers and the rounds of their commands ([`crate::ecs::events`]).
     pub(super) events: Events,
-    /// The hierarchy's component ids, once the world has met them ([`World::add_child`]).
-    pub(super) tree: Option<TreeIds>,
-    /// A subtree's despawn order and the walk that finds it, reused.
-    pub(super) tree_order: Vec<Entity>,
-    pub(super) tree_walk: Vec<(Entity, u32)>,
-    /// Child lists of parents gone or emptied, kept for the next new parent (a steady frame allocates none).
-    pub(super) tree_spare: Vec<Vec<Entity>>,
+    /// The hierarchy's ids and buffers ([`crate::ecs::hierarchy`]).
+    pub(super) tree: Tree,
+    /// A hooked despawn's order (subtrees expanded), reused.
+    pub(super) despawn_order: Vec<Entity>,
 }
 
 /// The default piece of a parallel query loop: this many matches ([`World::set_piece_rows`]).
@@ -122,11 +122,10 @@ impl World {
             piece_rows: PIECE_ROWS,
             threads: 0,
             piece_queues: Vec::new(),
+            hooks: HookTable::default(),
             events: Events::default(),
-            tree: None,
-            tree_order: Vec::new(),
-            tree_walk: Vec::new(),
-            tree_spare: Vec::new(),
+            tree: Tree::default(),
+            despawn_order: Vec::new(),
         }
     }
 
@@ -208,30 +207,6 @@ impl World {
         id
     }
 
-    /// Whether `entity` is alive, after applying the command buffer if the handle is reserved for a spawn in it.
-    /// This is the one rule for reserved handles: every `&mut self` operation handed one settles it here first.
-    #[inline(always)]
-    pub(crate) fn settle(&mut self, entity: Entity) -> bool {
-        self.entities.is_alive(entity) || self.settle_reserved(entity)
-    }
-
-    /// Whether a command buffer waits to be applied: reserved handles can be settled only then. While the buffer is
-    /// being applied it is out of the world, and this is `false`.
-    #[inline]
-    fn has_buffered_commands(&self) -> bool {
-        !self.commands.is_empty() || self.entities.has_unrecorded()
-    }
-
-    #[cold]
-    fn settle_reserved(&mut self, entity: Entity) -> bool {
-        // While the buffer is being applied it is out of the world (`self.commands` is empty): nothing to settle
-        // then, and the apply's own order decides.
-        if self.entities.is_reserved(entity) && self.has_buffered_commands() {
-            self.apply_commands();
-        }
-        self.entities.is_alive(entity)
-    }
-
     /// Reserves a handle for an entity with no components yet, to be filled in later: the same as
     /// `world.commands().spawn(())`. The entity comes alive when the command buffer is applied.
     ///
@@ -309,33 +284,7 @@ impl World {
     /// # Panics
     /// If the tuple names a component type twice.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
-        let ids = B::ids(&mut self.components);
-        let entity = self.entities.alloc()?;
-        self.storage.spawn(&self.components, &ids, entity, bundle);
-        if self.events.any() {
-            self.spawned(entity);
-        }
-        Ok(entity)
-    }
-
-    /// Fires a direct spawn's event and applies its handlers' commands.
-    #[cold]
-    fn spawned(&mut self, entity: Entity) {
-        if self.events.watches(EventKind::Spawn) {
-            self.fire(EventKind::Spawn, entity);
-        }
-        self.settle_events();
-    }
-
-    /// Fires a direct insert's events, one per id in order, and applies their handlers' commands.
-    #[cold]
-    fn inserted(&mut self, ids: &[ComponentId], entity: Entity) {
-        for &id in ids {
-            if self.events.watches(EventKind::Insert(id)) && self.entities.is_alive(entity) {
-                self.fire(EventKind::Insert(id), entity);
-            }
-        }
-        self.settle_events();
+        self.spawn_bundle(bundle)
     }
 
     /// Spawns an entity with the components of `bundle` under exactly the handle `entity`: the handle a server,
@@ -365,15 +314,12 @@ impl World {
     /// If the tuple names a component type twice (before anything changes).
     pub fn spawn_at<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<Entity, SpawnAtError> {
         let ids = B::ids(&mut self.components);
+        self.guard_put(&ids);
         if self.entities.index_is_reserved(entity.index()) && self.has_buffered_commands() {
             self.apply_commands();
         }
         self.entities.alloc_at(entity)?;
-        self.storage.spawn(&self.components, &ids, entity, bundle);
-        if self.events.any() {
-            self.spawned(entity);
-        }
-        Ok(entity)
+        Ok(self.spawn_as(entity, &ids, bundle))
     }
 
     /// Spawns one entity per bundle, resolving component ids and tables once, and returns how many it spawned.
@@ -389,7 +335,7 @@ impl World {
     /// assert_eq!(world.len(), 10); // six more fitted
     /// ```
     pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Result<usize, WorldFull> {
-        if self.backend() == Backend::SparseSet && !self.events.watches(EventKind::Spawn) {
+        if self.backend() == Backend::SparseSet && !self.hooks.spawn.any() {
             return self.spawn_sparse_batch(bundles.into_iter(), None);
         }
         let mut handles = std::mem::take(&mut self.handle_scratch);
@@ -400,30 +346,6 @@ impl World {
         result.map(|()| spawned)
     }
 
-    /// The sparse-set batch spawn, which stages values before it needs their handles (so it needs no list of
-    /// them unless the caller wants one): at most `room` bundles are taken, then one more is pulled to tell
-    /// whether the world was too small (it is dropped, as on the other backends).
-    fn spawn_sparse_batch<B: Bundle>(
-        &mut self,
-        mut bundles: impl Iterator<Item = B>,
-        mut out: Option<&mut Vec<Entity>>,
-    ) -> Result<usize, WorldFull> {
-        let ids = B::ids(&mut self.components);
-        let hint = bundles.size_hint().0.min((self.capacity() - self.len()) as usize);
-        if let Some(out) = &mut out {
-            out.reserve(hint);
-        }
-        self.entities.reserve_indices(hint);
-        let room = self.entities.room();
-        let bundles_that_fit = bundles.by_ref().take(room);
-        let spawned =
-            self.storage.spawn_sparse_batch(&self.components, &ids, hint, bundles_that_fit, &mut self.entities, out);
-        match bundles.next() {
-            Some(_) => Err(WorldFull { capacity: self.capacity() }),
-            None => Ok(spawned),
-        }
-    }
-
     /// Like [`World::spawn_batch`], and `out` receives the new handles in order (those spawned before a
     /// `WorldFull` too).
     pub fn spawn_batch_into<B: Bundle>(
@@ -431,44 +353,7 @@ impl World {
         bundles: impl IntoIterator<Item = B>,
         out: &mut Vec<Entity>,
     ) -> Result<(), WorldFull> {
-        let start = out.len();
-        let result = self.spawn_batch_into_quiet(bundles, out);
-        if self.events.any() {
-            for &entity in &out[start..] {
-                if self.events.watches(EventKind::Spawn) {
-                    self.fire(EventKind::Spawn, entity);
-                }
-            }
-            self.settle_events();
-        }
-        result
-    }
-
-    fn spawn_batch_into_quiet<B: Bundle>(
-        &mut self,
-        bundles: impl IntoIterator<Item = B>,
-        out: &mut Vec<Entity>,
-    ) -> Result<(), WorldFull> {
-        if self.backend() == Backend::SparseSet {
-            return self.spawn_sparse_batch(bundles.into_iter(), Some(out)).map(|_| ());
-        }
-        let ids = B::ids(&mut self.components);
-        let bundles = bundles.into_iter();
-        let hint = bundles.size_hint().0.min((self.capacity() - self.len()) as usize);
-        out.reserve(hint);
-        self.entities.reserve_indices(hint);
-        // Allocation stops at the first refusal, before the next bundle is taken.
-        let mut full = Ok(());
-        let entities = &mut self.entities;
-        let items = bundles.map_while(|bundle| match entities.alloc() {
-            Ok(entity) => Some((entity, bundle)),
-            Err(error) => {
-                full = Err(error);
-                None
-            }
-        });
-        self.storage.spawn_batch(&self.components, &ids, hint, hint, items, out);
-        full
+        self.spawn_many(bundles, out)
     }
 
     /// Makes room for `additional` more entities with the components of bundle type `B`, so that spawning them
@@ -501,29 +386,6 @@ impl World {
         self.entities.reserve()
     }
 
-    /// Makes the handles of `reserved` (from [`Commands::spawn`]) alive with `bundles`, in order, resolving pools
-    /// once for the run; a handle that is no longer reserved is skipped and its bundle dropped. `out` receives the
-    /// handles made alive.
-    pub(crate) fn spawn_reserved_batch<B: Bundle>(
-        &mut self,
-        reserved: &[Entity],
-        bundles: impl Iterator<Item = B>,
-        ids: &BundleIds,
-        out: &mut Vec<Entity>,
-    ) {
-        let entities = &mut self.entities;
-        let items = reserved.iter().zip(bundles).filter(|(entity, _)| entities.activate(**entity));
-        let items = items.map(|(&entity, bundle)| (entity, bundle));
-        let start = out.len();
-        // Rows for every reservation in the table; the pools grow as the values come.
-        self.storage.spawn_batch(&self.components, ids, reserved.len(), 0, items, out);
-        if self.events.watches(EventKind::Spawn) {
-            for &entity in &out[start..] {
-                self.fire(EventKind::Spawn, entity);
-            }
-        }
-    }
-
     /// The component ids of bundle type `B`, registering its types.
     pub(crate) fn bundle_ids<B: Bundle>(&mut self) -> BundleIds {
         B::ids(&mut self.components)
@@ -533,15 +395,8 @@ impl World {
     /// reserved by the command buffer applies the buffer first, so a despawned reservation stays dead (see
     /// [`World::reserve_entity`]).
     pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
-        if !self.settle(entity) {
-            return Err(NoSuchEntity(entity));
-        }
-        if self.events.any() || self.tree.is_some() {
-            self.despawn_tree(entity);
-            self.settle_events();
-            return Ok(());
-        }
-        self.storage.despawn(&mut self.entities, entity);
+        self.live(entity)?;
+        self.despawn_one(entity);
         Ok(())
     }
 
@@ -559,48 +414,12 @@ impl World {
     /// assert!(world.is_empty());
     /// ```
     pub fn despawn_batch(&mut self, targets: &[Entity]) -> usize {
-        // A reserved target is settled where it comes, as `despawn` one by one would (see `World::reserve_entity`):
-        // the targets before it, then the buffer, then the rest. While the buffer is being applied it is out of the
-        // world, so its own batches skip the scan.
-        if self.has_buffered_commands() {
-            if let Some(k) = targets.iter().position(|&entity| self.entities.is_reserved(entity)) {
-                let before = self.despawn_batch(&targets[..k]);
-                self.apply_commands();
-                return before + self.despawn_batch(&targets[k..]);
-            }
-        }
-        // With no reserved target left to settle, a target is despawned if it is alive.
-        if self.events.watches(EventKind::Despawn) {
-            // One at a time: each event fires right before its entity goes, a parent's subtree first.
-            let mut despawned = 0;
-            for &target in targets {
-                if self.entities.is_alive(target) {
-                    self.despawn_tree(target);
-                    despawned += 1;
-                }
-            }
-            self.settle_events();
-            return despawned;
-        }
-        if let Some(tree) = self.tree {
-            // Runs of targets outside the hierarchy go as batches; a parent or a child on its own, in its place.
-            let mut despawned = 0;
-            let mut run = 0;
-            for (k, &target) in targets.iter().enumerate() {
-                let index = target.index();
-                let linked = |s: &Storage| s.contains(tree.parent, index) || s.contains(tree.children, index);
-                if self.entities.is_alive(target) && linked(&self.storage) {
-                    despawned +=
-                        self.storage.despawn_batch(&mut self.entities, &targets[run..k], &mut self.handle_scratch);
-                    self.despawn_tree(target);
-                    despawned += 1;
-                    run = k + 1;
-                }
-            }
-            return despawned
-                + self.storage.despawn_batch(&mut self.entities, &targets[run..], &mut self.handle_scratch);
-        }
-        self.storage.despawn_batch(&mut self.entities, targets, &mut self.handle_scratch)
+        // A reserved target is settled where it comes, as `despawn` one by one would (see `World::reserve_entity`).
+        self.settle_batch(targets, |world, run| {
+            let despawned = world.despawn_run(run);
+            world.finish();
+            despawned
+        })
     }
 
     /// Sets component `T` of `entity`; returns the previous value.
@@ -609,71 +428,16 @@ impl World {
     /// For the hierarchy's components ([`Parent`](super::Parent), [`Children`](super::Children)): use
     /// [`World::add_child`] and its kin, which keep both sides of a link in step.
     pub fn insert<T: Component>(&mut self, entity: Entity, value: T) -> Result<Option<T>, NoSuchEntity> {
-        super::hierarchy::refuse_tree_type::<T>();
-        if !self.settle(entity) {
-            return Err(NoSuchEntity(entity));
-        }
+        refuse_kept::<T>("inserted");
+        self.live(entity)?;
         let (id, _) = self.components.register::<T>();
-        let old = self.storage.insert(id, &self.components, entity, value);
-        if self.events.any() {
-            self.inserted(&[id], entity);
-        }
-        Ok(old)
+        Ok(self.insert_value(id, entity, value, Mode::Hooked))
     }
 
     /// Removes component `T` from `entity` and returns it.
     pub fn remove<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        if self.events.any() || self.tree.is_some() {
-            return self.remove_observed::<T>(entity);
-        }
-        self.remove_plain::<T>(entity)
-    }
-
-    /// [`World::remove`] with handlers or a hierarchy to tell: the event fires (and a hierarchy link is untied)
-    /// before the value leaves.
-    #[cold]
-    fn remove_observed<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        if !self.settle(entity) {
-            return Err(ComponentError::NoSuchEntity(entity));
-        }
-        let Some(id) = self.components.id::<T>().filter(|&id| self.storage.contains(id, entity.index())) else {
-            return self.remove_plain::<T>(entity); // the error
-        };
-        // The hierarchy's own components fire nothing (its operations do not either).
-        if self.events.watches(EventKind::Remove(id)) && !self.tree.is_some_and(|tree| tree.holds(id)) {
-            self.fire(EventKind::Remove(id), entity);
-        }
-        self.untie(id, entity);
-        let removed = self.remove_plain::<T>(entity);
-        self.settle_events();
-        removed
-    }
-
-    /// Removes component `T` with no event: the value, or why not.
-    pub(super) fn remove_plain<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        if let Some(id) = self.components.id::<T>() {
-            if let (entities, Some(mut store)) = self.entities_and_store::<T>(id) {
-                match store.remove_entity(entities, entity) {
-                    Err(ComponentError::Reserved(_)) => {}
-                    result => return result,
-                }
-            }
-        }
-        self.remove_unheld(entity)
-    }
-
-    /// [`World::remove`] when the type has no pool or the handle is reserved: a reserved handle is settled (see
-    /// [`World::reserve_entity`]) and the removal tried again.
-    #[cold]
-    fn remove_unheld<T: Component>(&mut self, entity: Entity) -> Result<T, ComponentError> {
-        if self.entities.is_reserved(entity) && self.settle(entity) {
-            return self.remove_plain::<T>(entity);
-        }
-        // A type never registered, or registered (by a refused query or spawn) without a pool: nobody has it.
-        if !self.entities.is_alive(entity) {
-            return Err(ComponentError::NoSuchEntity(entity));
-        }
-        Err(ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() })
+        let id = self.components.id::<T>();
+        self.remove_value::<T>(id, entity, Mode::Hooked)
     }
 
     /// Sets component `T` on many entities: the type lookup, the pool's downcast and the backend dispatch happen
@@ -690,9 +454,9 @@ impl World {
     /// assert_eq!(world.get::<u8>(r), Some(&2));
     /// ```
     pub fn insert_many<T: Component>(&mut self, items: impl IntoIterator<Item = (Entity, T)>) -> usize {
-        super::hierarchy::refuse_tree_type::<T>();
+        refuse_kept::<T>("inserted");
         let id = self.register::<T>();
-        if self.events.watches(EventKind::Insert(id)) {
+        if self.hooks.insert(id).any() {
             // One at a time, each event after its value is in; the handlers' commands apply once, at the end.
             return self.as_one_operation(|world| {
                 items.into_iter().map(|(entity, value)| world.insert(entity, value)).filter(Result::is_err).count()
@@ -726,20 +490,14 @@ impl World {
     /// assert!(world.is_alive(r) && !world.has::<u8>(r));
     /// ```
     pub fn remove_many<T: Component>(&mut self, targets: &[Entity]) -> usize {
-        if self.has_buffered_commands() {
-            if let Some(k) = targets.iter().position(|&entity| self.entities.is_reserved(entity)) {
-                let before = self.remove_many::<T>(&targets[..k]);
-                self.apply_commands();
-                return before + self.remove_many::<T>(&targets[k..]);
+        self.settle_batch(targets, |world, run| {
+            let Some(id) = world.components.id::<T>() else { return 0 };
+            if world.hooks.remove(id).any() {
+                // One at a time, each hook before its value goes; the handlers' commands apply once, at the end.
+                return world.as_one_operation(|w| run.iter().filter(|&&entity| w.remove::<T>(entity).is_ok()).count());
             }
-        }
-        let Some(id) = self.components.id::<T>() else { return 0 };
-        if self.events.watches(EventKind::Remove(id)) || self.tree.is_some_and(|tree| tree.holds(id)) {
-            // One at a time, each event before its value goes; the handlers' commands apply once, at the end.
-            return self
-                .as_one_operation(|world| targets.iter().filter(|&&entity| world.remove::<T>(entity).is_ok()).count());
-        }
-        self.storage.remove_many::<T>(id, &self.components, &self.entities, targets)
+            world.storage.remove_many::<T>(id, &world.components, &world.entities, run)
+        })
     }
 
     /// Component `T` of `entity`; `None` if the handle is stale or the component absent.
@@ -755,6 +513,7 @@ impl World {
     /// Component `T` of `entity`, mutably.
     #[inline]
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Option<&mut T> {
+        refuse_kept::<T>("written through `&mut`");
         if !self.settle(entity) {
             return None;
         }
@@ -769,10 +528,13 @@ impl World {
     /// For the hierarchy's components ([`Parent`](super::Parent), [`Children`](super::Children)): a view's
     /// removal would not keep the two sides of a link in step.
     pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
-        super::hierarchy::refuse_tree_type::<T>();
+        refuse_kept::<T>("written through a view");
         let id = self.register::<T>();
+        if self.hooks.watches_type(id) {
+            return ViewMut::hooked(self);
+        }
         let (entities, store) = self.entities_and_store::<T>(id);
-        ViewMut { entities, store: store.expect("register made the pool") }
+        ViewMut::direct(entities, store.expect("register made the pool"))
     }
 
     /// Where component `id`'s values live in the current layout; `None` if the type was registered (by a refused
@@ -867,9 +629,7 @@ impl World {
         builder.register(&mut self.components);
         let entity = self.entities.alloc()?;
         builder.move_into(&mut self.storage, &self.components, entity, true);
-        if self.events.any() {
-            self.spawned(entity);
-        }
+        self.spawned(&[entity]);
         Ok(entity)
     }
 
@@ -891,10 +651,7 @@ impl World {
         }
         let set = builder.register(&mut self.components);
         builder.move_into(&mut self.storage, &self.components, entity, false);
-        if self.events.any() {
-            let ids: Vec<ComponentId> = set.iter().collect();
-            self.inserted(&ids, entity);
-        }
+        self.inserted(set.iter(), entity);
         Ok(())
     }
 
@@ -922,14 +679,8 @@ impl World {
     /// If the tuple names a component type twice (before anything is inserted).
     pub fn insert_bundle<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
         B::assert_distinct();
-        if !self.settle(entity) {
-            return Err(NoSuchEntity(entity));
-        }
-        bundle.insert_each(&mut self.storage, &mut self.components, entity);
-        if self.events.any() {
-            let ids = B::ids(&mut self.components);
-            self.inserted(ids.ids(), entity);
-        }
+        self.live(entity)?;
+        self.insert_bundle_values(entity, bundle);
         Ok(())
     }
 
@@ -943,23 +694,7 @@ impl World {
         if !self.settle(entity) {
             return Err(ComponentError::NoSuchEntity(entity));
         }
-        if let Some(component) = B::first_missing(&self.storage, &self.components, entity) {
-            return Err(ComponentError::MissingComponent { entity, component });
-        }
-        if self.events.any() || self.tree.is_some() {
-            // Every event first (each value still readable), then the values go together.
-            let ids = B::ids(&mut self.components);
-            for &id in ids.ids() {
-                if self.events.watches(EventKind::Remove(id)) && !self.tree.is_some_and(|tree| tree.holds(id)) {
-                    self.fire(EventKind::Remove(id), entity);
-                }
-                self.untie(id, entity);
-            }
-            let removed = B::remove_each(&mut self.storage, &self.components, entity);
-            self.settle_events();
-            return Ok(removed);
-        }
-        Ok(B::remove_each(&mut self.storage, &self.components, entity))
+        self.remove_bundle_values::<B>(entity)
     }
 
     /// One entity's components through a mutable world, any terms, checked for aliasing like a query:
@@ -1110,6 +845,7 @@ impl World {
     /// handles and relies on it: a value held under exactly the handle given to [`World::remove`] (or a view's
     /// `remove`) is taken without asking the allocator whether the handle is live.
     pub fn sparse_set_mut<T: Component>(&mut self) -> Option<&mut SparseSet<T>> {
+        refuse_kept::<T>("written through its pool");
         self.storage.sparse_set_mut(self.components.id::<T>()?)
     }
 
@@ -1185,7 +921,7 @@ impl World {
                 let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     queue.discard(&mut self.entities);
                     // The handlers' commands so far answered changes of a buffer that did not finish: dropped too.
-                    self.events.recording.discard(&mut self.entities);
+                    self.discard_events();
                 }));
                 self.commands = queue;
                 self.events.applying = outer;
@@ -1218,21 +954,6 @@ impl World {
                 std::panic::resume_unwind(panic);
             }
         }
-    }
-
-    /// Sets component `id` (of type `T`) of the live `entity` with no event.
-    pub(super) fn insert_quiet<T: Component>(&mut self, id: ComponentId, entity: Entity, value: T) {
-        self.storage.insert(id, &self.components, entity, value);
-    }
-
-    /// Component `id` (of type `T`) of the live `entity`, mutably.
-    pub(super) fn get_mut_quiet<T: Component>(&mut self, id: ComponentId, entity: Entity) -> Option<&mut T> {
-        self.store::<T>(id)?.into_mut(entity.index())
-    }
-
-    /// Despawns the live `entity` with no event and no hierarchy step.
-    pub(super) fn despawn_quiet(&mut self, entity: Entity) {
-        self.storage.despawn(&mut self.entities, entity);
     }
 
     /// The allocator, mutably (to release a dropped buffer's reservations).
@@ -1268,13 +989,14 @@ impl World {
         self.components = components;
         self.queries = queries;
         self.registry_stamp = registry_stamp;
-        self.tree = tree;
+        self.tree.ids = tree.ids;
         self.totals = totals;
         self.resources.absorb(resources);
         // The handlers stay with this world; the types they watch have ids in the new registry. Commands they
         // recorded named the old world's entities.
         self.discard_events();
         self.rekey_events();
+        self.mark_hooks();
         // Last, when the world is whole: a value's drop may panic.
         drop(old_storage);
         drop(old_commands);

@@ -38,6 +38,7 @@ mod handles;
 mod hierarchy;
 mod lookups;
 mod panics;
+mod pipeline;
 mod query;
 mod resources;
 mod snapshot;

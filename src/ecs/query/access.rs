@@ -56,6 +56,10 @@ impl Access {
             self.error = Some(QueryError::TooManyTypes);
             return;
         }
+        if mutable && crate::ecs::hierarchy::is_kept::<T>() {
+            self.error = Some(QueryError::Kept { component: type_name::<T>() });
+            return;
+        }
         self.ids[self.len] = id.unwrap_or(ABSENT);
         self.types[self.len] = Some(TypeId::of::<T>());
         self.mutable[self.len] = mutable;

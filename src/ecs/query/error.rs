@@ -18,6 +18,12 @@ pub enum QueryError {
     },
     /// More than [`MAX_QUERY_TYPES`] types.
     TooManyTypes,
+    /// `&mut` of a type only the hierarchy writes ([`Parent`](crate::ecs::Parent),
+    /// [`Children`](crate::ecs::Children)): read it with `&T`, change it with the hierarchy's operations.
+    Kept {
+        /// The type.
+        component: &'static str,
+    },
 }
 
 impl fmt::Display for QueryError {
@@ -34,6 +40,11 @@ impl fmt::Display for QueryError {
             QueryError::TooManyTypes => {
                 write!(f, "a query names at most {MAX_QUERY_TYPES} component types")
             }
+            QueryError::Kept { component } => write!(
+                f,
+                "`{component}` is kept by the hierarchy and cannot be written through `&mut`: read it with `&`, \
+                 change it with World::add_child, insert_child, remove_child or detach"
+            ),
         }
     }
 }

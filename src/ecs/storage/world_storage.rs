@@ -334,8 +334,6 @@ impl Storage {
                 archetypes.despawn(entity.index());
             }
             Storage::Pools { pools, layout } => {
-                // Values first: if a `drop` panics, the entity stays alive (partly stripped), and is never freed
-                // with values left behind for the index's next owner.
                 // A sparse-set removal starts with a lookup of the sparse entry, a cache miss in a large pool, and
                 // stalls on it before its writes. Asking every pool first (`contains`, one load each) issues those
                 // loads back to back, so their misses overlap and the removals find the lines loaded. On the other
@@ -345,10 +343,17 @@ impl Storage {
                     let held = pools.iter().fold(0usize, |held, pool| held + pool.contains(index) as usize);
                     std::hint::black_box(held);
                 }
-                for pool in pools.iter_mut() {
-                    pool.remove_index(index);
-                }
+                // Every pool loses the value even if a `drop` panics (a pool takes the value out before dropping
+                // it); the handle is freed last and the first panic goes on, so the despawn is whole either way.
+                let mut next = 0;
+                let panic = finish_each(|| {
+                    while let Some(pool) = pools.get_mut(next) {
+                        next += 1;
+                        pool.remove_index(index);
+                    }
+                });
                 entities.free(entity);
+                resume(panic);
             }
         }
     }
@@ -367,25 +372,38 @@ impl Storage {
             // A run of one (a command loop's despawns come one per visited entity between its other commands)
             // takes the per-entity path, which skips the batch's setup in every pool.
             Storage::Pools { pools, .. } if targets.len() != 1 => {
-                // Components go first and handles are freed after, as in `despawn`: if a component's `drop`
-                // panics, the entities are still alive (partly stripped), never freed with values left behind for
-                // the index's next owner. A repeated target is removed twice (the second finds nothing) and freed
-                // once (`free` refuses a handle whose generation has moved on).
+                // Components go first and handles are freed after, as in `despawn`, and a `drop` that panics does
+                // not stop it: the pool's removal is asked again for what is left (the value that panicked is out
+                // already), every pool is emptied of the targets, every handle freed, then the first panic goes
+                // on. A repeated target is removed twice (the second finds nothing) and freed once (`free` refuses
+                // a handle whose generation has moved on).
                 live.clear();
                 live.extend(targets.iter().filter(|&&entity| entities.is_alive(entity)));
+                let mut panic = None;
                 for pool in pools.iter_mut() {
-                    pool.remove_entities(live);
+                    while let Err(caught) =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.remove_entities(live)))
+                    {
+                        panic.get_or_insert(caught);
+                    }
                 }
-                live.iter().filter(|&&entity| entities.free(entity)).count()
+                let freed = live.iter().filter(|&&entity| entities.free(entity)).count();
+                resume(panic);
+                freed
             }
             _ => {
                 let mut despawned = 0;
-                for &entity in targets {
-                    if entities.is_alive(entity) {
-                        self.despawn(entities, entity);
-                        despawned += 1;
+                let mut next = 0;
+                let panic = finish_each(|| {
+                    while let Some(&entity) = targets.get(next) {
+                        next += 1;
+                        if entities.is_alive(entity) {
+                            despawned += 1;
+                            self.despawn(entities, entity);
+                        }
                     }
-                }
+                });
+                resume(panic);
                 despawned
             }
         }
@@ -648,6 +666,23 @@ impl Storage {
 fn grow_pools(pools: &mut Vec<Box<dyn ErasedPool>>, layout: PoolLayout, components: &Registry, id: ComponentId) {
     while pools.len() <= id as usize {
         pools.push((components.data(pools.len() as ComponentId).new_pool)(layout));
+    }
+}
+
+/// Runs `step` until it returns without panicking (it must make progress on each call, as the despawn loops do:
+/// the item that panicked is done before the panic); the first panic, for [`resume`] once the work is whole.
+fn finish_each(mut step: impl FnMut()) -> Option<Box<dyn std::any::Any + Send>> {
+    let mut first = None;
+    while let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut step)) {
+        first.get_or_insert(panic);
+    }
+    first
+}
+
+/// Goes on with a panic kept by [`finish_each`], if there was one.
+fn resume(panic: Option<Box<dyn std::any::Any + Send>>) {
+    if let Some(panic) = panic {
+        std::panic::resume_unwind(panic);
     }
 }
 

@@ -1,0 +1,264 @@
+//! The mutation pipeline: the hierarchy's types cannot be written from outside, a panic in a hook or a `drop`
+//! leaves the tree whole, handlers that despawn end a chain quietly, a watched type's view runs its hooks, and a
+//! despawn of many children keeps the list right.
+
+use crate::{world, Pos, Vel};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use swarm::ecs::{Backend, Children, Entity, EntityBuilder, Parent, QueryError, QueryOneError, World};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Tag(u32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Hp(i32);
+
+/// A value whose `drop` panics when armed.
+struct Bomb(bool);
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if self.0 && !std::thread::panicking() {
+            panic!("a bomb went off");
+        }
+    }
+}
+
+/// A `Parent` value, taken from a child made for it (it becomes a root).
+fn parent_value(w: &mut World, p: Entity) -> Parent {
+    let c = w.spawn(()).unwrap();
+    w.add_child(p, c).unwrap();
+    w.remove::<Parent>(c).unwrap()
+}
+
+/// `f` panics with a message naming the hierarchy's rule.
+fn refused(w: &mut World, what: &str, f: impl FnOnce(&mut World)) {
+    let panic = catch_unwind(AssertUnwindSafe(|| f(w))).expect_err(what);
+    let message =
+        panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
+    assert!(message.unwrap_or_default().contains("kept by the hierarchy"), "{what}");
+}
+
+fn the_tree_types_cannot_be_put_from_outside_regression(backend: Backend) {
+    let mut w = world(backend);
+    let p = w.spawn((Pos(0.0, 0.0),)).unwrap();
+    let b = w.spawn((Pos(1.0, 0.0),)).unwrap();
+    w.add_child(p, b).unwrap();
+    let values: Vec<Parent> = (0..10).map(|_| parent_value(&mut w, p)).collect();
+    let mut values = values.into_iter();
+    let (live, listed) = (w.len(), w.children(p).to_vec());
+    refused(&mut w, "spawn", |w| {
+        let _ = w.spawn((Vel(1.0, 1.0), values.next().unwrap()));
+    });
+    refused(&mut w, "spawn_batch", |w| {
+        let _ = w.spawn_batch(vec![(Vel(1.0, 1.0), values.next().unwrap())]);
+    });
+    refused(&mut w, "spawn_at", |w| {
+        let _ = w.spawn_at(b, (values.next().unwrap(),));
+    });
+    refused(&mut w, "insert_bundle", |w| {
+        let _ = w.insert_bundle(b, (Vel(1.0, 1.0), values.next().unwrap()));
+    });
+    refused(&mut w, "insert", |w| {
+        let _ = w.insert(b, values.next().unwrap());
+    });
+    refused(&mut w, "a builder", |_| {
+        let _ = EntityBuilder::new().add(values.next().unwrap());
+    });
+    refused(&mut w, "entity_mut", |w| {
+        let _ = w.entity_mut(b).unwrap().insert(values.next().unwrap());
+    });
+    refused(&mut w, "insert_many", |w| {
+        let _ = w.insert_many([(b, values.next().unwrap())]);
+    });
+    // Commands refuse at record time: what was recorded before stays and applies.
+    w.commands().insert(b, Vel(2.0, 2.0));
+    refused(&mut w, "Commands::spawn", |w| {
+        let _ = w.commands().spawn((Tag(1), values.next().unwrap()));
+    });
+    refused(&mut w, "Commands::insert_bundle", |w| w.commands().insert_bundle(b, (Tag(1), values.next().unwrap())));
+    let stats = w.apply_commands();
+    assert_eq!((stats.applied, stats.skipped), (1, 0), "only the command recorded before the refusals");
+    assert_eq!(w.get::<Vel>(b), Some(&Vel(2.0, 2.0)));
+    assert_eq!(w.count_of::<Tag>(), 0);
+    assert_eq!((w.len(), w.children(p)), (live, &listed[..]), "nothing changed");
+    w.assert_invariants();
+    // And the tree still works: a batch despawn of everything.
+    let mut all = Vec::new();
+    w.query_ref::<()>().for_each(|e, _| all.push(e));
+    all.sort();
+    assert_eq!(w.despawn_batch(&all), all.len() - 1, "b goes with its parent p");
+    assert!(w.is_empty());
+    w.assert_invariants();
+}
+
+fn the_tree_types_cannot_be_written_through_mut_regression(backend: Backend) {
+    let mut w = world(backend);
+    let [p, q, a, b] = [(); 4].map(|_| w.spawn(()).unwrap());
+    w.add_child(p, a).unwrap();
+    w.add_child(q, b).unwrap();
+    // Swapping two lists would make `p` its own child.
+    let swap = w.get_many_mut::<Children, 2>([p, q]).map(|_| ());
+    assert_eq!(swap, Err(QueryOneError::Refused(QueryError::Kept { component: std::any::type_name::<Children>() })));
+    assert!(matches!(w.query_one_mut::<&mut Parent>(a), Err(QueryOneError::Refused(QueryError::Kept { .. }))));
+    assert!(w.query_access::<&mut Children, ()>().is_err());
+    assert!(w.query_access::<(&Children, &Parent), ()>().is_ok(), "reading is fine");
+    refused(&mut w, "get_mut", |w| {
+        let _ = w.get_mut::<Children>(p);
+    });
+    refused(&mut w, "view_mut", |w| {
+        let _ = w.view_mut::<Parent>();
+    });
+    refused(&mut w, "sparse_set_mut", |w| {
+        let _ = w.sparse_set_mut::<Parent>();
+    });
+    refused(&mut w, "a handler", |w| {
+        let _ = w.on_insert::<Parent>(|_, _, _, _| {});
+    });
+    w.assert_invariants();
+    assert_eq!((w.children(p), w.children(q)), (&[a][..], &[b][..]));
+    w.despawn(p).unwrap();
+    assert!(!w.is_alive(a));
+    w.add_child(q, p).unwrap_err(); // dead
+    w.assert_invariants();
+}
+
+fn a_panicking_remove_handler_leaves_the_tree_whole_regression(backend: Backend) {
+    let mut w = world(backend);
+    let [p, c] = [(); 2].map(|_| w.spawn(()).unwrap());
+    w.add_child(p, c).unwrap();
+    w.insert(c, Tag(7)).unwrap();
+    w.on_remove::<Tag>(|_, _, _, _| panic!("a handler panicked"));
+    assert!(catch_unwind(AssertUnwindSafe(|| w.remove_bundle::<(Parent, Tag)>(c))).is_err());
+    w.assert_invariants();
+    assert_eq!((w.parent(c), w.children(p), w.get::<Tag>(c)), (Some(p), &[c][..], Some(&Tag(7))));
+    assert!(catch_unwind(AssertUnwindSafe(|| w.remove_bundle::<(Tag, Parent)>(c))).is_err());
+    w.assert_invariants();
+    assert_eq!(w.parent(c), Some(p));
+    // Without the panic the bundle comes off whole, and the link with it.
+    let mut w2 = world(backend);
+    let [p, c] = [(); 2].map(|_| w2.spawn(()).unwrap());
+    w2.add_child(p, c).unwrap();
+    w2.insert(c, Tag(1)).unwrap();
+    let (parent, tag) = w2.remove_bundle::<(Parent, Tag)>(c).unwrap();
+    assert_eq!((parent.get(), tag), (p, Tag(1)));
+    assert!(w2.children(p).is_empty() && w2.parent(c).is_none());
+    w2.assert_invariants();
+}
+
+fn a_panicking_drop_in_a_subtree_despawn_leaves_the_tree_whole_regression(backend: Backend) {
+    for handler in [false, true] {
+        let mut w = world(backend);
+        let seen = Arc::new(AtomicUsize::new(0));
+        if handler {
+            let seen = seen.clone();
+            w.on_despawn(move |_, _, _| {
+                seen.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        let [root, p] = [(); 2].map(|_| w.spawn(()).unwrap());
+        let bomb = w.spawn((Bomb(true), Pos(1.0, 1.0))).unwrap();
+        let [c2, c3] = [(); 2].map(|_| w.spawn((Pos(2.0, 2.0),)).unwrap());
+        w.add_child(root, p).unwrap();
+        for c in [bomb, c2, c3] {
+            w.add_child(p, c).unwrap();
+        }
+        assert!(catch_unwind(AssertUnwindSafe(|| w.despawn(p))).is_err(), "handler: {handler}");
+        w.assert_invariants();
+        // The despawn of the bomb is whole: no value of it left, its handle dead.
+        assert!(!w.is_alive(bomb) && w.count_of::<Bomb>() == 0, "handler: {handler}");
+        for e in [p, c2, c3] {
+            if let Some(parent) = w.parent(e) {
+                assert!(w.is_alive(parent) && w.children(parent).contains(&e));
+            }
+        }
+        assert!(w.is_alive(root));
+        // What is left despawns cleanly.
+        w.despawn(root).unwrap();
+        assert!(w.is_empty(), "handler: {handler}");
+        w.assert_invariants();
+    }
+}
+
+fn a_handler_that_despawns_ends_a_chain_quietly_regression(backend: Backend) {
+    let mut w = world(backend);
+    w.on_insert::<Tag>(|_, e, _, commands| commands.despawn(e));
+    let e = w.spawn(()).unwrap();
+    let mut view = w.entity_mut(e).unwrap();
+    view.insert(Tag(0)).insert(Hp(1)).insert_bundle((Pos(0.0, 0.0),));
+    assert!(!view.is_alive());
+    assert_eq!(view.replace(Hp(2)), None);
+    view.despawn();
+    assert!(!w.is_alive(e));
+    assert_eq!((w.count_of::<Hp>(), w.count_of::<Pos>()), (0, 0));
+    w.assert_invariants();
+}
+
+fn a_view_of_a_watched_type_runs_its_handlers(backend: Backend) {
+    let mut w = world(backend);
+    let fired = Arc::new(AtomicUsize::new(0));
+    let (inserts, removes) = (fired.clone(), fired.clone());
+    w.on_insert::<Hp>(move |_, _, hp, _| {
+        inserts.fetch_add(hp.0 as usize, Ordering::Relaxed);
+    });
+    w.on_remove::<Hp>(move |_, _, hp, _| {
+        removes.fetch_add(100 * hp.0 as usize, Ordering::Relaxed);
+    });
+    let [a, b] = [(); 2].map(|_| w.spawn(()).unwrap());
+    let mut hp = w.view_mut::<Hp>();
+    assert_eq!(hp.insert(a, Hp(1)), Ok(None));
+    assert_eq!(hp.insert(a, Hp(2)), Ok(Some(Hp(1))));
+    hp.insert(b, Hp(3)).unwrap();
+    hp.get_mut(b).unwrap().0 = 4; // a write, not a change of structure
+    assert_eq!(hp.remove(b), Ok(Hp(4)));
+    assert!(hp.remove(b).is_err());
+    assert_eq!(hp.get(a), Some(&Hp(2)));
+    assert_eq!(fired.load(Ordering::Relaxed), 1 + 2 + 3 + 400);
+}
+
+fn despawning_many_children_of_one_parent_keeps_the_list_right(backend: Backend) {
+    const N: usize = 2_000;
+    for order in ["list", "reverse", "every other", "with the parent"] {
+        let mut w = world(backend);
+        let p = w.spawn(()).unwrap();
+        let children: Vec<Entity> = (0..N).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();
+        for &c in &children {
+            w.add_child(p, c).unwrap();
+        }
+        let (targets, left): (Vec<Entity>, Vec<Entity>) = match order {
+            "list" => (children.clone(), vec![]),
+            "reverse" => (children.iter().rev().copied().collect(), vec![]),
+            "every other" => {
+                let (gone, left): (Vec<_>, Vec<_>) = children.iter().enumerate().partition(|(i, _)| i % 2 == 1);
+                (gone.into_iter().map(|(_, &e)| e).collect(), left.into_iter().map(|(_, &e)| e).collect())
+            }
+            _ => (children.iter().copied().chain([p]).collect(), vec![]),
+        };
+        assert_eq!(w.despawn_batch(&targets), targets.len(), "{order}");
+        assert_eq!(w.children(p), &left[..], "{order}: the children left keep their order");
+        assert_eq!(w.is_alive(p), order != "with the parent");
+        w.assert_invariants();
+    }
+    // A target inside an earlier target's subtree, or named twice, counts once.
+    let mut w = world(backend);
+    let [p, c, d] = [(); 3].map(|_| w.spawn(()).unwrap());
+    w.add_child(p, c).unwrap();
+    assert_eq!(w.despawn_batch(&[p, c, p, d, d]), 2);
+    assert!(w.is_empty());
+    let [p, c] = [(); 2].map(|_| w.spawn(()).unwrap());
+    w.add_child(p, c).unwrap();
+    assert_eq!(w.despawn_batch(&[c, p]), 2);
+    w.assert_invariants();
+}
+
+mod every_backend {
+    use crate::backends;
+    on_every_backend!(
+        the_tree_types_cannot_be_put_from_outside_regression,
+        the_tree_types_cannot_be_written_through_mut_regression,
+        a_panicking_remove_handler_leaves_the_tree_whole_regression,
+        a_panicking_drop_in_a_subtree_despawn_leaves_the_tree_whole_regression,
+        a_handler_that_despawns_ends_a_chain_quietly_regression,
+        a_view_of_a_watched_type_runs_its_handlers,
+        despawning_many_children_of_one_parent_keeps_the_list_right,
+    );
+}
