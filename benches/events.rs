@@ -1,6 +1,7 @@
 //! What lifecycle events and the hierarchy cost: a spawn, a despawn and an insert of 10,000 entities through the
 //! command buffer with no handler registered (the price every world pays), then with one handler of that kind; and
-//! the despawn of a 10,000-entity tree (a fan, and squads of ten under one root).
+//! the despawn of a 10,000-entity tree (a fan, and squads of ten under one root); and 40,000 children of one parent
+//! despawned in list order, in reverse, and with their parent.
 //!
 //! Run: `cargo bench --bench events`. The `none` rows measure code every world runs: BENCHMARKS.md compares them
 //! with the same rows built on the commit before lifecycle events (this file's `lifecycle` group, `none` rows only).
@@ -123,5 +124,40 @@ fn trees(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, lifecycle, trees);
+/// 40,000 children of one parent despawned as one batch, in list order and in reverse, beside despawning the parent
+/// (which takes them all with it): the lists are pruned once per despawn, so all three are linear.
+fn children(c: &mut Criterion) {
+    const CHILDREN: usize = 40_000;
+    let mut group = c.benchmark_group("despawn children");
+    group.sample_size(20).measurement_time(Duration::from_secs(3));
+    let make = || {
+        let mut w = World::with_capacity(2 * CHILDREN as u32);
+        let parent = w.spawn((Health(1),)).unwrap();
+        let mut handles = Vec::new();
+        w.spawn_batch_into((0..CHILDREN).map(|i| (Position([i as f32, 0.0]), Health(1))), &mut handles).unwrap();
+        for &child in &handles {
+            w.add_child(parent, child).unwrap();
+        }
+        (w, parent, handles)
+    };
+    for order in ["list order", "reverse", "the parent"] {
+        group.bench_function(BenchmarkId::new("40k of one parent", order), |b| {
+            b.iter_batched_ref(
+                make,
+                |(w, parent, handles)| match order {
+                    "list order" => black_box(w.despawn_batch(handles)),
+                    "reverse" => {
+                        handles.reverse();
+                        black_box(w.despawn_batch(handles))
+                    }
+                    _ => black_box(w.despawn_batch(&[*parent])),
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lifecycle, trees, children);
 criterion_main!(benches);

@@ -9,11 +9,16 @@
 //! - a cycle (a child that is the parent or one of its ancestors), a dead entity or a position past the list's
 //!   end is refused with a [`HierarchyError`] and changes nothing;
 //! - despawning a parent despawns its subtree: children before their parent, in child order, each with its
-//!   despawn event ([`crate::ecs::events`]); the root leaves its parent's list (the lists inside the subtree go
-//!   with their owners: a handler there sees its siblings despawned so far still listed);
+//!   despawn event ([`crate::ecs::events`]); parents' lists lose the despawned children once, when the despawn
+//!   ends (a handler firing during it may see siblings despawned so far still listed), so despawning any number
+//!   of one parent's children, in any order, is linear;
 //! - removing [`Parent`] from a child takes it out of its parent's list; removing [`Children`] makes every child
-//!   a root. Inserting either by hand is refused (a panic naming the operations to use); swapping two entities'
-//!   values through `&mut` access would break the tree, and is the one thing left to the caller.
+//!   a root (a bundle may name them to be removed);
+//! - nothing else writes them: a bundle that is spawned or inserted with one, `insert`, a builder, the same on
+//!   [`Commands`](super::Commands) (when the command is recorded), `get_mut`, `view_mut`, `sparse_set_mut` and a
+//!   handler of either panic with a message naming the operations to use, and `&mut` of either in a query is
+//!   refused ([`QueryError::Kept`](super::QueryError::Kept)). So no caller can hand a link to another entity or
+//!   swap two lists, and a panic in a handler or a `drop` during any operation leaves the tree whole.
 //!
 //! How others do it: bevy despawns children with their parent but rebuilds the child list on load; Friflo keeps
 //! child order and saves it, but a despawned parent leaves its children floating; flecs despawns children with
@@ -196,13 +201,21 @@ impl World {
     }
 
     /// The parent of `entity`, if it is a live child.
+    #[inline]
     pub fn parent(&self, entity: Entity) -> Option<Entity> {
-        self.get::<Parent>(entity).map(Parent::get)
+        // By the hierarchy's own ids: no registry lookup (a world that never met the hierarchy has no links).
+        let tree = self.tree.ids?;
+        if !self.entities.is_alive(entity) {
+            return None;
+        }
+        self.storage.get::<Parent>(tree.parent, entity.index()).map(Parent::get)
     }
 
     /// The children of `entity`, in order (empty if it has none or is dead).
+    #[inline]
     pub fn children(&self, entity: Entity) -> &[Entity] {
-        self.get::<Children>(entity).map_or(&[], |children| &children.0)
+        let Some(tree) = self.tree.ids.filter(|_| self.entities.is_alive(entity)) else { return &[] };
+        self.storage.get::<Children>(tree.children, entity.index()).map_or(&[], |children| &children.0)
     }
 
     /// Makes `child` the last child of `parent` (moving it from the parent it had, or to the end of this one's

@@ -27,9 +27,11 @@
 //! loaded. It is a mode of these functions, not a second copy of each operation.
 
 use super::bundle::Bundle;
+use super::commands::ApplyStats;
 use super::component::{BundleIds, ComponentId};
 use super::entity::{ComponentError, Entity, NoSuchEntity, WorldFull};
 use super::events::EventKind;
+use super::events::TooManyRounds;
 use super::storage::Backend;
 use super::world::World;
 use crate::ecs::Component;
@@ -525,5 +527,79 @@ impl World {
             true => Ok(()),
             false => Err(NoSuchEntity(entity)),
         }
+    }
+
+    // ---- the command buffer -------------------------------------------------------------------------------------
+
+    /// Applies the world's buffer, then the handlers' rounds: the body of [`World::try_apply_commands`] (which
+    /// adds the counts to the totals).
+    pub(crate) fn apply_buffer(&mut self) -> Result<ApplyStats, TooManyRounds> {
+        let outer = std::mem::replace(&mut self.events.applying, true);
+        // Handles reserved through `&World` come alive first: no command recorded before them can name them.
+        let reserved = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.spawn_unrecorded())) {
+            Ok(reserved) => reserved,
+            Err(panic) => {
+                // A spawn handler panicked: its round's commands go, the buffer stays for the next apply.
+                self.discard_events();
+                self.events.applying = outer;
+                std::panic::resume_unwind(panic);
+            }
+        };
+        let mut queue = std::mem::take(&mut self.commands);
+        let stats = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| queue.apply(self))) {
+            Ok(stats) => stats,
+            Err(panic) => {
+                let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    queue.discard(&mut self.entities);
+                    // The handlers' commands so far answered changes of a buffer that did not finish: dropped too.
+                    self.discard_events();
+                }));
+                self.commands = queue;
+                self.events.applying = outer;
+                drop(discarded); // a second panic (another value's drop) is dropped: the first one goes on
+                std::panic::resume_unwind(panic);
+            }
+        };
+        // Commands recorded while applying (none today) would be in `self.commands`; keep both.
+        let recorded = std::mem::replace(&mut self.commands, queue);
+        debug_assert!(recorded.is_empty(), "a command recorded another while applying");
+        let mut stats = ApplyStats { applied: stats.applied + reserved, ..stats };
+        // The handlers' rounds (an apply inside another leaves them to the outer one).
+        let rounds = if outer { Ok(ApplyStats::default()) } else { self.run_rounds_caught() };
+        self.events.applying = outer;
+        let rounds = rounds.map(|more| {
+            stats.applied += more.applied;
+            stats.skipped += more.skipped;
+            stats.refused += more.refused;
+        });
+        self.totals.add(stats);
+        rounds.map(|()| stats)
+    }
+
+    /// [`World::run_rounds`], putting `applying` back if a round panics.
+    fn run_rounds_caught(&mut self) -> Result<ApplyStats, TooManyRounds> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_rounds())) {
+            Ok(result) => result,
+            Err(panic) => {
+                self.events.applying = false;
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+
+    /// Makes alive, with no components, the handles reserved through `&World` ([`World::reserve_entities`]);
+    /// returns how many.
+    pub(crate) fn spawn_unrecorded(&mut self) -> u32 {
+        if !self.entities.has_unrecorded() {
+            return 0;
+        }
+        let mut handles = std::mem::take(&mut self.handle_scratch);
+        handles.clear();
+        self.entities.take_unrecorded(&mut handles);
+        let ids = self.bundle_ids::<()>();
+        let mut spawned = Vec::with_capacity(handles.len());
+        self.spawn_reserved_batch(&handles, std::iter::repeat(()), &ids, &mut spawned);
+        self.handle_scratch = handles;
+        spawned.len() as u32
     }
 }

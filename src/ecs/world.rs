@@ -52,7 +52,7 @@ pub struct World {
     pub(super) storage: Storage,
     resources: Resources,
     pub(super) commands: CommandQueue,
-    totals: CommandTotals,
+    pub(super) totals: CommandTotals,
     /// Reused index buffer (backend switches).
     scratch: Vec<u32>,
     /// Reused handle buffer (a query's driver handles, a batch despawn's live targets).
@@ -259,22 +259,6 @@ impl World {
     /// ```
     pub fn reserve_entities(&self, count: u32) -> ReservedHandles<'_> {
         self.entities.reserve_many(count)
-    }
-
-    /// Makes alive, with no components, the handles reserved through `&World` ([`World::reserve_entities`]);
-    /// returns how many.
-    fn spawn_unrecorded(&mut self) -> u32 {
-        if !self.entities.has_unrecorded() {
-            return 0;
-        }
-        let mut handles = std::mem::take(&mut self.handle_scratch);
-        handles.clear();
-        self.entities.take_unrecorded(&mut handles);
-        let ids = self.bundle_ids::<()>();
-        let mut spawned = Vec::with_capacity(handles.len());
-        self.spawn_reserved_batch(&handles, std::iter::repeat(()), &ids, &mut spawned);
-        self.handle_scratch = handles;
-        spawned.len() as u32
     }
 
     /// Spawns an entity with the components of `bundle` (a tuple).
@@ -511,6 +495,10 @@ impl World {
     }
 
     /// Component `T` of `entity`, mutably.
+    ///
+    /// # Panics
+    /// For the hierarchy's components ([`Parent`](super::Parent), [`Children`](super::Children)), which only its
+    /// own operations write (read them with [`World::get`]).
     #[inline]
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Option<&mut T> {
         refuse_kept::<T>("written through `&mut`");
@@ -524,9 +512,12 @@ impl World {
     /// A view of component `T`: per-entity get / insert / remove with the type's storage found once, for systems
     /// that touch many chosen entities (registers `T` if new). See [`ViewMut`].
     ///
+    /// For a type that lifecycle handlers watch, the view's inserts and removals go through the world's
+    /// operations, so the handlers run (and each call finds the storage again).
+    ///
     /// # Panics
-    /// For the hierarchy's components ([`Parent`](super::Parent), [`Children`](super::Children)): a view's
-    /// removal would not keep the two sides of a link in step.
+    /// For the hierarchy's components ([`Parent`](super::Parent), [`Children`](super::Children)), which only its
+    /// own operations write.
     pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
         refuse_kept::<T>("written through a view");
         let id = self.register::<T>();
@@ -844,6 +835,9 @@ impl World {
     /// checks (liveness, the other pools) and is the caller's responsibility. The world keeps values only under live
     /// handles and relies on it: a value held under exactly the handle given to [`World::remove`] (or a view's
     /// `remove`) is taken without asking the allocator whether the handle is live.
+    ///
+    /// # Panics
+    /// For the hierarchy's components, as [`World::get_mut`].
     pub fn sparse_set_mut<T: Component>(&mut self) -> Option<&mut SparseSet<T>> {
         refuse_kept::<T>("written through its pool");
         self.storage.sparse_set_mut(self.components.id::<T>()?)
@@ -903,57 +897,7 @@ impl World {
     /// [`World::apply_commands`], returning [`TooManyRounds`] if lifecycle handlers' commands went past the round
     /// limit ([`World::set_event_rounds`]): what applied stays, the commands left are dropped.
     pub fn try_apply_commands(&mut self) -> Result<ApplyStats, TooManyRounds> {
-        let outer = std::mem::replace(&mut self.events.applying, true);
-        // Handles reserved through `&World` come alive first: no command recorded before them can name them.
-        let reserved = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.spawn_unrecorded())) {
-            Ok(reserved) => reserved,
-            Err(panic) => {
-                // A spawn handler panicked: its round's commands go, the buffer stays for the next apply.
-                self.discard_events();
-                self.events.applying = outer;
-                std::panic::resume_unwind(panic);
-            }
-        };
-        let mut queue = std::mem::take(&mut self.commands);
-        let stats = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| queue.apply(self))) {
-            Ok(stats) => stats,
-            Err(panic) => {
-                let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    queue.discard(&mut self.entities);
-                    // The handlers' commands so far answered changes of a buffer that did not finish: dropped too.
-                    self.discard_events();
-                }));
-                self.commands = queue;
-                self.events.applying = outer;
-                drop(discarded); // a second panic (another value's drop) is dropped: the first one goes on
-                std::panic::resume_unwind(panic);
-            }
-        };
-        // Commands recorded while applying (none today) would be in `self.commands`; keep both.
-        let recorded = std::mem::replace(&mut self.commands, queue);
-        debug_assert!(recorded.is_empty(), "a command recorded another while applying");
-        let mut stats = ApplyStats { applied: stats.applied + reserved, ..stats };
-        // The handlers' rounds (an apply inside another leaves them to the outer one).
-        let rounds = if outer { Ok(ApplyStats::default()) } else { self.run_rounds_caught() };
-        self.events.applying = outer;
-        let rounds = rounds.map(|more| {
-            stats.applied += more.applied;
-            stats.skipped += more.skipped;
-            stats.refused += more.refused;
-        });
-        self.totals.add(stats);
-        rounds.map(|()| stats)
-    }
-
-    /// [`World::run_rounds`], putting `applying` back if a round panics.
-    fn run_rounds_caught(&mut self) -> Result<ApplyStats, TooManyRounds> {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_rounds())) {
-            Ok(result) => result,
-            Err(panic) => {
-                self.events.applying = false;
-                std::panic::resume_unwind(panic);
-            }
-        }
+        self.apply_buffer()
     }
 
     /// The allocator, mutably (to release a dropped buffer's reservations).
