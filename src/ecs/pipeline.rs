@@ -73,6 +73,9 @@ impl HookSet {
 pub(crate) struct HookTable {
     pub(crate) spawn: HookSet,
     pub(crate) despawn: HookSet,
+    /// Whether any type's inserts, or removals, are watched: the one test a world with no such hook makes.
+    any_insert: bool,
+    any_remove: bool,
     insert: Vec<HookSet>,
     remove: Vec<HookSet>,
 }
@@ -81,13 +84,19 @@ impl HookTable {
     /// The hooks watching inserts of `id`.
     #[inline(always)]
     pub(crate) fn insert(&self, id: ComponentId) -> HookSet {
-        self.insert.get(id as usize).copied().unwrap_or_default()
+        match self.any_insert {
+            true => self.insert.get(id as usize).copied().unwrap_or_default(),
+            false => HookSet::default(),
+        }
     }
 
     /// The hooks watching removals of `id`.
     #[inline(always)]
     pub(crate) fn remove(&self, id: ComponentId) -> HookSet {
-        self.remove.get(id as usize).copied().unwrap_or_default()
+        match self.any_remove {
+            true => self.remove.get(id as usize).copied().unwrap_or_default(),
+            false => HookSet::default(),
+        }
     }
 
     /// Whether any hook watches inserts or removals of `id`.
@@ -109,6 +118,8 @@ impl HookTable {
             EventKind::Insert(id) => at(&mut self.insert, id).set(hook, on),
             EventKind::Remove(id) => at(&mut self.remove, id).set(hook, on),
         }
+        self.any_insert = self.insert.iter().any(|set| set.any());
+        self.any_remove = self.remove.iter().any(|set| set.any());
     }
 }
 

@@ -344,16 +344,13 @@ impl Storage {
                     std::hint::black_box(held);
                 }
                 // Every pool loses the value even if a `drop` panics (a pool takes the value out before dropping
-                // it); the handle is freed last and the first panic goes on, so the despawn is whole either way.
-                let mut next = 0;
-                let panic = finish_each(|| {
-                    while let Some(pool) = pools.get_mut(next) {
-                        next += 1;
-                        pool.remove_index(index);
-                    }
-                });
-                entities.free(entity);
-                resume(panic);
+                // it): the guard finishes the despawn while the panic unwinds, and frees the handle last.
+                let mut guard = WholeDespawn { pools, entities, entity, done: false };
+                for pool in guard.pools.iter_mut() {
+                    pool.remove_index(index);
+                }
+                guard.done = true;
+                guard.entities.free(entity);
             }
         }
     }
@@ -379,34 +376,32 @@ impl Storage {
                 // a handle whose generation has moved on).
                 live.clear();
                 live.extend(targets.iter().filter(|&&entity| entities.is_alive(entity)));
-                let mut panic = None;
-                for pool in pools.iter_mut() {
-                    while let Err(caught) =
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.remove_entities(live)))
-                    {
-                        panic.get_or_insert(caught);
-                    }
-                }
+                let panic = remove_from_pools(pools, live);
                 let freed = live.iter().filter(|&&entity| entities.free(entity)).count();
                 resume(panic);
                 freed
             }
-            _ => {
-                let mut despawned = 0;
-                let mut next = 0;
-                let panic = finish_each(|| {
-                    while let Some(&entity) = targets.get(next) {
-                        next += 1;
-                        if entities.is_alive(entity) {
-                            despawned += 1;
-                            self.despawn(entities, entity);
-                        }
-                    }
-                });
-                resume(panic);
-                despawned
-            }
+            _ => self.despawn_each(entities, targets),
         }
+    }
+
+    /// [`Storage::despawn`] on each live target in turn; a panicking `drop` does not stop the batch (each despawn
+    /// is whole, then the next one goes), and the first panic goes on at the end.
+    #[inline(never)]
+    fn despawn_each(&mut self, entities: &mut Entities, targets: &[Entity]) -> usize {
+        let mut despawned = 0;
+        let mut next = 0;
+        let panic = finish_each(|| {
+            while let Some(&entity) = targets.get(next) {
+                next += 1;
+                if entities.is_alive(entity) {
+                    despawned += 1;
+                    self.despawn(entities, entity);
+                }
+            }
+        });
+        resume(panic);
+        despawned
     }
 
     /// Drops every value (the handles are the caller's to free). A `drop` that panics does not stop it: every
@@ -669,14 +664,57 @@ fn grow_pools(pools: &mut Vec<Box<dyn ErasedPool>>, layout: PoolLayout, componen
     }
 }
 
-/// Runs `step` until it returns without panicking (it must make progress on each call, as the despawn loops do:
-/// the item that panicked is done before the panic); the first panic, for [`resume`] once the work is whole.
+/// Runs `step` until it returns without panicking; the first panic, for [`resume`] once the work is whole. `step`
+/// must be a removal that asking again finishes: what it removed before is not there to remove twice, and the
+/// value whose `drop` panicked was out of its pool before the panic, so each call makes progress.
 fn finish_each(mut step: impl FnMut()) -> Option<Box<dyn std::any::Any + Send>> {
     let mut first = None;
     while let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut step)) {
         first.get_or_insert(panic);
     }
     first
+}
+
+/// Finishes a per-entity despawn that a panicking `drop` interrupted: as the panic unwinds, every pool is asked
+/// again (a second panic is caught and dropped: the first goes on), then the handle is freed. On the way that did
+/// not panic it does nothing (`done`), which costs a flag, where catching would cost a call per despawn.
+struct WholeDespawn<'a> {
+    pools: &'a mut Vec<Box<dyn ErasedPool>>,
+    entities: &'a mut Entities,
+    entity: Entity,
+    done: bool,
+}
+
+impl Drop for WholeDespawn<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if !self.done {
+            self.finish();
+        }
+    }
+}
+
+impl WholeDespawn<'_> {
+    #[cold]
+    #[inline(never)]
+    fn finish(&mut self) {
+        let index = self.entity.index();
+        for pool in self.pools.iter_mut() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.remove_index(index)));
+        }
+        self.entities.free(self.entity);
+    }
+}
+
+/// Drops the values of `live` from every pool, each pool asked again for what is left if a `drop` panics; the first
+/// panic, for [`resume`]. (Kept out of line: the batch's own loops compile as they would without it.)
+#[inline(never)]
+fn remove_from_pools(pools: &mut [Box<dyn ErasedPool>], live: &[Entity]) -> Option<Box<dyn std::any::Any + Send>> {
+    finish_each(|| {
+        for pool in pools.iter_mut() {
+            pool.remove_entities(live);
+        }
+    })
 }
 
 /// Goes on with a panic kept by [`finish_each`], if there was one.
