@@ -250,6 +250,67 @@ fn despawning_many_children_of_one_parent_keeps_the_list_right(backend: Backend)
     w.assert_invariants();
 }
 
+/// Random structural operations, direct and buffered, with handlers and `drop`s that panic now and then: every
+/// operation returns (no walk loops), and after each, panicking or not, every invariant holds, the tree's included.
+fn random_operations_with_panics_keep_every_invariant(backend: Backend) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x5eed ^ backend as u64);
+    let mut w = world(backend);
+    // A removal of `Tag(k)` with k % 7 == 0 panics in its handler; an insert of `Hp` records a follow-up.
+    w.on_remove::<Tag>(|_, _, tag, _| assert!(tag.0 % 7 != 0, "a handler panicked"));
+    w.on_insert::<Hp>(|world, e, hp, commands| match hp.0 % 5 {
+        0 => commands.despawn(e),
+        1 => {
+            if let Some(&first) = world.children(e).first() {
+                commands.remove_child(e, first);
+            }
+        }
+        _ => {}
+    });
+    let mut handles: Vec<Entity> = Vec::new();
+    let mut panics = 0;
+    for step in 0..3_000 {
+        let pick = |rng: &mut rand_pcg::Pcg64Mcg, handles: &[Entity]| match handles.is_empty() {
+            true => Entity::from_parts(0, std::num::NonZeroU32::MAX),
+            false => handles[rng.gen_range(0..handles.len())],
+        };
+        let (a, b) = (pick(&mut rng, &handles), pick(&mut rng, &handles));
+        let k: u32 = rng.gen_range(0..100);
+        let op = rng.gen_range(0..14);
+        let outcome = catch_unwind(AssertUnwindSafe(|| match op {
+            0 | 1 => handles.push(w.spawn((Pos(k as f32, 0.0), Tag(k))).unwrap()),
+            2 => handles.push(w.spawn((Bomb(k.is_multiple_of(9)), Tag(k))).unwrap()),
+            3 | 4 => drop(w.add_child(a, b)),
+            5 => drop(w.insert_child(a, (k % 3) as usize, b)),
+            6 => drop(w.remove_child(a, b).or_else(|_| w.detach(b).map(|_| ()).map_err(|_| ()))),
+            7 => drop(w.despawn(a)),
+            8 => drop(w.despawn_batch(&[a, b, a])),
+            9 => drop(w.insert(a, Hp(k as i32))),
+            10 => drop(w.remove_bundle::<(Parent, Tag)>(a).map(|_| ()).or_else(|_| w.remove::<Tag>(a).map(|_| ()))),
+            11 => drop(w.remove::<Children>(a)),
+            12 => {
+                let mut commands = w.commands();
+                commands.despawn(b);
+                let c = commands.spawn((Tag(k), Pos(0.0, 0.0))).unwrap();
+                commands.add_child(a, c);
+                commands.insert(a, Hp(k as i32));
+                commands.remove::<Tag>(a);
+                let _ = w.try_apply_commands();
+            }
+            _ => drop(w.insert_many([(a, Hp(k as i32)), (b, Hp(k as i32 + 1))])),
+        }));
+        panics += usize::from(outcome.is_err());
+        w.assert_invariants();
+        if step % 500 == 499 {
+            handles.retain(|&e| w.is_alive(e));
+        }
+    }
+    assert!(panics > 10, "the run panicked {panics} times: too few to test anything");
+    handles.retain(|&e| w.is_alive(e));
+    let _ = catch_unwind(AssertUnwindSafe(|| w.despawn_batch(&handles)));
+    w.assert_invariants();
+}
+
 mod every_backend {
     use crate::backends;
     on_every_backend!(
@@ -260,5 +321,6 @@ mod every_backend {
         a_handler_that_despawns_ends_a_chain_quietly_regression,
         a_view_of_a_watched_type_runs_its_handlers,
         despawning_many_children_of_one_parent_keeps_the_list_right,
+        random_operations_with_panics_keep_every_invariant,
     );
 }
