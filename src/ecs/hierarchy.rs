@@ -299,8 +299,17 @@ impl World {
             list.insert(index, child);
             return Ok(());
         }
-        self.unlink(child);
-        self.insert_value(tree.parent, child, Parent(parent), Mode::Silent);
+        // A child moving between parents keeps its `Parent` value, rewritten in place (no removal and insert:
+        // on the archetype layout those would move its row twice).
+        match self.parent(child) {
+            Some(old) => {
+                self.unlist(child, old);
+                let parents = self.storage.values::<Parent>(tree.parent, &self.components);
+                let value = parents.and_then(|values| values.into_mut(child.index()));
+                *value.expect("a child has its parent") = Parent(parent);
+            }
+            None => drop(self.insert_value(tree.parent, child, Parent(parent), Mode::Silent)),
+        }
         match self.list_mut(parent) {
             Some(list) => list.insert(index, child),
             None => {
