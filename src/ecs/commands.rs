@@ -131,10 +131,12 @@ trait ErasedQueue: Any + Send + Sync {
     fn clear(&mut self);
 }
 
-/// Bundles to spawn, by slot, and their component ids, looked up once (a queue belongs to one world).
+/// Bundles to spawn, by slot, and their component ids, looked up once per registry (a queue belongs to one world).
 struct SpawnQueue<B> {
     bundles: Vec<Option<B>>,
-    ids: Option<BundleIds>,
+    /// With the number of the registry they were looked up in ([`World::registry_stamp`]): a buffer outlives a
+    /// loaded snapshot (the handlers' buffers do), and the new registry may number the types otherwise.
+    ids: Option<(u64, BundleIds)>,
 }
 /// Values to insert, by slot.
 struct InsertQueue<T>(Vec<Option<T>>);
@@ -153,7 +155,15 @@ impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
         unreachable!("insert ops name insert queues")
     }
     fn spawn_run(&mut self, world: &mut World, reserved: &[Entity], slots: &[u32], out: &mut Vec<Entity>) {
-        let ids = *self.ids.get_or_insert_with(|| world.bundle_ids::<B>());
+        let stamp = world.registry_stamp();
+        let ids = match self.ids {
+            Some((of, ids)) if of == stamp => ids,
+            _ => {
+                let ids = world.bundle_ids::<B>();
+                self.ids = Some((stamp, ids));
+                ids
+            }
+        };
         let bundles = &mut self.bundles;
         let values = slots.iter().map(|&slot| bundles[slot as usize].take().expect("a spawn op without its bundle"));
         world.spawn_reserved_batch(reserved, values, &ids, out);

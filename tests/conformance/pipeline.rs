@@ -250,6 +250,38 @@ fn despawning_many_children_of_one_parent_keeps_the_list_right(backend: Backend)
     w.assert_invariants();
 }
 
+fn handler_spawns_after_a_load_that_renumbers_types_regression(backend: Backend) {
+    use swarm::ecs::{Format, SnapshotSchema};
+    #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct B(u64);
+    // The saved world numbers `B` before `Pos`; the live one `Pos` before `B`.
+    let mut saved = world(backend);
+    saved.spawn((B(1),)).unwrap();
+    saved.spawn((Pos(2.0, 2.0),)).unwrap();
+    let schema = SnapshotSchema::new().component::<B>("b").component::<Pos>("pos");
+    let bytes = schema.save(&saved, Format::Binary).unwrap();
+    let mut w = world(backend);
+    w.on_insert::<Tag>(|_, _, _, commands| {
+        commands.spawn((Pos(7.0, 7.0), B(8))).unwrap();
+    });
+    let e = w.spawn((Pos(0.0, 0.0), B(0))).unwrap();
+    // Twice: the handlers' two buffers (a round and the next) each look the bundle's ids up.
+    for k in 0..2 {
+        w.insert(e, Tag(k)).unwrap();
+        w.remove::<Tag>(e).unwrap();
+    }
+    schema.load_into(&mut w, &bytes, None).unwrap();
+    let f = w.spawn(()).unwrap();
+    for k in 0..2 {
+        w.insert(f, Tag(k)).unwrap();
+        w.remove::<Tag>(f).unwrap();
+    }
+    let mut rows = Vec::new();
+    w.query_ref::<(&Pos, &B)>().for_each(|_, (p, b)| rows.push((*p, *b)));
+    assert_eq!(rows, [(Pos(7.0, 7.0), B(8)); 2]);
+    w.assert_invariants();
+}
+
 /// Random structural operations, direct and buffered, with handlers and `drop`s that panic now and then: every
 /// operation returns (no walk loops), and after each, panicking or not, every invariant holds, the tree's included.
 fn random_operations_with_panics_keep_every_invariant(backend: Backend) {
@@ -322,5 +354,6 @@ mod every_backend {
         a_view_of_a_watched_type_runs_its_handlers,
         despawning_many_children_of_one_parent_keeps_the_list_right,
         random_operations_with_panics_keep_every_invariant,
+        handler_spawns_after_a_load_that_renumbers_types_regression,
     );
 }
