@@ -65,8 +65,8 @@ pub struct World {
     /// The last tag handed to a system's command buffer ([`World::command_tag`]).
     command_tags: u8,
     /// How parallel query loops cut their work ([`World::set_piece_rows`], [`World::set_threads`]).
-    piece_rows: usize,
-    threads: usize,
+    pub(super) piece_rows: usize,
+    pub(super) threads: usize,
     /// The pieces' command buffers of a parallel loop through this world, reused.
     piece_queues: Vec<CommandQueue>,
     /// Which hooks watch each change ([`crate::ecs::pipeline`]).
@@ -126,40 +126,6 @@ impl World {
             events: Events::default(),
             tree: Tree::default(),
             despawn_order: Vec::new(),
-        }
-    }
-
-    /// Sets how many matches make one piece of a parallel query loop ([`Query::par_for_each`] and its kin; at
-    /// least 1, default [`PIECE_ROWS`]). Pieces are cut by position in the storage's order, so the result of a
-    /// loop does not depend on the thread count; it does not depend on the piece size either, except what a loop
-    /// folds per piece ([`Query::par_fold`]).
-    pub fn set_piece_rows(&mut self, rows: usize) {
-        self.piece_rows = rows.max(1);
-    }
-
-    /// The matches in one piece of a parallel query loop.
-    pub fn piece_rows(&self) -> usize {
-        self.piece_rows
-    }
-
-    /// Sets the threads parallel query loops may use: 1 runs their pieces in order on the calling thread (no
-    /// pool is touched); any other number lets them run on the current rayon pool (an [`App`](crate::app::App)'s
-    /// own, which sets this to its thread count). The result is the same either way.
-    pub fn set_threads(&mut self, threads: usize) {
-        self.threads = threads;
-    }
-
-    /// Whether parallel loops on this world may use the thread pool now: it is not set to one thread, and the
-    /// current rayon pool has more than one (for work of one's own split the same way, e.g. with `rayon::join`).
-    pub fn parallel(&self) -> bool {
-        self.pieces().parallel
-    }
-
-    /// How a parallel loop on this world cuts its work, and whether it may use the pool.
-    pub(crate) fn pieces(&self) -> crate::ecs::query::Pieces {
-        crate::ecs::query::Pieces {
-            rows: self.piece_rows,
-            parallel: self.threads != 1 && rayon::current_num_threads() > 1,
         }
     }
 

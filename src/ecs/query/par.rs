@@ -24,6 +24,7 @@ use super::run::{candidates, lend_columns, lending, plan, take_columns, take_poo
 use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::entity::Entity;
 use crate::ecs::storage::{dispatch, Layout};
+use crate::ecs::world::World;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// How a parallel loop cuts its work: `rows` matches a piece, on the pool if `parallel`.
@@ -32,6 +33,40 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub struct Pieces {
     pub(crate) rows: usize,
     pub(crate) parallel: bool,
+}
+
+/// How a world's parallel loops cut their work.
+impl World {
+    /// Sets how many matches make one piece of a parallel query loop ([`Query::par_for_each`](crate::ecs::Query::par_for_each) and
+    /// its kin; at least 1, default [`PIECE_ROWS`](crate::ecs::PIECE_ROWS)). Pieces are cut by position in the storage's order, so the result of a
+    /// loop does not depend on the thread count; it does not depend on the piece size either, except what a loop
+    /// folds per piece ([`Query::par_fold`](crate::ecs::Query::par_fold)).
+    pub fn set_piece_rows(&mut self, rows: usize) {
+        self.piece_rows = rows.max(1);
+    }
+
+    /// The matches in one piece of a parallel query loop.
+    pub fn piece_rows(&self) -> usize {
+        self.piece_rows
+    }
+
+    /// Sets the threads parallel query loops may use: 1 runs their pieces in order on the calling thread (no
+    /// pool is touched); any other number lets them run on the current rayon pool (an [`App`](crate::app::App)'s
+    /// own, which sets this to its thread count). The result is the same either way.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads;
+    }
+
+    /// Whether parallel loops on this world may use the thread pool now: it is not set to one thread, and the
+    /// current rayon pool has more than one (for work of one's own split the same way, e.g. with `rayon::join`).
+    pub fn parallel(&self) -> bool {
+        self.pieces().parallel
+    }
+
+    /// How a parallel loop on this world cuts its work, and whether it may use the pool.
+    pub(crate) fn pieces(&self) -> Pieces {
+        Pieces { rows: self.piece_rows, parallel: self.threads != 1 && rayon::current_num_threads() > 1 }
+    }
 }
 
 /// What a parallel loop hands its matches to: like [`super::run::Visit`], shared between threads, with the piece's
