@@ -31,9 +31,9 @@ pub struct EntityRef<'w> {
 }
 
 impl<'w> EntityRef<'w> {
-    /// A view of `entity`, which the caller has checked is alive.
+    /// A view of `entity`, which the caller has checked is alive (or, from [`EntityWorldMut::as_ref`], was: a
+    /// view of a dead entity answers `None` and `false`, as the world's lookups do).
     pub(crate) fn new(world: &'w World, entity: Entity) -> Self {
-        debug_assert!(world.is_alive(entity), "a view of the dead entity {entity:?}");
         Self { world, entity }
     }
 
@@ -104,7 +104,7 @@ impl<'w> EntityWorldMut<'w> {
         self.entity
     }
 
-    /// A read-only view of the entity.
+    /// A read-only view of the entity (one that answers nothing if a handler despawned it).
     pub fn as_ref(&self) -> EntityRef<'_> {
         EntityRef::new(self.world, self.entity)
     }

@@ -20,7 +20,9 @@
 //!
 //! **When.** A direct world operation ([`World::spawn`], [`World::insert`], ...) fires its events as it goes and
 //! then applies the handlers' commands before it returns (a batch, such as [`World::insert_many`], once at its
-//! end). [`World::apply_commands`] fires them as each command applies, in the buffer's order (the keyed order of
+//! end; where a reserved handle in a batch makes the command buffer apply, [`World::despawn_batch`] and
+//! [`World::remove_many`] first apply what their handlers recorded so far, as one-by-one calls would, while
+//! `insert_many` keeps it for its end). [`World::apply_commands`] fires them as each command applies, in the buffer's order (the keyed order of
 //! query loops, so the same on every backend, at every thread count and whatever order the storage yields entities
 //! in; a stretch of consecutive spawns and despawns applies, and fires, its despawns first), and applies the handlers' commands after the
 //! buffer, as the next *round*, in the order they were recorded; their own events' commands make the round

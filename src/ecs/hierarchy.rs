@@ -10,8 +10,9 @@
 //!   end is refused with a [`HierarchyError`] and changes nothing;
 //! - despawning a parent despawns its subtree: children before their parent, in child order, each with its
 //!   despawn event ([`crate::ecs::events`]); parents' lists lose the despawned children once, when the despawn
-//!   ends (a handler firing during it may see siblings despawned so far still listed), so despawning any number
-//!   of one parent's children, in any order, is linear;
+//!   ends, so despawning any number of one parent's children, in any order, is linear (a handler firing during
+//!   a despawn may therefore see entities despawned earlier in it still listed, by a parent not despawned yet or
+//!   by its own entity);
 //! - removing [`Parent`] from a child takes it out of its parent's list; removing [`Children`] makes every child
 //!   a root (a bundle may name them to be removed);
 //! - nothing else writes them: a bundle that is spawned or inserted with one, `insert`, a builder, the same on
@@ -245,11 +246,7 @@ impl World {
 
     /// Takes `child` out of `parent`'s list: it becomes a root (it and its subtree stay alive).
     pub fn remove_child(&mut self, parent: Entity, child: Entity) -> Result<(), HierarchyError> {
-        for entity in [parent, child] {
-            if !self.settle(entity) {
-                return Err(HierarchyError::NoSuchEntity(entity));
-            }
-        }
+        self.settle_pair(parent, child)?;
         if self.parent(child) != Some(parent) {
             return Err(HierarchyError::NotAChild { parent, child });
         }
@@ -265,12 +262,20 @@ impl World {
         Ok(self.unlink(entity))
     }
 
-    fn link(&mut self, parent: Entity, child: Entity, index: Option<usize>) -> Result<(), HierarchyError> {
+    /// Settles both handles, then checks both are alive: settling the second applies the command buffer, which
+    /// may despawn the first.
+    fn settle_pair(&mut self, parent: Entity, child: Entity) -> Result<(), HierarchyError> {
         for entity in [parent, child] {
-            if !self.settle(entity) {
-                return Err(HierarchyError::NoSuchEntity(entity));
-            }
+            self.settle(entity);
         }
+        match [parent, child].into_iter().find(|&entity| !self.entities.is_alive(entity)) {
+            Some(dead) => Err(HierarchyError::NoSuchEntity(dead)),
+            None => Ok(()),
+        }
+    }
+
+    fn link(&mut self, parent: Entity, child: Entity, index: Option<usize>) -> Result<(), HierarchyError> {
+        self.settle_pair(parent, child)?;
         // Up from the parent: meeting the child would close a loop. A child without children is no one's
         // ancestor, so only a parent (a short walk in most trees) needs the walk.
         if parent == child {

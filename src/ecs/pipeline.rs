@@ -7,7 +7,7 @@
 //!   spawn / insert / remove / despawn
 //!        |
 //!   1 guard    a reserved handle settles (the buffer applies first); the hierarchy's types are refused
-//!        |     (when a bundle type is first registered, when a command is recorded, when `&mut` is asked)
+//!        |     (a bundle that puts one, before anything moves; a command, when it is recorded; `&mut`)
 //!   2 before   remove, despawn: the hooks of the types leaving, handlers first (values still readable),
 //!        |     then the hierarchy (links untied; a despawn takes each subtree, children first)
 //!   3 storage  the values move, one backend dispatch (a despawn is whole even if a `drop` panics)
@@ -463,6 +463,9 @@ impl World {
                 0
             }
         };
+        // A handler's panic stops the run; a `drop`'s does not (each despawn is whole, then the next one goes, as
+        // without handlers): the first such panic goes on at the end.
+        let mut dropped = None;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if hooks.has(HookSet::EVENTS) {
                 // One at a time: each event right before its entity goes.
@@ -474,7 +477,13 @@ impl World {
                         } else {
                             despawned += 1;
                         }
-                        self.storage.despawn(&mut self.entities, entity);
+                        let (storage, entities) = (&mut self.storage, &mut self.entities);
+                        let gone = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            storage.despawn(entities, entity);
+                        }));
+                        if let Err(panic) = gone {
+                            dropped.get_or_insert(panic);
+                        }
                     }
                 }
             } else {
@@ -486,7 +495,12 @@ impl World {
             self.prune();
         }
         self.despawn_order = order;
-        if let Err(panic) = outcome {
+        if let Some(panic) = outcome.err().or(dropped) {
+            // The handlers' commands answer a despawn that did not finish cleanly: dropped, not left for the next
+            // operation (inside an apply, the apply drops its own).
+            if !self.events.applying {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.discard_events()));
+            }
             std::panic::resume_unwind(panic);
         }
         despawned

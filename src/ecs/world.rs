@@ -902,14 +902,18 @@ impl World {
         self.tree.ids = tree.ids;
         self.totals = totals;
         self.resources.absorb(resources);
-        // The handlers stay with this world; the types they watch have ids in the new registry. Commands they
-        // recorded named the old world's entities.
-        self.discard_events();
+        // The handlers stay with this world; the types they watch have ids in the new registry, and the hook table
+        // is rebuilt for it before anything may panic.
         self.rekey_events();
         self.mark_hooks();
-        // Last, when the world is whole: a value's drop may panic.
+        // Last, when the world is whole: commands the handlers recorded named the old world's entities, and a
+        // value's drop may panic (the first panic goes on once everything is dropped).
+        let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.discard_events()));
         drop(old_storage);
         drop(old_commands);
+        if let Err(panic) = discarded {
+            std::panic::resume_unwind(panic);
+        }
     }
 
     /// Commands applied, skipped and refused since the world was made.

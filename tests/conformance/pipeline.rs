@@ -6,7 +6,7 @@ use crate::{world, Pos, Vel};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use swarm::ecs::{Backend, Children, Entity, EntityBuilder, Parent, QueryError, QueryOneError, World};
+use swarm::ecs::{Backend, Children, Entity, EntityBuilder, HierarchyError, Parent, QueryError, QueryOneError, World};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Tag(u32);
@@ -282,6 +282,79 @@ fn handler_spawns_after_a_load_that_renumbers_types_regression(backend: Backend)
     w.assert_invariants();
 }
 
+fn a_link_refuses_a_parent_its_settle_despawned_regression(backend: Backend) {
+    let mut w = world(backend);
+    let p = w.spawn((Pos(1.0, 1.0),)).unwrap();
+    let r = w.reserve_entity().unwrap();
+    w.commands().despawn(p);
+    // Settling `r` applies the buffer, which despawns `p`.
+    assert_eq!(w.add_child(p, r), Err(HierarchyError::NoSuchEntity(p)));
+    assert!(w.is_alive(r) && w.parent(r).is_none());
+    w.assert_invariants();
+    let q = w.spawn(()).unwrap();
+    let s = w.reserve_entity().unwrap();
+    w.commands().despawn(q);
+    assert_eq!(w.remove_child(q, s), Err(HierarchyError::NoSuchEntity(q)));
+    w.assert_invariants();
+}
+
+fn a_panicking_drop_in_a_despawn_with_handlers_finishes_it_regression(backend: Backend) {
+    #[derive(Debug)]
+    struct Burst;
+    let mut w = world(backend);
+    w.on_despawn(|_, _, commands| {
+        commands.spawn((Burst,)).unwrap();
+    });
+    let [a, b] = [(); 2].map(|_| w.spawn((Bomb(true), Pos(0.0, 0.0))).unwrap());
+    assert!(catch_unwind(AssertUnwindSafe(|| w.despawn_batch(&[a, b]))).is_err());
+    assert!(!w.is_alive(a) && !w.is_alive(b), "a drop's panic does not stop the despawn");
+    // The handlers' commands answered a despawn that panicked: dropped, not applied by the next operation.
+    assert!(!w.has_pending_commands());
+    assert_eq!((w.apply_commands().applied, w.count_of::<Burst>()), (0, 0));
+    let p = w.spawn(()).unwrap();
+    let c = w.spawn((Bomb(true),)).unwrap();
+    let d = w.spawn(()).unwrap();
+    w.add_child(p, c).unwrap();
+    w.add_child(p, d).unwrap();
+    assert!(catch_unwind(AssertUnwindSafe(|| w.despawn(p))).is_err());
+    assert!(w.is_empty(), "the subtree goes whole");
+    assert_eq!(w.count_of::<Burst>(), 0);
+    w.assert_invariants();
+}
+
+fn a_load_after_a_panicking_despawn_keeps_the_tree_hooks_regression(backend: Backend) {
+    use swarm::ecs::{Format, SnapshotSchema};
+    let schema = SnapshotSchema::new().component::<Pos>("pos").component::<Vel>("vel");
+    let mut source = world(backend);
+    let x = source.spawn((Vel(1.0, 1.0),)).unwrap();
+    let y = source.spawn((Pos(1.0, 1.0),)).unwrap();
+    source.add_child(x, y).unwrap();
+    let bytes = schema.save(&source, Format::Binary).unwrap();
+    let mut w = world(backend);
+    // A bomb's despawn records another bomb, whose drop panics again when the recorded command is dropped.
+    w.on_despawn(|world, e, commands| {
+        if world.get::<Bomb>(e).is_some() {
+            commands.spawn((Bomb(true),)).unwrap();
+        }
+    });
+    let e = w.spawn((Bomb(true),)).unwrap();
+    assert!(catch_unwind(AssertUnwindSafe(|| w.despawn(e))).is_err());
+    schema.load_into(&mut w, &bytes, None).unwrap();
+    w.despawn(x).unwrap();
+    assert!(!w.is_alive(y), "the child goes with its parent: the hierarchy's hook is on after the load");
+    w.assert_invariants();
+}
+
+fn a_view_of_an_entity_a_handler_despawned_answers_nothing_regression(backend: Backend) {
+    let mut w = world(backend);
+    w.on_insert::<Tag>(|_, e, _, commands| commands.despawn(e));
+    let e = w.spawn((Pos(0.0, 0.0),)).unwrap();
+    let mut view = w.entity_mut(e).unwrap();
+    view.insert(Tag(1));
+    assert!(!view.as_ref().has::<Pos>() && view.get::<Pos>().is_none());
+    assert_eq!(format!("{view:?}"), format!("[{e:?}]"));
+}
+
 /// Random structural operations, direct and buffered, with handlers and `drop`s that panic now and then: every
 /// operation returns (no walk loops), and after each, panicking or not, every invariant holds, the tree's included.
 fn random_operations_with_panics_keep_every_invariant(backend: Backend) {
@@ -355,5 +428,9 @@ mod every_backend {
         despawning_many_children_of_one_parent_keeps_the_list_right,
         random_operations_with_panics_keep_every_invariant,
         handler_spawns_after_a_load_that_renumbers_types_regression,
+        a_link_refuses_a_parent_its_settle_despawned_regression,
+        a_panicking_drop_in_a_despawn_with_handlers_finishes_it_regression,
+        a_load_after_a_panicking_despawn_keeps_the_tree_hooks_regression,
+        a_view_of_an_entity_a_handler_despawned_answers_nothing_regression,
     );
 }
