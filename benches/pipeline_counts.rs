@@ -1,0 +1,106 @@
+//! Instruction counts of the mutation pipeline's common operations, the noise-free guard beside `benches/events.rs`:
+//! one workload, five fresh worlds of 10,000 entities, run under callgrind with collection toggled on the measured
+//! function only. Not a criterion bench: it prints nothing; callgrind's "Collected" line is the figure.
+//!
+//! ```text
+//! cargo bench --bench pipeline_counts --no-run
+//! valgrind --tool=callgrind --toggle-collect='*m_cmd_spawn*' --toggle-collect='*m_direct*' \
+//!     target/release/deps/pipeline_counts-<hash> spawn 0      # spawn|despawn|insert|direct, 0 or 1 handler
+//! ```
+//!
+//! (`despawn` and `insert` toggle on `*m_cmd_despawn*` / `*m_cmd_insert*`.) With one handler, each kind of event
+//! has one that reads a component and records nothing, as in `benches/events.rs`.
+
+use std::hint::black_box;
+use swarm::ecs::{Entity, World};
+
+#[derive(Clone, Copy)]
+struct Position(#[allow(dead_code)] [f32; 2]);
+#[derive(Clone, Copy)]
+struct Health(#[allow(dead_code)] i32);
+#[derive(Clone, Copy)]
+struct Mark(#[allow(dead_code)] u32);
+
+const N: usize = 10_000;
+
+fn world(handlers: usize) -> (World, Vec<Entity>) {
+    let mut world = World::with_capacity(4 * N as u32);
+    for _ in 0..handlers {
+        world.on_spawn(|w, e, _| {
+            black_box(w.get::<Position>(e));
+        });
+        world.on_despawn(|w, e, _| {
+            black_box(w.get::<Position>(e));
+        });
+        world.on_insert::<Mark>(|_, _, m, _| {
+            black_box(m);
+        });
+    }
+    let mut handles = Vec::new();
+    world.spawn_batch_into((0..N).map(|i| (Position([i as f32, 0.0]), Health(100))), &mut handles).unwrap();
+    (world, handles)
+}
+
+#[inline(never)]
+fn m_cmd_spawn(w: &mut World) {
+    let mut c = w.commands();
+    for i in 0..N {
+        c.spawn((Position([i as f32, 1.0]), Health(1))).unwrap();
+    }
+    black_box(w.apply_commands());
+}
+#[inline(never)]
+fn m_cmd_despawn(w: &mut World, h: &[Entity]) {
+    let mut c = w.commands();
+    for &e in h {
+        c.despawn(e);
+    }
+    black_box(w.apply_commands());
+}
+#[inline(never)]
+fn m_cmd_insert(w: &mut World, h: &[Entity]) {
+    let mut c = w.commands();
+    for (i, &e) in h.iter().enumerate() {
+        c.insert(e, Mark(i as u32));
+    }
+    black_box(w.apply_commands());
+}
+#[inline(never)]
+fn m_direct(w: &mut World, h: &[Entity]) {
+    for (i, &e) in h.iter().enumerate() {
+        w.insert(e, Mark(i as u32)).unwrap();
+    }
+    for &e in h {
+        black_box(w.remove::<Mark>(e).unwrap());
+    }
+    for &e in h {
+        w.despawn(e).unwrap();
+    }
+    for i in 0..N {
+        black_box(w.spawn((Position([i as f32, 2.0]), Health(2))).unwrap());
+    }
+}
+
+fn main() {
+    // `cargo bench` adds `--bench`; the workload and the handler count are the other two arguments.
+    let args: Vec<String> = std::env::args().skip(1).filter(|arg| !arg.starts_with("--")).collect();
+    let (Some(which), Some(handlers)) = (args.first(), args.get(1).and_then(|n| n.parse::<usize>().ok())) else {
+        eprintln!(
+            "usage: pipeline_counts spawn|despawn|insert|direct 0|1   (run under callgrind, see the file's head)"
+        );
+        std::process::exit(2);
+    };
+    for _ in 0..5 {
+        let (mut w, h) = world(handlers);
+        match which.as_str() {
+            "spawn" => m_cmd_spawn(&mut w),
+            "despawn" => m_cmd_despawn(&mut w, &h),
+            "insert" => m_cmd_insert(&mut w, &h),
+            "direct" => m_direct(&mut w, &h),
+            other => {
+                eprintln!("unknown workload {other:?}: spawn, despawn, insert or direct");
+                std::process::exit(2);
+            }
+        }
+    }
+}
