@@ -16,32 +16,9 @@
 use std::hint::black_box;
 use swarm::ecs::{Entity, World};
 
-#[derive(Clone, Copy)]
-struct Position(#[allow(dead_code)] [f32; 2]);
-#[derive(Clone, Copy)]
-struct Health(#[allow(dead_code)] i32);
-#[derive(Clone, Copy)]
-struct Mark(#[allow(dead_code)] u32);
-
-const N: usize = 10_000;
-
-fn world(handlers: usize) -> (World, Vec<Entity>) {
-    let mut world = World::with_capacity(4 * N as u32);
-    for _ in 0..handlers {
-        world.on_spawn(|w, e, _| {
-            black_box(w.get::<Position>(e));
-        });
-        world.on_despawn(|w, e, _| {
-            black_box(w.get::<Position>(e));
-        });
-        world.on_insert::<Mark>(|_, _, m, _| {
-            black_box(m);
-        });
-    }
-    let mut handles = Vec::new();
-    world.spawn_batch_into((0..N).map(|i| (Position([i as f32, 0.0]), Health(100))), &mut handles).unwrap();
-    (world, handles)
-}
+#[path = "common/lifecycle.rs"]
+mod lifecycle;
+use lifecycle::{world, Health, Mark, Position, N};
 
 #[inline(never)]
 fn m_cmd_spawn(w: &mut World) {

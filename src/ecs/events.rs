@@ -117,23 +117,17 @@ struct Entry {
     handler: Handler,
 }
 
-/// The handlers and the buffers their commands go to.
+/// The handlers of each kind of event.
 #[derive(Default)]
-struct State {
+struct Lists {
     spawn: Vec<Entry>,
     despawn: Vec<Entry>,
     /// By component id.
     insert: Vec<Vec<Entry>>,
     remove: Vec<Vec<Entry>>,
-    watched: Vec<Watched>,
-    next_id: u32,
-    /// Where handlers record: applied as the next round.
-    recording: CommandQueue,
-    /// The round being applied (swapped with `recording`, so both keep their capacity).
-    spare: CommandQueue,
 }
 
-impl State {
+impl Lists {
     fn list(&mut self, kind: EventKind) -> &mut Vec<Entry> {
         fn at(lists: &mut Vec<Vec<Entry>>, id: ComponentId) -> &mut Vec<Entry> {
             let id = id as usize;
@@ -149,6 +143,18 @@ impl State {
             EventKind::Remove(id) => at(&mut self.remove, id),
         }
     }
+}
+
+/// The handlers and the buffers their commands go to.
+#[derive(Default)]
+struct State {
+    lists: Lists,
+    watched: Vec<Watched>,
+    next_id: u32,
+    /// Where handlers record: applied as the next round.
+    recording: CommandQueue,
+    /// The round being applied (swapped with `recording`, so both keep their capacity).
+    spare: CommandQueue,
 }
 
 /// The world's lifecycle handlers: the hook of the mutation pipeline that calls them
@@ -175,9 +181,10 @@ impl Events {
     /// Marks the changes handlers watch in the pipeline's hook table.
     pub(crate) fn mark(&self, table: &mut HookTable) {
         let Some(state) = &self.state else { return };
-        table.mark(EventKind::Spawn, HookSet::EVENTS, !state.spawn.is_empty());
-        table.mark(EventKind::Despawn, HookSet::EVENTS, !state.despawn.is_empty());
-        for (kind, lists) in [(EventKind::Insert as fn(_) -> _, &state.insert), (EventKind::Remove, &state.remove)] {
+        let lists = &state.lists;
+        table.mark(EventKind::Spawn, HookSet::EVENTS, !lists.spawn.is_empty());
+        table.mark(EventKind::Despawn, HookSet::EVENTS, !lists.despawn.is_empty());
+        for (kind, lists) in [(EventKind::Insert as fn(_) -> _, &lists.insert), (EventKind::Remove, &lists.remove)] {
             for (id, _) in lists.iter().enumerate().filter(|(_, list)| !list.is_empty()) {
                 table.mark(kind(id as ComponentId), HookSet::EVENTS, true);
             }
@@ -261,7 +268,7 @@ impl World {
         let state = self.events.state();
         let id = HandlerId(state.next_id);
         state.next_id += 1;
-        state.list(kind).push(Entry { id, handler });
+        state.lists.list(kind).push(Entry { id, handler });
         self.mark_hooks();
         id
     }
@@ -302,7 +309,7 @@ impl World {
         let (mut insert, mut remove) = (Vec::new(), Vec::new());
         for w in &mut state.watched {
             let id = (w.register)(self);
-            for (old, new) in [(&mut state.insert, &mut insert), (&mut state.remove, &mut remove)] {
+            for (old, new) in [(&mut state.lists.insert, &mut insert), (&mut state.lists.remove, &mut remove)] {
                 if let Some(list) = old.get_mut(w.id as usize) {
                     if new.len() <= id as usize {
                         new.resize_with(id as usize + 1, Vec::new);
@@ -312,16 +319,16 @@ impl World {
             }
             w.id = id;
         }
-        state.insert = insert;
-        state.remove = remove;
+        state.lists.insert = insert;
+        state.lists.remove = remove;
         self.events.state = Some(state);
     }
 
     /// Takes a handler off; whether it was registered.
     pub fn remove_handler(&mut self, id: HandlerId) -> bool {
         let Some(state) = &mut self.events.state else { return false };
-        let lists =
-            [&mut state.spawn, &mut state.despawn].into_iter().chain(&mut state.insert).chain(&mut state.remove);
+        let Lists { spawn, despawn, insert, remove } = &mut state.lists;
+        let lists = [spawn, despawn].into_iter().chain(insert).chain(remove);
         let mut found = false;
         for list in lists {
             if let Some(at) = list.iter().position(|entry| entry.id == id) {
@@ -353,13 +360,8 @@ impl World {
         let Some(mut state) = self.events.state.take() else { return };
         let world = &*self;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let State { spawn, despawn, insert, remove, recording, .. } = &mut *state;
-            let list = match kind {
-                EventKind::Spawn => spawn,
-                EventKind::Despawn => despawn,
-                EventKind::Insert(id) => insert.get_mut(id as usize).expect("the hook table names watched types"),
-                EventKind::Remove(id) => remove.get_mut(id as usize).expect("the hook table names watched types"),
-            };
+            let State { lists, recording, .. } = &mut *state;
+            let list = lists.list(kind);
             let mut commands = Commands::deferred(recording);
             for entry in list {
                 (entry.handler)(world, entity, &mut commands);
@@ -413,13 +415,8 @@ impl World {
 
     /// Drops the handlers' commands not applied yet (releasing nothing else: their spawns are deferred).
     pub(crate) fn discard_events(&mut self) {
-        if let Some(mut state) = self.events.state.take() {
-            let outcome =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.recording.discard(self.entities_mut())));
-            self.events.state = Some(state);
-            if let Err(panic) = outcome {
-                std::panic::resume_unwind(panic);
-            }
+        if let Some(state) = &mut self.events.state {
+            state.recording.discard(&mut self.entities);
         }
     }
 

@@ -383,9 +383,6 @@ impl World {
     /// parents and in child order (each entity once, so even a broken tree cannot make the walk loop). Returns
     /// how many targets were taken.
     pub(crate) fn subtrees(&mut self, targets: &[Entity], order: &mut Vec<Entity>) -> usize {
-        let Some(tree) = self.tree.ids else {
-            unreachable!("the hierarchy's despawn hook runs once the world has met the hierarchy")
-        };
         let mut marks = std::mem::take(&mut self.tree.marks);
         let bound = self.entities.index_bound() as usize;
         if marks.len() < bound {
@@ -397,9 +394,6 @@ impl World {
             self.tree.stamp = 1;
         }
         let stamp = self.tree.stamp;
-        fn list(world: &World, children: ComponentId, entity: Entity) -> &[Entity] {
-            world.storage.get::<Children>(children, entity.index()).map_or(&[], |c| &c.0)
-        }
         let mut walk = std::mem::take(&mut self.tree.walk);
         let mut taken = 0;
         for &target in targets {
@@ -409,14 +403,14 @@ impl World {
             }
             taken += 1;
             marks[at] = stamp;
-            if list(self, tree.children, target).is_empty() {
+            if self.children(target).is_empty() {
                 order.push(target);
                 continue;
             }
             walk.clear();
             walk.push((target, 0));
             while let Some(&mut (entity, ref mut next)) = walk.last_mut() {
-                match list(self, tree.children, entity).get(*next as usize) {
+                match self.children(entity).get(*next as usize) {
                     Some(&child) => {
                         *next += 1;
                         let mark = &mut marks[child.index() as usize];

@@ -168,6 +168,15 @@ impl World {
         self.entities.is_alive(entity)
     }
 
+    /// `NoSuchEntity` unless `entity` is alive once settled: the guard of the one-entity operations.
+    #[inline(always)]
+    pub(crate) fn live(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
+        match self.settle(entity) {
+            true => Ok(()),
+            false => Err(NoSuchEntity(entity)),
+        }
+    }
+
     /// Applies the buffer if one of `targets` is reserved, splitting the batch there as one-by-one operations
     /// would settle it: `run` on the targets before it, the buffer, then `run` on the rest. Sums what `run` says.
     pub(crate) fn settle_batch(
@@ -209,14 +218,20 @@ impl World {
         )
     }
 
+    /// Spawns under an allocated handle or says why not: the front of [`World::spawn`] and its kin.
+    #[inline]
+    pub(crate) fn spawn_bundle<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
+        let ids = B::ids(&mut self.components);
+        self.guard_put(&ids);
+        let entity = self.entities.alloc()?;
+        Ok(self.spawn_as(entity, &ids, bundle))
+    }
+
     /// Spawns `bundle` (component ids `ids`) under `entity`, just allocated: storage, then the spawn hooks.
     #[inline]
     pub(crate) fn spawn_as<B: Bundle>(&mut self, entity: Entity, ids: &BundleIds, bundle: B) -> Entity {
         self.storage.spawn(&self.components, ids, entity, bundle);
-        if self.hooks.spawn.any() {
-            self.after_spawn(&[entity]);
-            self.finish();
-        }
+        self.spawned(&[entity]);
         entity
     }
 
@@ -226,6 +241,14 @@ impl World {
             for &entity in entities {
                 self.fire(EventKind::Spawn, entity);
             }
+        }
+    }
+
+    /// Step 4 and the finish of a direct spawn of `entities` made by the caller's own storage step.
+    pub(crate) fn spawned(&mut self, entities: &[Entity]) {
+        if self.hooks.spawn.any() {
+            self.after_spawn(entities);
+            self.finish();
         }
     }
 
@@ -258,10 +281,7 @@ impl World {
             self.storage.spawn_batch(&self.components, &ids, hint, hint, items, out);
             full
         };
-        if self.hooks.spawn.any() {
-            self.after_spawn(&out[start..]);
-            self.finish();
-        }
+        self.spawned(&out[start..]);
         result
     }
 
@@ -323,11 +343,18 @@ impl World {
         mode: Mode,
     ) -> Option<T> {
         let old = self.storage.insert(id, &self.components, entity, value);
-        if mode == Mode::Hooked && self.hooks.insert(id).any() {
-            self.after_insert([id], entity);
-            self.finish();
+        if mode == Mode::Hooked {
+            self.inserted([id], entity);
         }
         old
+    }
+
+    /// Inserts bundle `B` into the settled, live `entity`: storage, then the insert hooks of each type in order.
+    pub(crate) fn insert_bundle_values<B: Bundle>(&mut self, entity: Entity, bundle: B) {
+        let ids = B::ids(&mut self.components);
+        self.guard_put(&ids);
+        bundle.insert_each(&mut self.storage, &mut self.components, entity);
+        self.inserted(ids.ids().iter().copied(), entity);
     }
 
     /// The insert hooks of `ids` for `entity`, in order (each only while the entity lives: a handler's commands
@@ -345,14 +372,6 @@ impl World {
     pub(crate) fn inserted(&mut self, ids: impl IntoIterator<Item = ComponentId> + Clone, entity: Entity) {
         if ids.clone().into_iter().any(|id| self.hooks.insert(id).any()) {
             self.after_insert(ids, entity);
-            self.finish();
-        }
-    }
-
-    /// Step 4 and the finish of a direct spawn of `entities` made by the caller's own storage step.
-    pub(crate) fn spawned(&mut self, entities: &[Entity]) {
-        if self.hooks.spawn.any() {
-            self.after_spawn(entities);
             self.finish();
         }
     }
@@ -433,13 +452,15 @@ impl World {
             return Err(ComponentError::MissingComponent { entity, component });
         }
         let ids = B::ids(&mut self.components);
-        if self.remove_hooked(ids.ids()) {
+        let hooked = self.remove_hooked(ids.ids());
+        if hooked {
             self.before_remove(ids.ids(), entity);
-            let removed = B::remove_each(&mut self.storage, &self.components, entity);
-            self.finish();
-            return Ok(removed);
         }
-        Ok(B::remove_each(&mut self.storage, &self.components, entity))
+        let removed = B::remove_each(&mut self.storage, &self.components, entity);
+        if hooked {
+            self.finish();
+        }
+        Ok(removed)
     }
 
     // ---- despawn ------------------------------------------------------------------------------------------------
@@ -525,32 +546,6 @@ impl World {
     pub(crate) fn finish(&mut self) {
         if self.events.has_recorded() {
             self.settle_events();
-        }
-    }
-
-    /// Spawns under an allocated handle or says why not: the front of [`World::spawn`] and its kin.
-    #[inline]
-    pub(crate) fn spawn_bundle<B: Bundle>(&mut self, bundle: B) -> Result<Entity, WorldFull> {
-        let ids = B::ids(&mut self.components);
-        self.guard_put(&ids);
-        let entity = self.entities.alloc()?;
-        Ok(self.spawn_as(entity, &ids, bundle))
-    }
-
-    /// Inserts bundle `B` into the settled, live `entity`: storage, then the insert hooks of each type in order.
-    pub(crate) fn insert_bundle_values<B: Bundle>(&mut self, entity: Entity, bundle: B) {
-        let ids = B::ids(&mut self.components);
-        self.guard_put(&ids);
-        bundle.insert_each(&mut self.storage, &mut self.components, entity);
-        self.inserted(ids.ids().iter().copied(), entity);
-    }
-
-    /// `NoSuchEntity` unless `entity` is alive once settled: the guard of the one-entity operations.
-    #[inline(always)]
-    pub(crate) fn live(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
-        match self.settle(entity) {
-            true => Ok(()),
-            false => Err(NoSuchEntity(entity)),
         }
     }
 
