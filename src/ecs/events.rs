@@ -128,6 +128,7 @@ struct Lists {
 }
 
 impl Lists {
+    /// The handlers of `kind`, made empty if the type has none yet (registration).
     fn list(&mut self, kind: EventKind) -> &mut Vec<Entry> {
         fn at(lists: &mut Vec<Vec<Entry>>, id: ComponentId) -> &mut Vec<Entry> {
             let id = id as usize;
@@ -141,6 +142,17 @@ impl Lists {
             EventKind::Despawn => &mut self.despawn,
             EventKind::Insert(id) => at(&mut self.insert, id),
             EventKind::Remove(id) => at(&mut self.remove, id),
+        }
+    }
+
+    /// The handlers of `kind`, if any list was made for it (firing: the hook table names only watched kinds).
+    #[inline]
+    fn get(&mut self, kind: EventKind) -> Option<&mut Vec<Entry>> {
+        match kind {
+            EventKind::Spawn => Some(&mut self.spawn),
+            EventKind::Despawn => Some(&mut self.despawn),
+            EventKind::Insert(id) => self.insert.get_mut(id as usize),
+            EventKind::Remove(id) => self.remove.get_mut(id as usize),
         }
     }
 }
@@ -361,7 +373,7 @@ impl World {
         let world = &*self;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let State { lists, recording, .. } = &mut *state;
-            let list = lists.list(kind);
+            let list = lists.get(kind).expect("the hook table names watched kinds only");
             let mut commands = Commands::deferred(recording);
             for entry in list {
                 (entry.handler)(world, entity, &mut commands);

@@ -245,6 +245,7 @@ impl World {
     }
 
     /// Step 4 and the finish of a direct spawn of `entities` made by the caller's own storage step.
+    #[inline]
     pub(crate) fn spawned(&mut self, entities: &[Entity]) {
         if self.hooks.spawn.any() {
             self.after_spawn(entities);
@@ -369,6 +370,7 @@ impl World {
 
     /// Step 4 and the finish of a direct insert of `ids` into `entity` made by the caller's own storage step (a
     /// builder's values).
+    #[inline]
     pub(crate) fn inserted(&mut self, ids: impl IntoIterator<Item = ComponentId> + Clone, entity: Entity) {
         if ids.clone().into_iter().any(|id| self.hooks.insert(id).any()) {
             self.after_insert(ids, entity);
