@@ -2,8 +2,10 @@
 
 use super::component::ComponentId;
 use super::entity::Entity;
+use super::entity::{NoSuchEntity, WorldFull};
 use super::storage::archetype::Archetypes;
 use super::storage::{ErasedValue, Registry, Storage};
+use super::world::World;
 use crate::ecs::Component;
 use rustc_hash::FxHashMap;
 use std::any::{Any, TypeId};
@@ -184,5 +186,51 @@ impl<T: Component> ErasedValue for Typed<T> {
     fn swap_in_table(&mut self, archetypes: &mut Archetypes, id: ComponentId, index: u32) {
         let held = archetypes.get_mut::<T>(index, id).expect("the entity's table holds the type");
         std::mem::swap(held, self.0.as_mut().expect("an empty slot was moved into a world"));
+    }
+}
+
+/// Entities built from an [`EntityBuilder`].
+impl World {
+    /// Spawns an entity with the components gathered in `builder` and leaves the builder empty, its slots kept for
+    /// the next entity (see [`EntityBuilder`]). On the archetype backend the entity lands in its table at once.
+    /// Fails with [`WorldFull`] if the world holds its capacity: then the builder keeps its values.
+    ///
+    /// ```
+    /// use swarm::ecs::{EntityBuilder, World};
+    /// let mut world = World::new();
+    /// let mut builder = EntityBuilder::new();
+    /// builder.add(1u8).add('a').add(2u8); // the second `u8` replaces the first
+    /// let e = world.spawn_built(&mut builder).unwrap();
+    /// assert_eq!((world.get::<u8>(e), world.get::<char>(e)), (Some(&2), Some(&'a')));
+    /// assert!(builder.is_empty());
+    /// ```
+    pub fn spawn_built(&mut self, builder: &mut EntityBuilder) -> Result<Entity, WorldFull> {
+        builder.register(&mut self.components);
+        let entity = self.entities.alloc()?;
+        builder.move_into(&mut self.storage, &self.components, entity, true);
+        self.spawned(&[entity]);
+        Ok(entity)
+    }
+
+    /// Moves the components gathered in `builder` into `entity` (replacing those it has, as
+    /// [`World::insert_bundle`]) and leaves the builder empty. A reserved handle applies the command buffer first
+    /// ([`World::reserve_entity`]). On the archetype backend the entity moves to its new table once. A stale
+    /// handle is an error, and then the builder keeps its values.
+    ///
+    /// ```
+    /// use swarm::ecs::{EntityBuilder, World};
+    /// let mut world = World::new();
+    /// let e = world.spawn((1u8,)).unwrap();
+    /// world.insert_built(e, EntityBuilder::new().add(2u8).add('b')).unwrap();
+    /// assert_eq!((world.get::<u8>(e), world.get::<char>(e)), (Some(&2), Some(&'b')));
+    /// ```
+    pub fn insert_built(&mut self, entity: Entity, builder: &mut EntityBuilder) -> Result<(), NoSuchEntity> {
+        if !self.settle(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        let set = builder.register(&mut self.components);
+        builder.move_into(&mut self.storage, &self.components, entity, false);
+        self.inserted(set.iter(), entity);
+        Ok(())
     }
 }

@@ -16,6 +16,7 @@
 use super::bundle::Bundle;
 use super::component::BundleIds;
 use super::entity::{Entities, Entity, WorldFull, DEFERRED_PER_BUFFER};
+use super::events::TooManyRounds;
 use super::world::World;
 use crate::ecs::Component;
 use rustc_hash::FxHashMap;
@@ -854,6 +855,77 @@ impl<'w> Commands<'w> {
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
+    }
+}
+
+/// A world's command buffer.
+impl World {
+    /// A recorder for deferred structural changes, applied by [`World::apply_commands`] in the order recorded.
+    /// To record while a query runs, use [`Query::for_each_with_commands`](crate::ecs::Query::for_each_with_commands).
+    pub fn commands(&mut self) -> Commands<'_> {
+        Commands::direct(&mut self.commands, &mut self.entities)
+    }
+
+    /// Applies the recorded commands (in the order described on [`Commands`]); commands on dead or stale targets
+    /// are skipped and counted.
+    ///
+    /// If a command panics (a component's `drop` when a value is replaced, say), the commands after it are dropped
+    /// with their values, the handles reserved for their spawns are released, and the panic goes on: the world
+    /// holds what was applied before it, and the next buffer starts empty.
+    ///
+    /// Lifecycle handlers fire as the commands apply, and the commands they record apply after the buffer, round
+    /// by round ([`crate::ecs::events`]); the counts include them.
+    ///
+    /// # Panics
+    /// Also when handlers' commands go past the round limit ([`World::try_apply_commands`] returns the error).
+    pub fn apply_commands(&mut self) -> ApplyStats {
+        self.try_apply_commands().unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// [`World::apply_commands`], returning [`TooManyRounds`] if lifecycle handlers' commands went past the round
+    /// limit ([`World::set_event_rounds`]): what applied stays, the commands left are dropped.
+    pub fn try_apply_commands(&mut self) -> Result<ApplyStats, TooManyRounds> {
+        self.apply_buffer()
+    }
+
+    /// Drops the recorded commands without applying them; handles they reserved are released. If a value's
+    /// `drop` panics, every reservation is released and every value dropped first, then the panic goes on.
+    pub fn discard_commands(&mut self) {
+        self.entities.release_unrecorded();
+        self.commands.discard(&mut self.entities);
+    }
+
+    /// Whether commands are recorded and not yet applied.
+    pub fn has_pending_commands(&self) -> bool {
+        !self.commands.is_empty() || self.entities.reserved() > 0
+    }
+
+    /// Commands applied, skipped and refused since the world was made.
+    pub fn command_totals(&self) -> CommandTotals {
+        self.totals
+    }
+
+    /// Sets the command totals (a loaded snapshot carries them on).
+    pub(crate) fn set_command_totals(&mut self, totals: CommandTotals) {
+        self.totals = totals;
+    }
+
+    /// A tag for a system's own command buffer: 1, 2, ... 255, then 1 again (0 is the world's buffer's). Two
+    /// buffers share a tag only past 255 systems with `Commands`; a deferred handle one of them hands to the
+    /// other may then name the wrong spawn.
+    pub(crate) fn command_tag(&mut self) -> u8 {
+        self.command_tags = self.command_tags % 255 + 1;
+        self.command_tags
+    }
+
+    /// The command buffer, for a system's own buffer to join.
+    pub(crate) fn command_queue(&mut self) -> &mut CommandQueue {
+        &mut self.commands
+    }
+
+    /// The allocator, mutably (to release a dropped buffer's reservations).
+    pub(super) fn entities_mut(&mut self) -> &mut Entities {
+        &mut self.entities
     }
 }
 

@@ -3,7 +3,9 @@
 //! was made, so its calls need not check the handle again.
 
 use super::bundle::Bundle;
+use super::component::ComponentId;
 use super::component::ComponentInfo;
+use super::entity::NoSuchEntity;
 use super::entity::{ComponentError, Entity};
 use super::world::World;
 use crate::ecs::Component;
@@ -175,5 +177,50 @@ impl<'w> EntityWorldMut<'w> {
 impl std::fmt::Debug for EntityWorldMut<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.as_ref().fmt(f)
+    }
+}
+
+/// Views of one entity.
+impl World {
+    /// A read-only view of the live `entity`: [`EntityRef::get`], [`EntityRef::has`], its component types.
+    /// A reserved handle is not alive yet to a shared world ([`World::reserve_entity`]): `NoSuchEntity`.
+    ///
+    /// ```
+    /// use swarm::ecs::{NoSuchEntity, World};
+    /// let mut world = World::new();
+    /// let e = world.spawn((1u8,)).unwrap();
+    /// assert_eq!(world.entity(e).unwrap().get::<u8>(), Some(&1));
+    /// world.despawn(e).unwrap();
+    /// assert_eq!(world.entity(e).err(), Some(NoSuchEntity(e)));
+    /// ```
+    pub fn entity(&self, entity: Entity) -> Result<EntityRef<'_>, NoSuchEntity> {
+        if !self.is_alive(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        Ok(EntityRef::new(self, entity))
+    }
+
+    /// A view of the live `entity` that changes it: get_mut, insert, remove, despawn (see [`EntityWorldMut`]).
+    /// A reserved handle applies the command buffer first ([`World::reserve_entity`]).
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// let mut world = World::new();
+    /// let e = world.reserve_entity().unwrap();
+    /// world.entity_mut(e).unwrap().insert(2u8).insert('x'); // `e` comes alive first
+    /// assert_eq!(world.get::<char>(e), Some(&'x'));
+    /// ```
+    pub fn entity_mut(&mut self, entity: Entity) -> Result<EntityWorldMut<'_>, NoSuchEntity> {
+        if !self.settle(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        Ok(EntityWorldMut::new(self, entity))
+    }
+
+    /// The types of the components the live `entity` has, in registry order (see [`EntityRef::component_types`]).
+    pub(crate) fn component_types_of(&self, entity: Entity) -> impl Iterator<Item = &ComponentInfo> + '_ {
+        let alive = self.is_alive(entity);
+        let infos = self.components.infos().iter().enumerate();
+        infos.filter(move |(id, _)| alive && self.storage.contains(*id as ComponentId, entity.index())).map(|(_, i)| i)
     }
 }

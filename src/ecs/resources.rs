@@ -1,6 +1,7 @@
 //! Resources: one value per type, owned by the world (time, config, RNG, statistics).
 
 use crate::ecs::Resource;
+use crate::ecs::World;
 use rustc_hash::FxHashMap;
 use std::any::{type_name, Any, TypeId};
 
@@ -57,4 +58,61 @@ pub(crate) fn missing<R>() -> ! {
         "resource `{}` was never inserted (use insert_resource first, or get_resource for an Option)",
         type_name::<R>()
     )
+}
+
+/// A world's resources.
+impl World {
+    /// Inserts or replaces the resource of type `R`.
+    pub fn insert_resource<R: Resource>(&mut self, value: R) -> Option<R> {
+        self.resources.insert(value)
+    }
+
+    /// The resource of type `R`.
+    ///
+    /// # Panics
+    /// If it was never inserted; [`World::get_resource`] returns an `Option`.
+    pub fn resource<R: Resource>(&self) -> &R {
+        self.resources.get().unwrap_or_else(|| missing::<R>())
+    }
+
+    /// The resource of type `R`, mutably. Panics like [`World::resource`].
+    pub fn resource_mut<R: Resource>(&mut self) -> &mut R {
+        self.resources.get_mut().unwrap_or_else(|| missing::<R>())
+    }
+
+    /// The resource of type `R`, if inserted.
+    pub fn get_resource<R: Resource>(&self) -> Option<&R> {
+        self.resources.get()
+    }
+
+    /// The resource of type `R`, mutably, if inserted.
+    pub fn get_resource_mut<R: Resource>(&mut self) -> Option<&mut R> {
+        self.resources.get_mut()
+    }
+
+    /// Whether a resource of type `R` is present.
+    pub fn contains_resource<R: Resource>(&self) -> bool {
+        self.resources.contains::<R>()
+    }
+
+    /// Removes and returns the resource of type `R`.
+    pub fn remove_resource<R: Resource>(&mut self) -> Option<R> {
+        self.resources.remove()
+    }
+
+    /// Runs `f` with the resource `R` taken out of the world, so `f` can use both. Panics like [`World::resource`].
+    pub fn resource_scope<R: Resource, U>(&mut self, f: impl FnOnce(&mut World, &mut R) -> U) -> U {
+        // The box itself travels out and back, so a scope allocates nothing; it goes back even if `f` panics.
+        let mut boxed = self.resources.take_boxed::<R>().unwrap_or_else(|| missing::<R>());
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f(self, boxed.downcast_mut::<R>().expect("resources are keyed by type"))
+        }));
+        self.resources.put_boxed::<R>(boxed);
+        out.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    /// The resources, to move a system's written ones out for its run and back.
+    pub(crate) fn resources_mut(&mut self) -> &mut Resources {
+        &mut self.resources
+    }
 }

@@ -1,25 +1,23 @@
 //! The world: entities, their components in the chosen storage backend, resources and the command buffer.
 
-use super::builder::EntityBuilder;
 use super::bundle::Bundle;
-use super::commands::{ApplyStats, CommandQueue, CommandTotals, Commands};
+use super::commands::{CommandQueue, CommandTotals};
 use super::component::BundleIds;
 use super::component::{ComponentId, ComponentInfo};
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull};
-use super::entity_ref::{EntityRef, EntityWorldMut};
-use super::events::{Events, TooManyRounds};
+use super::events::Events;
 use super::hierarchy::{refuse_kept, Tree};
 use super::pipeline::{HookTable, Mode};
 use super::query::{
     Filter, Lease, Query, QueryAccess, QueryCache, QueryContext, QueryData, QueryError, QueryOneError, QueryRef,
     ReadOnlyQueryData,
 };
-use super::resources::{missing, Resources};
+use super::resources::Resources;
 use super::storage::sparse_set::SparseSet;
 use super::storage::values::ComponentValues;
 use super::storage::{Backend, Registry, Storage};
 use super::view::ViewMut;
-use crate::ecs::{Component, Resource};
+use crate::ecs::Component;
 
 /// Bytes held by one component type's storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +48,7 @@ pub struct World {
     pub(super) entities: Entities,
     pub(super) components: Registry,
     pub(super) storage: Storage,
-    resources: Resources,
+    pub(super) resources: Resources,
     pub(super) commands: CommandQueue,
     pub(super) totals: CommandTotals,
     /// Reused index buffer (backend switches).
@@ -63,7 +61,7 @@ pub struct World {
     /// (a system's queries) knows to start again.
     registry_stamp: u64,
     /// The last tag handed to a system's command buffer ([`World::command_tag`]).
-    command_tags: u8,
+    pub(super) command_tags: u8,
     /// How parallel query loops cut their work ([`World::set_piece_rows`], [`World::set_threads`]).
     pub(super) piece_rows: usize,
     pub(super) threads: usize,
@@ -176,7 +174,7 @@ impl World {
     /// Reserves a handle for an entity with no components yet, to be filled in later: the same as
     /// `world.commands().spawn(())`. The entity comes alive when the command buffer is applied.
     ///
-    /// The rule for reserved handles (from here or from [`Commands::spawn`]): an operation through `&mut World`
+    /// The rule for reserved handles (from here or from [`Commands::spawn`](super::Commands::spawn)): an operation through `&mut World`
     /// handed a reserved handle ([`World::insert`], [`World::remove`], [`World::despawn`], [`World::get_mut`],
     /// the bundle and query lookups) first applies the command buffer, as [`World::apply_commands`] would, so
     /// the commands recorded before it land first and the handle is alive when the operation runs. A despawned
@@ -527,91 +525,6 @@ impl World {
         self.components.id::<T>().map_or(0, |id| self.storage.count_of(id))
     }
 
-    /// A read-only view of the live `entity`: [`EntityRef::get`], [`EntityRef::has`], its component types.
-    /// A reserved handle is not alive yet to a shared world ([`World::reserve_entity`]): `NoSuchEntity`.
-    ///
-    /// ```
-    /// use swarm::ecs::{NoSuchEntity, World};
-    /// let mut world = World::new();
-    /// let e = world.spawn((1u8,)).unwrap();
-    /// assert_eq!(world.entity(e).unwrap().get::<u8>(), Some(&1));
-    /// world.despawn(e).unwrap();
-    /// assert_eq!(world.entity(e).err(), Some(NoSuchEntity(e)));
-    /// ```
-    pub fn entity(&self, entity: Entity) -> Result<EntityRef<'_>, NoSuchEntity> {
-        if !self.is_alive(entity) {
-            return Err(NoSuchEntity(entity));
-        }
-        Ok(EntityRef::new(self, entity))
-    }
-
-    /// A view of the live `entity` that changes it: get_mut, insert, remove, despawn (see [`EntityWorldMut`]).
-    /// A reserved handle applies the command buffer first ([`World::reserve_entity`]).
-    ///
-    /// ```
-    /// use swarm::ecs::World;
-    /// let mut world = World::new();
-    /// let e = world.reserve_entity().unwrap();
-    /// world.entity_mut(e).unwrap().insert(2u8).insert('x'); // `e` comes alive first
-    /// assert_eq!(world.get::<char>(e), Some(&'x'));
-    /// ```
-    pub fn entity_mut(&mut self, entity: Entity) -> Result<EntityWorldMut<'_>, NoSuchEntity> {
-        if !self.settle(entity) {
-            return Err(NoSuchEntity(entity));
-        }
-        Ok(EntityWorldMut::new(self, entity))
-    }
-
-    /// The types of the components the live `entity` has, in registry order (see [`EntityRef::component_types`]).
-    pub(crate) fn component_types_of(&self, entity: Entity) -> impl Iterator<Item = &ComponentInfo> + '_ {
-        let alive = self.is_alive(entity);
-        let infos = self.components.infos().iter().enumerate();
-        infos.filter(move |(id, _)| alive && self.storage.contains(*id as ComponentId, entity.index())).map(|(_, i)| i)
-    }
-
-    /// Spawns an entity with the components gathered in `builder` and leaves the builder empty, its slots kept for
-    /// the next entity (see [`EntityBuilder`]). On the archetype backend the entity lands in its table at once.
-    /// Fails with [`WorldFull`] if the world holds its capacity: then the builder keeps its values.
-    ///
-    /// ```
-    /// use swarm::ecs::{EntityBuilder, World};
-    /// let mut world = World::new();
-    /// let mut builder = EntityBuilder::new();
-    /// builder.add(1u8).add('a').add(2u8); // the second `u8` replaces the first
-    /// let e = world.spawn_built(&mut builder).unwrap();
-    /// assert_eq!((world.get::<u8>(e), world.get::<char>(e)), (Some(&2), Some(&'a')));
-    /// assert!(builder.is_empty());
-    /// ```
-    pub fn spawn_built(&mut self, builder: &mut EntityBuilder) -> Result<Entity, WorldFull> {
-        builder.register(&mut self.components);
-        let entity = self.entities.alloc()?;
-        builder.move_into(&mut self.storage, &self.components, entity, true);
-        self.spawned(&[entity]);
-        Ok(entity)
-    }
-
-    /// Moves the components gathered in `builder` into `entity` (replacing those it has, as
-    /// [`World::insert_bundle`]) and leaves the builder empty. A reserved handle applies the command buffer first
-    /// ([`World::reserve_entity`]). On the archetype backend the entity moves to its new table once. A stale
-    /// handle is an error, and then the builder keeps its values.
-    ///
-    /// ```
-    /// use swarm::ecs::{EntityBuilder, World};
-    /// let mut world = World::new();
-    /// let e = world.spawn((1u8,)).unwrap();
-    /// world.insert_built(e, EntityBuilder::new().add(2u8).add('b')).unwrap();
-    /// assert_eq!((world.get::<u8>(e), world.get::<char>(e)), (Some(&2), Some(&'b')));
-    /// ```
-    pub fn insert_built(&mut self, entity: Entity, builder: &mut EntityBuilder) -> Result<(), NoSuchEntity> {
-        if !self.settle(entity) {
-            return Err(NoSuchEntity(entity));
-        }
-        let set = builder.register(&mut self.components);
-        builder.move_into(&mut self.storage, &self.components, entity, false);
-        self.inserted(set.iter(), entity);
-        Ok(())
-    }
-
     /// Whether `entity` is alive and has `T`.
     pub fn has<T: Component>(&self, entity: Entity) -> bool {
         self.get::<T>(entity).is_some()
@@ -761,24 +674,6 @@ impl World {
         self.storage.give_back(loans, spares);
     }
 
-    /// The resources, to move a system's written ones out for its run and back.
-    pub(crate) fn resources_mut(&mut self) -> &mut Resources {
-        &mut self.resources
-    }
-
-    /// A tag for a system's own command buffer: 1, 2, ... 255, then 1 again (0 is the world's buffer's). Two
-    /// buffers share a tag only past 255 systems with `Commands`; a deferred handle one of them hands to the
-    /// other may then name the wrong spawn.
-    pub(crate) fn command_tag(&mut self) -> u8 {
-        self.command_tags = self.command_tags % 255 + 1;
-        self.command_tags
-    }
-
-    /// The command buffer, for a system's own buffer to join.
-    pub(crate) fn command_queue(&mut self) -> &mut CommandQueue {
-        &mut self.commands
-    }
-
     pub(crate) fn query_context(&mut self) -> QueryContext<'_> {
         QueryContext {
             entities: &self.entities,
@@ -838,56 +733,6 @@ impl World {
         self.storage.bytes(self.components.len())
     }
 
-    /// A recorder for deferred structural changes, applied by [`World::apply_commands`] in the order recorded.
-    /// To record while a query runs, use [`Query::for_each_with_commands`].
-    pub fn commands(&mut self) -> Commands<'_> {
-        Commands::direct(&mut self.commands, &mut self.entities)
-    }
-
-    /// Applies the recorded commands (in the order described on [`Commands`]); commands on dead or stale targets
-    /// are skipped and counted.
-    ///
-    /// If a command panics (a component's `drop` when a value is replaced, say), the commands after it are dropped
-    /// with their values, the handles reserved for their spawns are released, and the panic goes on: the world
-    /// holds what was applied before it, and the next buffer starts empty.
-    ///
-    /// Lifecycle handlers fire as the commands apply, and the commands they record apply after the buffer, round
-    /// by round ([`crate::ecs::events`]); the counts include them.
-    ///
-    /// # Panics
-    /// Also when handlers' commands go past the round limit ([`World::try_apply_commands`] returns the error).
-    pub fn apply_commands(&mut self) -> ApplyStats {
-        self.try_apply_commands().unwrap_or_else(|error| panic!("{error}"))
-    }
-
-    /// [`World::apply_commands`], returning [`TooManyRounds`] if lifecycle handlers' commands went past the round
-    /// limit ([`World::set_event_rounds`]): what applied stays, the commands left are dropped.
-    pub fn try_apply_commands(&mut self) -> Result<ApplyStats, TooManyRounds> {
-        self.apply_buffer()
-    }
-
-    /// The allocator, mutably (to release a dropped buffer's reservations).
-    pub(super) fn entities_mut(&mut self) -> &mut Entities {
-        &mut self.entities
-    }
-
-    /// Drops the recorded commands without applying them; handles they reserved are released. If a value's
-    /// `drop` panics, every reservation is released and every value dropped first, then the panic goes on.
-    pub fn discard_commands(&mut self) {
-        self.entities.release_unrecorded();
-        self.commands.discard(&mut self.entities);
-    }
-
-    /// Whether commands are recorded and not yet applied.
-    pub fn has_pending_commands(&self) -> bool {
-        !self.commands.is_empty() || self.entities.reserved() > 0
-    }
-
-    /// Sets the command totals (a loaded snapshot carries them on).
-    pub(crate) fn set_command_totals(&mut self, totals: CommandTotals) {
-        self.totals = totals;
-    }
-
     /// Takes `other`'s entities, components, storage and command totals, and moves its resources in over this
     /// world's (resources `other` lacks stay). Recorded commands are dropped (their handles named the old world).
     pub(crate) fn replace_contents(&mut self, other: World) {
@@ -914,60 +759,6 @@ impl World {
         if let Err(panic) = discarded {
             std::panic::resume_unwind(panic);
         }
-    }
-
-    /// Commands applied, skipped and refused since the world was made.
-    pub fn command_totals(&self) -> CommandTotals {
-        self.totals
-    }
-
-    /// Inserts or replaces the resource of type `R`.
-    pub fn insert_resource<R: Resource>(&mut self, value: R) -> Option<R> {
-        self.resources.insert(value)
-    }
-
-    /// The resource of type `R`.
-    ///
-    /// # Panics
-    /// If it was never inserted; [`World::get_resource`] returns an `Option`.
-    pub fn resource<R: Resource>(&self) -> &R {
-        self.resources.get().unwrap_or_else(|| missing::<R>())
-    }
-
-    /// The resource of type `R`, mutably. Panics like [`World::resource`].
-    pub fn resource_mut<R: Resource>(&mut self) -> &mut R {
-        self.resources.get_mut().unwrap_or_else(|| missing::<R>())
-    }
-
-    /// The resource of type `R`, if inserted.
-    pub fn get_resource<R: Resource>(&self) -> Option<&R> {
-        self.resources.get()
-    }
-
-    /// The resource of type `R`, mutably, if inserted.
-    pub fn get_resource_mut<R: Resource>(&mut self) -> Option<&mut R> {
-        self.resources.get_mut()
-    }
-
-    /// Whether a resource of type `R` is present.
-    pub fn contains_resource<R: Resource>(&self) -> bool {
-        self.resources.contains::<R>()
-    }
-
-    /// Removes and returns the resource of type `R`.
-    pub fn remove_resource<R: Resource>(&mut self) -> Option<R> {
-        self.resources.remove()
-    }
-
-    /// Runs `f` with the resource `R` taken out of the world, so `f` can use both. Panics like [`World::resource`].
-    pub fn resource_scope<R: Resource, U>(&mut self, f: impl FnOnce(&mut World, &mut R) -> U) -> U {
-        // The box itself travels out and back, so a scope allocates nothing; it goes back even if `f` panics.
-        let mut boxed = self.resources.take_boxed::<R>().unwrap_or_else(|| missing::<R>());
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            f(self, boxed.downcast_mut::<R>().expect("resources are keyed by type"))
-        }));
-        self.resources.put_boxed::<R>(boxed);
-        out.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// Despawns every entity (generations bump as usual, so old handles stay dead); keeps resources and backend.
