@@ -306,3 +306,116 @@ fn one_thread_runs_the_pieces_here() {
     let seen = seen.into_inner().unwrap();
     assert_eq!(seen.len(), 1, "one thread ran every piece: {seen:?}");
 }
+
+/// Loops that hand deferred handles across pieces: the first spawns a spark per tenth row and keeps its handle
+/// (by the row's position); the second, recording into the same buffer, gives each kept spark a velocity from
+/// another row (most often another piece's) and spawns sparks of its own; after the loops the world's commands
+/// give each kept spark a health. Returns the sparks with what they hold, after applying.
+fn hand_over(world: &mut World, parallel: bool) -> Vec<(u64, Option<i64>, Option<i64>)> {
+    let kept = std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let first = |_: Entity, pos: &Pos, commands: &mut swarm::ecs::Commands<'_>| {
+        if pos.0 % 10 == 0 {
+            let spark = commands.spawn((Spark(pos.0 as u64),)).unwrap();
+            kept.lock().unwrap().insert(pos.0, spark);
+        }
+    };
+    if parallel {
+        world.query::<&Pos>().par_for_each_with_commands(first);
+    } else {
+        world.query::<&Pos>().for_each_with_commands(first);
+    }
+    let kept = kept.into_inner().unwrap();
+    let second = |_: Entity, pos: &Pos, commands: &mut swarm::ecs::Commands<'_>| {
+        if pos.0 % 10 == 5 {
+            if let Some(&spark) = kept.get(&(pos.0 - 5)) {
+                commands.insert(spark, Vel(pos.0));
+            }
+            commands.spawn((Spark(1_000_000 + pos.0 as u64),)).unwrap();
+        }
+    };
+    if parallel {
+        world.query::<&Pos>().par_for_each_with_commands(second);
+    } else {
+        world.query::<&Pos>().for_each_with_commands(second);
+    }
+    let mut commands = world.commands();
+    for (&pos, &spark) in &kept {
+        commands.insert(spark, Hp(pos));
+    }
+    let stats = world.apply_commands();
+    assert_eq!(stats.skipped, 0, "{stats:?}");
+    let mut sparks = Vec::new();
+    world
+        .query::<(&Spark, Option<&Vel>, Option<&Hp>)>()
+        .for_each(|_, (s, v, h)| sparks.push((s.0, v.map(|v| v.0), h.map(|h| h.0))));
+    sparks.sort_unstable();
+    sparks
+}
+
+#[test]
+fn deferred_handles_carried_across_pieces_name_the_serial_loops_spawns() {
+    for backend in Backend::ALL {
+        let mut serial = world(backend);
+        let expected = hand_over(&mut serial, false);
+        // Every kept spark got the velocity of the row five past it and the health of its own.
+        let kept: Vec<_> = expected.iter().filter(|s| s.0 < 1_000_000).collect();
+        assert!(kept.len() > 100, "{backend}");
+        for &&(spark, vel, hp) in &kept {
+            assert_eq!(hp, Some(spark as i64), "{backend}");
+            assert!(vel.is_none() || vel == Some(spark as i64 + 5), "{backend}: {spark} {vel:?}");
+        }
+        assert!(kept.iter().filter(|s| s.1.is_some()).count() > 100, "{backend}");
+        for threads in [1, 2, 3, 8] {
+            for rows in [1, 2, 3, 64] {
+                let mut world = world(backend);
+                world.set_piece_rows(rows);
+                let sparks = pool(threads).install(|| hand_over(&mut world, true));
+                assert_eq!(sparks, expected, "{backend}, {threads} threads, {rows} rows a piece");
+                assert_eq!(state(&world), state(&serial), "{backend}, {threads} threads, {rows} rows a piece");
+                world.assert_invariants();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_handle_kept_by_one_row_reaches_its_spark_from_a_later_piece() {
+    // One thread: the pieces run in order, so the later row finds the handle the earlier one kept.
+    for backend in Backend::ALL {
+        for rows in [1, 2, 3, 64] {
+            let mut world = World::new();
+            world.set_backend(backend);
+            for i in 0..200 {
+                world.spawn((Pos(i),)).unwrap();
+            }
+            world.set_piece_rows(rows);
+            world.set_threads(1);
+            let kept = std::sync::Mutex::new(None);
+            let visited = std::sync::atomic::AtomicUsize::new(0);
+            world.query::<&Pos>().par_for_each_with_commands(|_, _, commands| {
+                let k = visited.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if k == 3 {
+                    *kept.lock().unwrap() = Some(commands.spawn((Spark(1),)).unwrap());
+                }
+                if k == 150 {
+                    commands.spawn((Spark(2),)).unwrap();
+                    let stored = kept.lock().unwrap().expect("the fourth row ran first");
+                    commands.insert(stored, Vel(42));
+                }
+            });
+            let stored = kept.into_inner().unwrap().unwrap();
+            world.commands().insert(stored, Hp(7));
+            world.apply_commands();
+            let mut sparks = Vec::new();
+            world
+                .query::<(&Spark, Option<&Vel>, Option<&Hp>)>()
+                .for_each(|_, (s, v, h)| sparks.push((s.0, v.copied(), h.copied())));
+            sparks.sort_unstable_by_key(|s| s.0);
+            assert_eq!(
+                sparks,
+                vec![(1, Some(Vel(42)), Some(Hp(7))), (2, None, None)],
+                "{backend}, {rows} rows a piece"
+            );
+        }
+    }
+}

@@ -15,7 +15,7 @@
 
 use super::bundle::Bundle;
 use super::component::BundleIds;
-use super::entity::{Entities, Entity, WorldFull, DEFERRED_PER_BUFFER};
+use super::entity::{Entities, Entity, WorldFull, DEFERRED_PER_BUFFER, MAX_PIECES};
 use super::events::TooManyRounds;
 use super::world::World;
 use crate::ecs::Component;
@@ -267,6 +267,15 @@ pub struct CommandQueue {
     tag: u8,
     /// The world's buffer: per tag, the deferred spawns of that tag's buffers joined here (its own in `deferred`).
     joined: Vec<u32>,
+    /// A piece of a parallel loop: its number among the pieces of the loops into the target buffer, carried by the
+    /// deferred handles it makes ([`Entity::deferred_in_piece`]).
+    piece: Option<u32>,
+    /// The number the next parallel loop's first piece takes (counting on until the buffer is applied, so pieces
+    /// of two loops never share a number).
+    next_piece: u32,
+    /// Per (tag, piece) that joined: what turns a piece's deferred number into its buffer's (added, wrapping).
+    /// The world's buffer gathers the joined buffers' entries; applying resolves piece handles through them.
+    piece_deltas: FxHashMap<(u8, u32), u32>,
     /// While applying: where each tag's deferred handles start in `resolved`.
     starts: Vec<u32>,
     /// While applying: the real handle of each deferred spawn (`None` until spawned, or if refused).
@@ -368,7 +377,7 @@ impl CommandQueue {
             DEFERRED_PER_BUFFER - 1
         );
         let moved = self.take_values(other);
-        let renumber = |entity: Entity| match entity.is_deferred() {
+        let renumber = |entity: Entity| match entity.is_deferred() && entity.deferred_piece().is_none() {
             true => match entity.deferred_parts() {
                 (of, n) if of == tag && offset > 0 => Entity::deferred(tag, n + offset),
                 _ => entity,
@@ -376,6 +385,14 @@ impl CommandQueue {
             false => entity,
         };
         self.ops.extend(other.ops.drain(..).map(|op| op.moved(&moved, renumber)));
+        // Its pieces' handles resolve here now, past the tag's spawns joined before.
+        for (key, delta) in other.piece_deltas.drain() {
+            let taken = self.piece_deltas.insert(key, delta.wrapping_add(offset));
+            assert!(
+                taken.is_none(),
+                "more than {MAX_PIECES} pieces of one buffer's parallel loops between two applies"
+            );
+        }
         // (Both below `DEFERRED_PER_BUFFER`: a buffer refuses more, and a joined tag counts toward it, see `spawn`.)
         self.joined[tag as usize] = offset + other.deferred;
         other.deferred = 0;
@@ -425,6 +442,16 @@ impl CommandQueue {
         self.deferred
     }
 
+    /// The number the next parallel loop's first piece takes.
+    pub(crate) fn next_piece(&self) -> u32 {
+        self.next_piece
+    }
+
+    /// Makes this buffer piece `k` of a parallel loop whose first piece is numbered `first`.
+    pub(crate) fn number_piece(&mut self, first: u32, k: usize) {
+        self.piece = Some((first as usize + k) as u32 % MAX_PIECES);
+    }
+
     /// Moves the loop commands of `piece` (a piece of a parallel loop, see [`CommandQueue::start_piece`]) into this
     /// buffer's loop, keys and all, leaving `piece` empty: when the loop ends they are sorted with the other
     /// pieces' by visited entity, so the order the pieces join in does not matter. Its deferred handles are
@@ -434,22 +461,32 @@ impl CommandQueue {
     /// If the pieces together recorded more deferred spawns than one buffer holds.
     pub(crate) fn join_piece(&mut self, piece: &mut CommandQueue) {
         debug_assert!(piece.ops.is_empty(), "a piece records loop commands only");
+        let number = piece.piece.take().expect("a piece is numbered before it runs");
+        self.next_piece = (number + 1) % MAX_PIECES;
         if piece.keyed.is_empty() {
             piece.clear_values();
             return;
         }
-        // The piece's own spawns are numbered past `base`; they move to follow this buffer's spawns so far.
+        // The piece's own spawns are numbered past `base`; they move to follow this buffer's spawns so far, and
+        // its handles kept elsewhere (another piece's commands, a value) resolve through its entry.
         let (tag, base, offset) = (self.tag, piece.base, self.deferred);
         let made = piece.deferred - base;
+        if made > 0 {
+            let taken = self.piece_deltas.insert((tag, number), offset.wrapping_sub(base));
+            assert!(
+                taken.is_none(),
+                "more than {MAX_PIECES} pieces of one buffer's parallel loops between two applies"
+            );
+        }
         assert!(
             offset + made < DEFERRED_PER_BUFFER,
             "more than {} deferred spawns in one parallel loop's buffer",
             DEFERRED_PER_BUFFER - 1
         );
         let moved = self.take_values(piece);
-        let renumber = |entity: Entity| match entity.is_deferred() {
+        let renumber = |entity: Entity| match entity.deferred_piece() == Some(number) {
             true => match entity.deferred_parts() {
-                (of, n) if of == tag && n > base => Entity::deferred(tag, n - base + offset),
+                (of, n) if of == tag => Entity::deferred(tag, n - base + offset),
                 _ => entity,
             },
             false => entity,
@@ -466,9 +503,18 @@ impl CommandQueue {
 
     /// The live handle a command's target stands for: itself, or for a deferred handle the entity its spawn made
     /// (`None` if that spawn was refused, not applied yet, or belongs to another buffer).
-    fn resolve(resolved: &[Option<Entity>], starts: &[u32], entity: Entity) -> Option<Entity> {
+    fn resolve(
+        resolved: &[Option<Entity>],
+        starts: &[u32],
+        pieces: &FxHashMap<(u8, u32), u32>,
+        entity: Entity,
+    ) -> Option<Entity> {
         if entity.is_deferred() {
             let (tag, n) = entity.deferred_parts();
+            let n = match entity.deferred_piece() {
+                Some(piece) => n.wrapping_add(*pieces.get(&(tag, piece))?),
+                None => n,
+            };
             let start = *starts.get(tag as usize)?;
             let end = starts.get(tag as usize + 1).copied().unwrap_or(resolved.len() as u32);
             let at = start + n - 1;
@@ -506,27 +552,31 @@ impl CommandQueue {
         let mut stats = ApplyStats::default();
         self.lay_out_resolved();
         let (ops, run, slots, resolved) = (&self.ops, &mut self.run, &mut self.run_slots, &mut self.resolved);
+        let pieces = &self.piece_deltas;
         let starts = &self.starts;
         let mut at = 0;
         while at < ops.len() {
             match ops[at] {
                 Op::Insert { entity, queue, slot } => {
                     at += 1;
-                    match Self::resolve(resolved, starts, entity) {
+                    match Self::resolve(resolved, starts, pieces, entity) {
                         Some(entity) => stats.count(self.queues[queue as usize].apply_insert(world, entity, slot)),
                         None => stats.skipped += 1,
                     }
                 }
                 Op::Remove { entity, remove } => {
                     at += 1;
-                    match Self::resolve(resolved, starts, entity) {
+                    match Self::resolve(resolved, starts, pieces, entity) {
                         Some(entity) => stats.count(remove(world, entity)),
                         None => stats.skipped += 1,
                     }
                 }
                 Op::Link { parent, child, index } => {
                     at += 1;
-                    match (Self::resolve(resolved, starts, parent), Self::resolve(resolved, starts, child)) {
+                    match (
+                        Self::resolve(resolved, starts, pieces, parent),
+                        Self::resolve(resolved, starts, pieces, child),
+                    ) {
                         (Some(parent), Some(child)) => stats.count(match index {
                             u32::MAX => world.add_child(parent, child).is_ok(),
                             index => world.insert_child(parent, index as usize, child).is_ok(),
@@ -536,7 +586,10 @@ impl CommandQueue {
                 }
                 Op::Unlink { parent, child } => {
                     at += 1;
-                    match (Self::resolve(resolved, starts, parent), Self::resolve(resolved, starts, child)) {
+                    match (
+                        Self::resolve(resolved, starts, pieces, parent),
+                        Self::resolve(resolved, starts, pieces, child),
+                    ) {
                         (Some(parent), Some(child)) => stats.count(world.remove_child(parent, child).is_ok()),
                         _ => stats.skipped += 1,
                     }
@@ -555,7 +608,7 @@ impl CommandQueue {
                                 if spawns && (entity.is_deferred() || world.entities().is_reserved(entity)) {
                                     break;
                                 }
-                                match Self::resolve(resolved, starts, entity) {
+                                match Self::resolve(resolved, starts, pieces, entity) {
                                     Some(entity) => run.push(entity),
                                     None => stats.skipped += 1,
                                 }
@@ -620,6 +673,8 @@ impl CommandQueue {
     fn clear_values(&mut self) {
         self.deferred = 0;
         self.joined.iter_mut().for_each(|n| *n = 0);
+        self.piece_deltas.clear();
+        self.next_piece = 0;
         let mut first_panic = None;
         for queue in &mut self.queues {
             // A `Vec`'s clear sets its length first, so after a panic the queue is empty either way.
@@ -769,7 +824,10 @@ impl<'w> Commands<'w> {
                     return Err(WorldFull { capacity: DEFERRED_PER_BUFFER - 1 });
                 }
                 self.queue.deferred = n;
-                Entity::deferred(self.queue.tag, n)
+                match self.queue.piece {
+                    Some(piece) => Entity::deferred_in_piece(self.queue.tag, piece, n),
+                    None => Entity::deferred(self.queue.tag, n),
+                }
             }
         };
         let slot = push_slot(&mut self.queue.queue_at::<SpawnQueue<B>>(queue).bundles, bundle);

@@ -65,7 +65,7 @@ impl Entity {
     /// in later commands of the same buffer only; the entity gets its real handle when the buffer is applied, and
     /// the deferred handle never refers to a live entity (lookups answer "no such entity").
     pub const fn is_deferred(self) -> bool {
-        self.index == DEFERRED_INDEX
+        self.index >= DEFERRED_MIN
     }
 
     /// The `n`-th deferred handle (`n` from 1, below [`DEFERRED_PER_BUFFER`]) of the command buffer tagged `tag`
@@ -75,6 +75,25 @@ impl Entity {
         match NonZeroU32::new(bits) {
             Some(generation) => Self { index: DEFERRED_INDEX, generation },
             None => panic!("a deferred number starts at 1"),
+        }
+    }
+
+    /// The `n`-th deferred handle made by piece `piece` of a parallel loop recording into the buffer tagged `tag`
+    /// (its number counts from the buffer's count when the loop began). The piece rides in the index, below the
+    /// marker of plain deferred handles, so a handle carried to another piece (or out of the loop) still names its
+    /// own spawn: the buffer learns each piece's place when the pieces join ([`Entity::deferred_piece`]).
+    pub(crate) const fn deferred_in_piece(tag: u8, piece: u32, n: u32) -> Self {
+        assert!(piece < MAX_PIECES, "a piece number fits below the plain deferred marker");
+        let deferred = Self::deferred(tag, n);
+        Self { index: DEFERRED_MIN + piece, generation: deferred.generation }
+    }
+
+    /// The piece of a parallel loop that made this deferred handle, if a piece made it.
+    pub(crate) const fn deferred_piece(self) -> Option<u32> {
+        match self.index {
+            DEFERRED_INDEX => None,
+            index if index >= DEFERRED_MIN => Some(index - DEFERRED_MIN),
+            _ => None,
         }
     }
 
@@ -128,6 +147,13 @@ impl<'de> serde::Deserialize<'de> for Entity {
 /// The index of deferred handles; the allocator never hands it out.
 const DEFERRED_INDEX: u32 = u32::MAX;
 
+/// The lowest index of a deferred handle: the indices from here up mark deferred handles (a parallel loop's piece
+/// number in the index, plain ones at [`DEFERRED_INDEX`]), and the allocator hands out only indices below it.
+const DEFERRED_MIN: u32 = u32::MAX - MAX_PIECES;
+
+/// Pieces of parallel loops one buffer may number between two applies ([`Entity::deferred_in_piece`]).
+pub(crate) const MAX_PIECES: u32 = 1 << 24;
+
 /// Deferred spawns one command buffer may hold before it is applied: the number takes the low 24 bits of a deferred
 /// handle's generation, the buffer's tag the top 8.
 pub(crate) const DEFERRED_PER_BUFFER: u32 = 1 << 24;
@@ -135,9 +161,10 @@ pub(crate) const DEFERRED_PER_BUFFER: u32 = 1 << 24;
 impl fmt::Debug for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_deferred() {
-            match self.deferred_parts() {
-                (0, n) => write!(f, "deferred#{n}"),
-                (tag, n) => write!(f, "deferred#{n} of buffer {tag}"),
+            match (self.deferred_parts(), self.deferred_piece()) {
+                ((0, n), None) => write!(f, "deferred#{n}"),
+                ((tag, n), None) => write!(f, "deferred#{n} of buffer {tag}"),
+                ((tag, n), Some(piece)) => write!(f, "deferred#{n} of piece {piece} of buffer {tag}"),
             }
         } else {
             write!(f, "{}v{}", self.index, self.generation)
@@ -203,7 +230,7 @@ pub enum SpawnAtError {
         max: u32,
     },
     /// The index is past what this world can hand out: `capacity + retired` indices (the allocator never holds
-    /// more slots than that), and never the deferred marker `u32::MAX`.
+    /// more slots than that), and never the indices that mark deferred handles (the top 2^24).
     IndexOutOfRange {
         /// The handle asked for.
         entity: Entity,
@@ -400,9 +427,10 @@ impl Entities {
             None => {
                 // `capacity <= u32::MAX` live entities and retired slots never come back, so a new index exists
                 // unless every u32 index was used: then the world is full for good.
-                // Index `u32::MAX` is never handed out: it marks deferred handles (see `Entity::is_deferred`).
+                // Indices from `DEFERRED_MIN` up are never handed out: they mark deferred handles (see
+                // `Entity::is_deferred`).
                 let index = match u32::try_from(self.slots.len()) {
-                    Ok(index) if index != DEFERRED_INDEX => index,
+                    Ok(index) if index < DEFERRED_MIN => index,
                     _ => return Err(WorldFull { capacity: self.capacity }),
                 };
                 self.slots.push(Slot { generation: NonZeroU32::MIN, state });
@@ -445,8 +473,8 @@ impl Entities {
         }
         // A new slot is pushed only while every slot is live, reserved or retired, so `slots <= capacity + retired`
         // holds for `alloc`; it holds here too, and bounds what a handle from a file can make the allocator hold.
-        // (At most `u32::MAX`, so the deferred marker is always past it.)
-        let bound = self.capacity.saturating_add(self.retired);
+        // (Never past the deferred handles' indices.)
+        let bound = self.capacity.saturating_add(self.retired).min(DEFERRED_MIN);
         if entity.index >= bound.max(self.slots.len() as u32) {
             return Err(SpawnAtError::IndexOutOfRange { entity, bound });
         }
@@ -487,7 +515,7 @@ impl Entities {
     /// [`Entities::room`] with `pending` handles reserved through `&self` taken from it.
     fn room_after(&self, pending: u32) -> usize {
         let capacity_left = self.capacity.saturating_sub(self.live + self.reserved + pending) as usize;
-        let unused = (DEFERRED_INDEX as usize).saturating_sub(self.slots.len());
+        let unused = (DEFERRED_MIN as usize).saturating_sub(self.slots.len());
         capacity_left.min(self.free.len().saturating_add(unused).saturating_sub(pending as usize))
     }
 
@@ -768,7 +796,7 @@ impl Entities {
     /// generation. A state that no allocator could have been in is refused with the reason, and nothing is built.
     pub fn from_state(state: &AllocatorState) -> Result<Self, String> {
         let n = state.generations.len();
-        if n > DEFERRED_INDEX as usize {
+        if n > DEFERRED_MIN as usize {
             return Err(format!("{n} entity indices: more than a world can hand out"));
         }
         if state.max_generation == 0 {
@@ -1058,6 +1086,11 @@ mod tests {
         assert_eq!((format!("{e}"), format!("{e:?}")), ("7v3".to_string(), "7v3".to_string()));
         assert_eq!(format!("{}", Entity::deferred(0, 2)), "deferred#2");
         assert_eq!(format!("{}", Entity::deferred(3, 2)), "deferred#2 of buffer 3");
+        assert_eq!(format!("{}", Entity::deferred_in_piece(3, 5, 2)), "deferred#2 of piece 5 of buffer 3");
+        assert!(
+            Entity::deferred_in_piece(0, 0, 1).is_deferred()
+                && Entity::deferred_in_piece(0, 0, 1).deferred_piece() == Some(0)
+        );
         assert_eq!(WorldFull { capacity: 5 }.to_string(), "world is full: it holds its capacity of 5 entities");
         assert_eq!(NoSuchEntity(e).to_string(), "no such entity: 7v3 is stale or was never spawned");
         assert_eq!(ComponentError::NoSuchEntity(e).to_string(), NoSuchEntity(e).to_string());

@@ -415,8 +415,8 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
     /// records into a buffer of its own, keyed by the visited entity, and when the loop ends every piece's
     /// commands join the world's buffer sorted by that entity, so the buffer, and the world after
     /// [`World::apply_commands`], are exactly what the serial loop gives, for every thread count and piece size.
-    /// Spawns get deferred handles, numbered per piece and renumbered as the pieces join (names for later commands
-    /// of the same loop, as in the serial loop).
+    /// Spawns get deferred handles that carry their piece's number: one kept and used by another piece, or by a
+    /// command recorded after the loop, names the spawn it names in the serial loop.
     ///
     /// ```
     /// use swarm::ecs::World;
@@ -448,7 +448,7 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
             Ok(lent) => lent,
             Err(error) => panic!("{error}"),
         };
-        let visit = ParCommands { f, tag: commands.tag(), base: commands.deferred_count() };
+        let visit = ParCommands::new(f, commands);
         with_pieces(commands, queues, |queues| par_run::<Q, F, _>(parts, pieces, &visit, queues));
     }
 

@@ -74,6 +74,8 @@ impl World {
 pub(super) trait ParVisit<Q: QueryData>: Sync {
     /// Each piece's own state, kept by the caller between loops (so its memory is reused).
     type Slot: Default + Send;
+    /// The slots of a loop's pieces, in piece order, before any piece starts.
+    fn number(&self, _slots: &mut [Self::Slot]) {}
     /// A piece starts on `slot`.
     fn start(&self, slot: &mut Self::Slot);
     /// One entity, found by probing.
@@ -111,10 +113,11 @@ pub fn halves_moved() -> u64 {
     MOVED.load(Relaxed)
 }
 
-/// `slots` cut or grown to `n` (grown slots are new; kept ones keep their memory).
-fn fit<S: Default>(slots: &mut Vec<S>, n: usize) -> &mut [S] {
+/// `slots` cut or grown to `n` (grown slots are new; kept ones keep their memory), numbered by `visit`.
+fn fit<'s, Q: QueryData, V: ParVisit<Q>>(visit: &V, slots: &'s mut Vec<V::Slot>, n: usize) -> &'s mut [V::Slot] {
     slots.truncate(n);
-    slots.resize_with(n, S::default);
+    slots.resize_with(n, V::Slot::default);
+    visit.number(slots);
     slots
 }
 
@@ -177,7 +180,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
                     let (rows, slices) = Q::into_packed::<L>(pools);
                     let rows = rows.unwrap_or(&[]);
                     let slices = Q::split_front(slices, rows.len()).0;
-                    let slots = fit(slots, rows.len().div_ceil(size));
+                    let slots = fit::<Q, V>(visit, slots, rows.len().div_ceil(size));
                     let body = |(rows, slices): (&[Entity], Q::Slices<'_>), slot: &mut V::Slot| {
                         visit.start(slot);
                         lock_step_piece::<Q, L, F, V>(visit, slot, &filter, rows, slices);
@@ -187,7 +190,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
                 Walk::Lanes(driver) => {
                     let (rows, lanes) = Q::into_lanes::<L>(pools, driver);
                     let rows = rows.unwrap_or(&[]);
-                    let slots = fit(slots, rows.len().div_ceil(size));
+                    let slots = fit::<Q, V>(visit, slots, rows.len().div_ceil(size));
                     let body = |(rows, mut lanes): (&[Entity], Q::Lanes<'_, L>), slot: &mut V::Slot| {
                         visit.start(slot);
                         for (row, &entity) in rows.iter().enumerate() {
@@ -221,7 +224,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
                 Walk::Probe(smallest) => {
                     candidates::<Q, L, F>(&pools, &filter, smallest, entities, scratch);
                     let found: &[Entity] = scratch;
-                    let slots = fit(slots, found.len().div_ceil(size));
+                    let slots = fit::<Q, V>(visit, slots, found.len().div_ceil(size));
                     let body = |found: &[Entity], pools: Q::Pools<'_, L>, slot: &mut V::Slot| {
                         let mut pools = pools;
                         visit.start(slot);
@@ -260,7 +263,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
             };
             let found = &shape.tables.found;
             let total = found.iter().map(|(table, _)| tables[*table as usize].entities().len().div_ceil(size)).sum();
-            let mut slots = &mut fit(slots, total)[..];
+            let mut slots = &mut fit::<Q, V>(visit, slots, total)[..];
             let body = |(rows, slices): (&[Entity], Q::Slices<'_>), slot: &mut V::Slot| {
                 visit.start(slot);
                 visit.run(slot, rows, slices);
@@ -392,6 +395,15 @@ pub(super) struct ParCommands<Func> {
     pub(super) tag: u8,
     /// The deferred spawns the target buffer held when the loop began.
     pub(super) base: u32,
+    /// The number of the loop's first piece in the target buffer.
+    pub(super) first_piece: u32,
+}
+
+impl<Func> ParCommands<Func> {
+    /// The visitor of a loop whose pieces join `into`.
+    pub(super) fn new(f: Func, into: &CommandQueue) -> Self {
+        Self { f, tag: into.tag(), base: into.deferred_count(), first_piece: into.next_piece() }
+    }
 }
 
 impl<Q, Func> ParVisit<Q> for ParCommands<Func>
@@ -400,6 +412,11 @@ where
     Func: for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync,
 {
     type Slot = CommandQueue;
+    fn number(&self, slots: &mut [CommandQueue]) {
+        for (k, slot) in slots.iter_mut().enumerate() {
+            slot.number_piece(self.first_piece, k);
+        }
+    }
     fn start(&self, slot: &mut CommandQueue) {
         slot.start_piece(self.tag, self.base);
     }

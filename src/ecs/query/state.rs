@@ -162,7 +162,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
     ) {
         let pieces = world.pieces();
         let into = commands.queue();
-        let visit = ParCommands { f, tag: into.tag(), base: into.deferred_count() };
+        let visit = ParCommands::new(f, into);
         let mut queues = std::mem::take(&mut self.pieces);
         with_pieces(into, &mut queues, |queues| {
             self.parts(world, lease, |parts| par_run::<Q, F, _>(parts, pieces, &visit, queues))
