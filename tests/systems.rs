@@ -474,3 +474,114 @@ fn the_profiler_marks_systems_that_ran_on_several_threads() {
         });
     }
 }
+
+/// Whom a row follows: a component holding a handle, registered as such.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Follows(Entity);
+impl swarm::ecs::HoldsEntities for Follows {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        visit(self.0)
+    }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        map(&mut self.0)
+    }
+}
+
+/// Handles a system kept, in a resource.
+#[derive(Default)]
+struct Beacons(Vec<Entity>);
+impl swarm::ecs::HoldsEntities for Beacons {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        self.0.iter().for_each(|&e| visit(e))
+    }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        self.0.iter_mut().for_each(map)
+    }
+}
+
+/// A beacon's number.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Beacon(i64);
+
+/// Frame 1: for every tenth row, spawns a beacon and keeps its deferred handle in the row (by `&mut`), in a
+/// resource and in its own `Local`s (a list, and the last one alone). Later frames: every handle it kept in its
+/// `Local`s names its beacon; the count goes to `Counted`.
+fn light(
+    mut rows: Query<(&Pos, &mut Follows)>,
+    mut beacon_of: Query<&Beacon>,
+    mut beacons: ResMut<Beacons>,
+    mut checked: ResMut<Counted>,
+    mut commands: Commands,
+    mut mine: Local<Vec<Entity>>,
+    mut last: Local<Option<Entity>>,
+) {
+    if mine.is_empty() {
+        rows.for_each(|_, (pos, follows)| {
+            if pos.0 % 10 == 0 {
+                let beacon = commands.spawn((Beacon(pos.0),)).unwrap();
+                follows.0 = beacon;
+                beacons.0.push(beacon);
+                mine.push(beacon);
+                *last = Some(beacon);
+            }
+        });
+        return;
+    }
+    let numbers: Vec<i64> =
+        mine.iter().map(|&e| beacon_of.get(e, |b| b.0).expect("a kept handle names a beacon")).collect();
+    assert!(numbers.windows(2).all(|w| w[0] != w[1]), "each handle its own beacon");
+    assert!(beacon_of.get(last.expect("kept"), |b| b.0).is_ok());
+    checked.0.push(numbers.len());
+}
+
+/// Every frame after the first: each row's and the resource's handle names its beacon.
+fn check(mut rows: Query<(&Pos, &Follows)>, mut beacon_of: Query<&Beacon>, beacons: Res<Beacons>) {
+    let mut found = Vec::new();
+    rows.for_each(|_, (pos, follows)| {
+        // (In the frame of the spawns the handles are still deferred.)
+        if pos.0 % 10 == 0 && follows.0 != Entity::DEAD && !follows.0.is_deferred() {
+            found.push((pos.0, follows.0));
+        }
+    });
+    for (pos, follows) in found {
+        assert_eq!(beacon_of.get(follows, |b| *b).ok(), Some(Beacon(pos)), "the row's handle");
+    }
+    for &beacon in beacons.0.iter().filter(|e| !e.is_deferred()) {
+        assert!(beacon_of.get(beacon, |_| ()).is_ok(), "the resource's handle");
+    }
+}
+
+#[test]
+fn handles_kept_by_systems_before_the_apply_name_their_spawns_after_it() {
+    for backend in Backend::ALL {
+        for threads in [1, 2] {
+            let mut w = world(backend);
+            w.register_entity_holder::<Follows>();
+            w.register_entity_holder::<Beacons>();
+            w.insert_resource(Beacons::default());
+            let mut rows = Vec::new();
+            w.query::<&Pos>().for_each(|e, _| rows.push(e));
+            for e in rows {
+                w.insert(e, Follows(Entity::DEAD)).unwrap();
+            }
+            let mut app = App::with_world(w);
+            app.set_threads(threads);
+            app.add_systems(Stage::Update, (light, check));
+            for _ in 0..3 {
+                app.update();
+            }
+            let world = &app.world;
+            assert_eq!(world.resource::<Beacons>().0.len(), 30, "{backend}");
+            assert!(world.resource::<Beacons>().0.iter().all(|&e| world.get::<Beacon>(e).is_some()), "{backend}");
+            assert_eq!(world.resource::<Counted>().0, vec![30, 30], "{backend}, {threads} threads: the Locals");
+            let mut rows = 0;
+            world.query_ref::<(&Pos, &Follows)>().for_each(|_, (pos, follows)| {
+                if pos.0 % 10 == 0 {
+                    rows += 1;
+                    assert_eq!(world.get::<Beacon>(follows.0), Some(&Beacon(pos.0)), "{backend}");
+                }
+            });
+            assert_eq!(rows, 30, "{backend}");
+        }
+    }
+}

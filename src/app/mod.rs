@@ -23,7 +23,7 @@ pub mod schedule;
 pub mod system;
 
 pub use crate::ecs::Commands;
-pub use system::{IntoSystem, Local, Query, Res, ResMut, System, SystemParam};
+pub use system::{Allocator, IntoSystem, Local, Query, Res, ResMut, System, SystemParam};
 
 use crate::ecs::{Entity, Resource, World};
 use profile::Profiler;
@@ -514,13 +514,25 @@ impl App {
             self.started = true;
             self.run_stage(Stage::Startup, on_pool);
             self.world.apply_commands();
+            self.settle_handles();
         }
         for stage in Stage::FRAME {
             self.run_stage(stage, on_pool);
         }
         let Self { world, profiler, apply_id, .. } = self;
         profiler.time("apply_commands", *apply_id, || world.apply_commands());
+        self.settle_handles();
         self.frames += 1;
+    }
+
+    /// After an apply: the deferred handles systems keep (in `Local`s of holder types) follow their spawns.
+    fn settle_handles(&mut self) {
+        let Self { world, stages, .. } = self;
+        world.settle_applied(|settle| {
+            for entry in stages.iter_mut().flatten() {
+                entry.system.settle_handles(settle);
+            }
+        });
     }
 
     fn run_stage(&mut self, stage: Stage, on_pool: bool) {

@@ -1,5 +1,5 @@
 //! Systems: a plain function whose parameters say what it touches ([`Query`], [`Res`], [`ResMut`], [`Commands`],
-//! [`Local`], optional resources, up to 8 of them), or an exclusive `fn(&mut World)` that runs alone.
+//! [`Local`], [`Allocator`], optional resources, up to 8 of them), or an exclusive `fn(&mut World)` that runs alone.
 //!
 //! What a function system touches is worked out once, when it is added ([`SystemAccess`]); a system whose own
 //! parameters conflict is refused then, naming both. A run has three steps, so that systems can run side by side
@@ -47,9 +47,11 @@
 #![allow(clippy::needless_lifetimes)]
 
 use super::schedule::{query_param_name, resource_param_name, AccessError, Param, SystemAccess, Touch};
+use crate::ecs::holders::MapValue;
 use crate::ecs::smaller_tuples_too;
 use crate::ecs::{
-    CommandQueue, Commands, ComponentId, Entity, Filter, Lease, QueryData, QueryOneError, QueryState, Resource, World,
+    CommandQueue, Commands, ComponentId, Entities, Entity, Filter, Lease, QueryData, QueryOneError, QueryState,
+    Resource, World,
 };
 use std::any::{type_name, Any};
 use std::marker::PhantomData;
@@ -70,7 +72,7 @@ pub struct Missing {
 }
 
 /// A parameter of a function system. Implemented for [`Query`], [`Res`], [`ResMut`], `Option<Res<R>>`,
-/// `Option<ResMut<R>>`, [`Commands`], [`Local`] and tuples of them.
+/// `Option<ResMut<R>>`, [`Commands`], [`Local`], [`Allocator`] and tuples of them.
 pub trait SystemParam: Sized {
     /// What the parameter keeps between runs (a query's shape, a moved-out resource, a command buffer).
     type State: Send + 'static;
@@ -91,6 +93,9 @@ pub trait SystemParam: Sized {
     fn finish(_state: &mut Self::State, _world: &mut World) {}
     /// After `finish`, in the schedule's order of systems: recorded commands join the world's buffer.
     fn flush(_state: &mut Self::State, _world: &mut World) {}
+    /// After the world's commands apply: `settle` turns the deferred handles the state keeps into the spawned
+    /// entities' handles (a [`Local`] of a type registered as holding entities).
+    fn settle_handles(_state: &mut Self::State, _settle: &mut dyn FnMut(&mut Entity)) {}
 }
 
 /// A query as a system parameter: the same terms and filters as [`World::query`], run with the same loops, on
@@ -332,15 +337,52 @@ impl<T: Default + Send + 'static> DerefMut for Local<'_, T> {
     }
 }
 
+/// The world's allocator, read-only, as a system parameter: how many entities are alive and how many the world
+/// holds ([`Entities::len`], [`Entities::capacity`]), so a system that spawns through its [`Commands`] can tell
+/// how many will fit (they are refused at apply when the world is full). It touches no component or resource,
+/// so it conflicts with nothing (the count changes only when commands apply, between systems).
+pub struct Allocator<'w>(&'w Entities);
+
+impl Deref for Allocator<'_> {
+    type Target = Entities;
+    fn deref(&self) -> &Entities {
+        self.0
+    }
+}
+
+impl SystemParam for Allocator<'_> {
+    type State = ();
+    type Item<'w, 's> = Allocator<'w>;
+
+    fn init(_: &mut World, _: &mut SystemAccess) -> Result<(), AccessError> {
+        Ok(())
+    }
+    fn fetch<'w, 's>(_: &'s mut (), context: SystemContext<'w>) -> Allocator<'w> {
+        Allocator(context.world.entities())
+    }
+}
+
+/// A [`Local`]'s value, and how to map the handles it holds if its type is registered as holding entities
+/// ([`World::register_entity_holder`], before the system is added).
+pub struct LocalState<T> {
+    value: T,
+    holds: Option<MapValue>,
+}
+
 impl<T: Default + Send + 'static> SystemParam for Local<'_, T> {
-    type State = T;
+    type State = LocalState<T>;
     type Item<'w, 's> = Local<'s, T>;
 
-    fn init(_: &mut World, _: &mut SystemAccess) -> Result<T, AccessError> {
-        Ok(T::default())
+    fn init(world: &mut World, _: &mut SystemAccess) -> Result<LocalState<T>, AccessError> {
+        Ok(LocalState { value: T::default(), holds: world.holder_of::<T>() })
     }
-    fn fetch<'w, 's>(state: &'s mut T, _: SystemContext<'w>) -> Local<'s, T> {
-        Local(state)
+    fn fetch<'w, 's>(state: &'s mut LocalState<T>, _: SystemContext<'w>) -> Local<'s, T> {
+        Local(&mut state.value)
+    }
+    fn settle_handles(state: &mut LocalState<T>, settle: &mut dyn FnMut(&mut Entity)) {
+        if let Some(map) = state.holds {
+            map(&mut state.value, settle);
+        }
     }
 }
 
@@ -391,6 +433,10 @@ macro_rules! impl_param_tuple {
                 let ($($P,)*) = state;
                 $($P::flush($P, world);)*
             }
+            fn settle_handles(state: &mut Self::State, settle: &mut dyn FnMut(&mut Entity)) {
+                let ($($P,)*) = state;
+                $($P::settle_handles($P, settle);)*
+            }
         }
     };
 }
@@ -415,6 +461,9 @@ pub trait System: Send + 'static {
     /// Step 4, in the schedule's order of systems (a batch may hold systems out of that order): the recorded
     /// commands join the world's buffer.
     fn flush(&mut self, world: &mut World);
+    /// After the world's commands apply: the deferred handles the system keeps (its `Local`s of types registered
+    /// as holding entities) become the spawned entities' handles through `settle`.
+    fn settle_handles(&mut self, _settle: &mut dyn FnMut(&mut Entity)) {}
 }
 
 /// An exclusive system: a function of the whole world, run alone.
@@ -528,6 +577,11 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
     fn flush(&mut self, world: &mut World) {
         if let Some(state) = self.state.as_mut() {
             F::Param::flush(state, world);
+        }
+    }
+    fn settle_handles(&mut self, settle: &mut dyn FnMut(&mut Entity)) {
+        if let Some(state) = self.state.as_mut() {
+            F::Param::settle_handles(state, settle);
         }
     }
 }

@@ -275,7 +275,10 @@ pub struct CommandQueue {
     next_piece: u32,
     /// Per (tag, piece) that joined: what turns a piece's deferred number into its buffer's (added, wrapping).
     /// The world's buffer gathers the joined buffers' entries; applying resolves piece handles through them.
-    piece_deltas: FxHashMap<(u8, u32), u32>,
+    piece_deltas: PieceDeltas,
+    /// The last apply's `starts`, `resolved` and `piece_deltas`: what its deferred handles became, for values
+    /// kept outside the world (a system's `Local`) to follow ([`CommandQueue::resolve_applied`]).
+    applied: (Vec<u32>, Vec<Option<Entity>>, PieceDeltas),
     /// While applying: where each tag's deferred handles start in `resolved`.
     starts: Vec<u32>,
     /// While applying: the real handle of each deferred spawn (`None` until spawned, or if refused).
@@ -287,6 +290,9 @@ pub struct CommandQueue {
     /// The handles a run of spawns made alive, reused.
     spawned: Vec<Entity>,
 }
+
+/// Per (tag, piece) of a parallel loop that joined: the piece's offset (see `CommandQueue::piece_deltas`).
+type PieceDeltas = FxHashMap<(u8, u32), u32>;
 
 impl CommandQueue {
     /// The number of the value queue of type `Q`, made by `make` the first time. `make` may panic (a bundle that
@@ -503,12 +509,7 @@ impl CommandQueue {
 
     /// The live handle a command's target stands for: itself, or for a deferred handle the entity its spawn made
     /// (`None` if that spawn was refused, not applied yet, or belongs to another buffer).
-    fn resolve(
-        resolved: &[Option<Entity>],
-        starts: &[u32],
-        pieces: &FxHashMap<(u8, u32), u32>,
-        entity: Entity,
-    ) -> Option<Entity> {
+    fn resolve(resolved: &[Option<Entity>], starts: &[u32], pieces: &PieceDeltas, entity: Entity) -> Option<Entity> {
         if entity.is_deferred() {
             let (tag, n) = entity.deferred_parts();
             let n = match entity.deferred_piece() {
@@ -660,10 +661,36 @@ impl CommandQueue {
                 }
             }
         }
+        if !resolved.is_empty() {
+            // Deferred handles kept in values of the registered holder types become the spawns' handles.
+            world.settle_held_handles(&|entity| Self::resolve(resolved, starts, pieces, entity));
+        }
         self.ops.clear();
+        let applied = &mut self.applied;
+        std::mem::swap(&mut applied.0, &mut self.starts);
+        std::mem::swap(&mut applied.1, &mut self.resolved);
+        applied.2.clear();
+        std::mem::swap(&mut applied.2, &mut self.piece_deltas);
         self.resolved.clear();
         self.clear_values();
         stats
+    }
+
+    /// Whether the last apply made deferred spawns (or named any).
+    pub(crate) fn applied_deferred(&self) -> bool {
+        !self.applied.1.is_empty()
+    }
+
+    /// What deferred handle `entity` of the last apply became: the spawned entity's handle, or `None` if its spawn
+    /// was refused or is not of that apply. Any other handle is itself.
+    pub(crate) fn resolve_applied(&self, entity: Entity) -> Option<Entity> {
+        let (starts, resolved, pieces) = &self.applied;
+        Self::resolve(resolved, starts, pieces, entity)
+    }
+
+    /// Whether deferred spawns are recorded here and not applied.
+    pub(crate) fn has_deferred(&self) -> bool {
+        self.deferred > 0 || self.joined.iter().any(|&n| n > 0) || !self.piece_deltas.is_empty()
     }
 
     /// Drops every value and forgets the deferred handles.
@@ -946,11 +973,18 @@ impl World {
         self.apply_buffer()
     }
 
-    /// Drops the recorded commands without applying them; handles they reserved are released. If a value's
-    /// `drop` panics, every reservation is released and every value dropped first, then the panic goes on.
+    /// Drops the recorded commands without applying them; handles they reserved are released, and deferred
+    /// handles kept in values of the types registered as holding entities become [`Entity::DEAD`]
+    /// ([`World::register_entity_holder`]). If a value's `drop` panics, every reservation is released and every
+    /// value dropped first, then the panic goes on.
     pub fn discard_commands(&mut self) {
+        let deferred = self.commands.has_deferred();
         self.entities.release_unrecorded();
         self.commands.discard(&mut self.entities);
+        if deferred {
+            // Their spawns will never be: a deferred handle kept in a value names nothing from now on.
+            self.settle_held_handles(&|_| None);
+        }
     }
 
     /// Whether commands are recorded and not yet applied.
@@ -974,6 +1008,15 @@ impl World {
     pub(crate) fn command_tag(&mut self) -> u8 {
         self.command_tags = self.command_tags % 255 + 1;
         self.command_tags
+    }
+
+    /// Turns the deferred handles of the last apply that `value` holds (by `settle`) into the spawned entities'
+    /// handles, or [`Entity::DEAD`]; nothing if that apply made no deferred spawn.
+    pub(crate) fn settle_applied(&self, settle: impl FnOnce(&mut dyn FnMut(&mut Entity))) {
+        if self.commands.applied_deferred() {
+            let resolve = |entity| self.commands.resolve_applied(entity);
+            settle(&mut |entity| crate::ecs::holders::settle_handle(entity, &resolve));
+        }
     }
 
     /// The command buffer, for a system's own buffer to join.

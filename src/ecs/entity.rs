@@ -65,8 +65,16 @@ impl Entity {
     /// in later commands of the same buffer only; the entity gets its real handle when the buffer is applied, and
     /// the deferred handle never refers to a live entity (lookups answer "no such entity").
     pub const fn is_deferred(self) -> bool {
-        self.index >= DEFERRED_MIN
+        self.index >= DEFERRED_MIN && self.generation.get() & (DEFERRED_PER_BUFFER - 1) != 0
     }
+
+    /// A handle that never names an entity: what a deferred handle kept in a value becomes when its spawn is
+    /// refused (a full world) or its buffer discarded ([`World::register_entity_holder`](super::World::register_entity_holder)).
+    /// Lookups answer "no such entity", and it is not deferred.
+    pub const DEAD: Entity = match NonZeroU32::new(DEFERRED_PER_BUFFER) {
+        Some(generation) => Entity { index: DEFERRED_INDEX, generation },
+        None => panic!("a nonzero generation"),
+    };
 
     /// The `n`-th deferred handle (`n` from 1, below [`DEFERRED_PER_BUFFER`]) of the command buffer tagged `tag`
     /// (0: the world's own; a system's buffer has its own tag). The tag rides in the generation's top byte.
@@ -160,7 +168,9 @@ pub(crate) const DEFERRED_PER_BUFFER: u32 = 1 << 24;
 
 impl fmt::Debug for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_deferred() {
+        if *self == Entity::DEAD {
+            write!(f, "dead")
+        } else if self.is_deferred() {
             match (self.deferred_parts(), self.deferred_piece()) {
                 ((0, n), None) => write!(f, "deferred#{n}"),
                 ((tag, n), None) => write!(f, "deferred#{n} of buffer {tag}"),

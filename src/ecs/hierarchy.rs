@@ -318,7 +318,9 @@ impl World {
         match self.list_mut(parent) {
             Some(list) => list.insert(index, child),
             None => {
-                let mut list = self.tree.spare.pop().unwrap_or_default();
+                // A new list has room for 8 children (bevy's `Children` keeps 8 inline): a small family never
+                // grows its list, so a spare one serves any small family without reallocating.
+                let mut list = self.tree.spare.pop().unwrap_or_else(|| Vec::with_capacity(8));
                 list.push(child);
                 self.insert_value(tree.children, parent, Children(list), Mode::Silent);
             }

@@ -18,6 +18,7 @@ mod entity;
 mod entity_ref;
 pub mod events;
 pub mod hierarchy;
+pub mod holders;
 mod pipeline;
 mod query;
 mod resources;
@@ -39,14 +40,13 @@ pub use entity::{
 pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use events::{HandlerId, TooManyRounds, EVENT_ROUNDS};
 pub use hierarchy::{Children, HierarchyError, Parent};
+pub use holders::HoldsEntities;
 pub(crate) use query::smaller_tuples_too;
 pub use query::{
     halves_moved, join, Batch, Batches, Filter, Lease, Or, Query, QueryAccess, QueryData, QueryError, QueryOneError,
     QueryRef, QueryState, ReadOnlyQueryData, With, Without, MAX_QUERY_TYPES,
 };
-pub use snapshot::{
-    checksum, Format, HoldsEntities, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION,
-};
+pub use snapshot::{checksum, Format, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION};
 pub use sort::SortMethod;
 pub use storage::sparse_set::{PackedOrder, SparseSet, PAGE_SIZE};
 pub use storage::{Backend, UnknownBackend};

@@ -44,6 +44,7 @@
 use super::commands::CommandTotals;
 use super::entity::{AllocatorState, Entities, Entity};
 use super::hierarchy::{Children, Parent};
+use super::holders::HoldsEntities;
 use super::pipeline::Mode;
 use super::storage::Backend;
 use super::world::World;
@@ -160,25 +161,6 @@ impl fmt::Display for SnapshotError {
 }
 
 impl std::error::Error for SnapshotError {}
-
-/// A component type that holds entity handles, so loading can check each one names an entity the saved allocator
-/// handed out (alive, or stale) and refuse made-up ones.
-pub trait HoldsEntities {
-    /// Calls `visit` with every handle the value holds.
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity));
-}
-
-impl HoldsEntities for Entity {
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-        visit(*self)
-    }
-}
-
-impl<T: HoldsEntities> HoldsEntities for Vec<T> {
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-        self.iter().for_each(|value| value.visit_entities(visit))
-    }
-}
 
 /// One way of encoding values: the binary blob or a JSON value.
 trait Codec: 'static {
@@ -517,7 +499,7 @@ fn resource_fns<R: Resource, C: Codec>(
 fn check_handles<T: HoldsEntities>(value: &T, entities: &Entities) -> Result<(), Entity> {
     let mut bad = None;
     value.visit_entities(&mut |e| {
-        if bad.is_none() && !entities.was_handed_out(e) {
+        if bad.is_none() && e != Entity::DEAD && !entities.was_handed_out(e) {
             bad = Some(e);
         }
     });

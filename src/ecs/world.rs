@@ -7,6 +7,7 @@ use super::component::{ComponentId, ComponentInfo};
 use super::entity::{ComponentError, Entities, Entity, NoSuchEntity, ReservedHandles, SpawnAtError, WorldFull};
 use super::events::Events;
 use super::hierarchy::{refuse_kept, Tree};
+use super::holders::Holders;
 use super::pipeline::{HookTable, Mode};
 use super::query::{
     Filter, Lease, Query, QueryAccess, QueryCache, QueryContext, QueryData, QueryError, QueryOneError, QueryRef,
@@ -75,6 +76,8 @@ pub struct World {
     pub(super) tree: Tree,
     /// A hooked despawn's order (subtrees expanded), reused.
     pub(super) despawn_order: Vec<Entity>,
+    /// The types whose values hold entity handles ([`crate::ecs::holders`]).
+    pub(super) holders: Holders,
 }
 
 /// The default piece of a parallel query loop: this many matches ([`World::set_piece_rows`]).
@@ -124,6 +127,7 @@ impl World {
             events: Events::default(),
             tree: Tree::default(),
             despawn_order: Vec::new(),
+            holders: Holders::new(),
         }
     }
 

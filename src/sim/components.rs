@@ -37,6 +37,9 @@ impl crate::ecs::HoldsEntities for Target {
     fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
         visit(self.0)
     }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        map(&mut self.0)
+    }
 }
 
 /// A spark from a death: moves, fades, never collides.

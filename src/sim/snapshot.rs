@@ -9,6 +9,7 @@ use super::collision::Broadphase;
 use super::components::{Blue, Health, Hunter, Lifetime, Particle, Position, Red, Target, Velocity};
 use super::config::{SimConfig, SimRng, SimStats, SpawnRequests};
 use super::limits;
+use super::spawn::OpenSquads;
 use crate::app::profile::Profiler;
 use crate::app::App;
 use crate::ecs::{Backend, Format, LoadInfo, SnapshotError, SnapshotSchema, World};
@@ -38,6 +39,14 @@ pub fn schema() -> SnapshotSchema {
             Ok(())
         })
         .resource::<SpawnRequests>("spawn requests")
+        // A captain's handle is checked when the squad is used (a stale one closes it); a deferred one names a
+        // spawn of no buffer of this world, and is refused.
+        .resource_checked::<OpenSquads>("open squads", |open| {
+            match open.0.iter().flatten().find(|s| s.captain.is_deferred()) {
+                Some(squad) => Err(format!("captain {:?} is a deferred handle", squad.captain)),
+                None => Ok(()),
+            }
+        })
         .resource_with::<Broadphase, _>("broadphase", |b, _| b.vouched(), Broadphase::rebuild)
         .check("world", |world| {
             limits::check("capacity", world.capacity(), &limits::CAPACITY).map_err(|e| e.to_string())

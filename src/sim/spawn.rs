@@ -5,77 +5,118 @@
 use super::components::{Blue, FighterBundle, Health, Hunter, HunterBundle, Position, Red, Team, Velocity};
 use super::config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests};
 use super::squads::{slot_offset, SQUAD};
-use crate::app::{App, Stage};
-use crate::ecs::{Commands, Entity, World, WorldFull};
+use crate::app::{Allocator, App, Query, Res, ResMut, Stage};
+use crate::ecs::{Commands, Entity, HoldsEntities};
 use glam::Vec2;
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 
-/// Adds [`spawn_fighters`] to `PreUpdate`, in the group "spawning".
+/// Adds [`spawn_fighters`] to `PreUpdate`, in the group "spawning", with the squads it keeps open across frames
+/// ([`OpenSquads`], which holds captains' handles).
 pub fn plugin(app: &mut App) {
+    app.world.register_entity_holder::<OpenSquads>();
+    if !app.world.contains_resource::<OpenSquads>() {
+        app.world.insert_resource(OpenSquads::default());
+    }
     app.add_group(Stage::PreUpdate, "spawning", spawn_fighters);
 }
 
 /// Tops the population up toward the target (at most `spawn_per_frame` a frame) and serves burst requests.
 /// When the world is full it stops for this frame and counts the fighters it asked for and did not get; it never
-/// panics. The draws come from
-/// the frame's spawn stream, in the order the spawns are recorded (no query decides it).
-pub fn spawn_fighters(world: &mut World) {
-    let fighters = world.query::<(&Health,)>().count() as u32;
-    let config = world.resource::<SimConfig>().clone();
-    let frame = world.resource::<SimStats>().frames;
-    let mut rng = world.resource::<SimRng>().stream(frame, 0, Draw::Spawn);
-    world.resource_scope::<SpawnRequests, _>(|world, requests| {
-        let mut spawned = 0u64;
-        let mut refused = 0u64;
-        let mut commands = world.commands();
-        let mut squads = Squads::default();
-        let deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
-        for _ in 0..deficit {
-            let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
-            match spawn_one(&mut commands, &mut rng, &config, at, Placement::Refill, &mut squads) {
-                Ok(()) => spawned += 1,
-                Err(_) => {
-                    // This one and the rest of the frame's refill.
-                    refused += u64::from(deficit) - spawned;
-                    break;
+/// panics. The draws come from the frame's spawn stream, in the order the spawns are recorded (no query decides
+/// it).
+///
+/// Spawns are recorded in the system's own buffer, so they take their handles when the frame's commands apply; a
+/// hunter's squad stays open across frames with its captain's (deferred, then real) handle kept in
+/// [`OpenSquads`]. Fighters the world has no room for are refused here, as the apply would refuse them.
+pub fn spawn_fighters(
+    (config, rng): (Res<SimConfig>, Res<SimRng>),
+    (mut stats, mut requests): (ResMut<SimStats>, ResMut<SpawnRequests>),
+    mut open: ResMut<OpenSquads>,
+    mut alive: Query<&Health>,
+    mut captains: Query<(&Position, &Velocity)>,
+    allocator: Allocator,
+    mut commands: Commands,
+) {
+    let fighters = alive.count() as u32;
+    let mut room = allocator.capacity().saturating_sub(allocator.len());
+    let mut rng = rng.stream(stats.frames, 0, Draw::Spawn);
+    // An open squad follows its captain: it closes if the captain died; else its followers line up behind where
+    // the captain is now.
+    for squad in open.0.iter_mut() {
+        if let Some(s) = squad {
+            match captains.get(s.captain, |(at, velocity)| (at.0, velocity.0)) {
+                Ok((at, velocity)) => {
+                    s.at = at;
+                    s.heading = velocity.try_normalize().unwrap_or(s.heading);
                 }
+                Err(_) => *squad = None,
             }
         }
-        'bursts: for (served, &center) in requests.0.iter().enumerate() {
-            for placed in 0..config.burst {
-                let offset = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(0.0..40.0);
-                let at = (center + offset).clamp(Vec2::ZERO, config.arena);
-                match spawn_one(&mut commands, &mut rng, &config, at, Placement::Burst, &mut squads) {
-                    Ok(()) => spawned += 1,
-                    Err(_) => {
-                        // This one, the rest of its burst and every burst after it.
-                        let asked = u64::from(config.burst) * (requests.0.len() - served) as u64;
-                        refused += asked - u64::from(placed);
-                        break 'bursts;
-                    }
-                }
-            }
+    }
+    let squads = &mut open.0;
+    let mut spawned = 0u64;
+    let mut refused = 0u64;
+    let deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
+    for _ in 0..deficit {
+        let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
+        if room == 0 {
+            // This one and the rest of the frame's refill.
+            refused += u64::from(deficit) - spawned;
+            break;
         }
-        requests.0.clear();
-        let stats = world.resource_mut::<SimStats>();
-        stats.spawned += spawned;
-        stats.spawn_refused += refused;
-        stats.fighters = fighters;
-    });
+        spawn_one(&mut commands, &mut rng, &config, at, Placement::Refill, squads);
+        room -= 1;
+        spawned += 1;
+    }
+    'bursts: for (served, &center) in requests.0.iter().enumerate() {
+        for placed in 0..config.burst {
+            let offset = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(0.0..40.0);
+            let at = (center + offset).clamp(Vec2::ZERO, config.arena);
+            if room == 0 {
+                // This one, the rest of its burst and every burst after it.
+                let asked = u64::from(config.burst) * (requests.0.len() - served) as u64;
+                refused += asked - u64::from(placed);
+                break 'bursts;
+            }
+            spawn_one(&mut commands, &mut rng, &config, at, Placement::Burst, squads);
+            room -= 1;
+            spawned += 1;
+        }
+    }
+    requests.0.clear();
+    stats.spawned += spawned;
+    stats.spawn_refused += refused;
+    stats.fighters = fighters;
 }
 
-/// The squad of each team open to fighters spawned this frame: its captain, where it starts and its heading,
-/// and how many have joined. A hunter opens its team's squad; any other fighter joins its team's open squad (it
-/// starts at its slot), which closes when full.
-#[derive(Default)]
-struct Squads([Option<Open>; 2]);
+/// The squad of each team open to new fighters: its captain, where the captain is and where it heads, and how
+/// many have joined. A hunter opens its team's squad; any other fighter joins its team's open squad (it starts at
+/// its slot), which closes when full or when its captain dies. Kept across frames, so the captain's handle is
+/// deferred in the frame it was spawned and real after: the type is registered as holding entities.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenSquads(pub [Option<Open>; 2]);
 
-#[derive(Clone, Copy)]
-struct Open {
-    captain: Entity,
-    at: Vec2,
-    heading: Vec2,
-    joined: usize,
+/// One open squad ([`OpenSquads`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Open {
+    /// The captain.
+    pub captain: Entity,
+    /// Where the captain is (as of this frame's start, or its spawn).
+    pub at: Vec2,
+    /// Where it heads (a unit vector).
+    pub heading: Vec2,
+    /// Followers that joined.
+    pub joined: usize,
+}
+
+impl HoldsEntities for OpenSquads {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        self.0.iter().flatten().for_each(|open| visit(open.captain))
+    }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        self.0.iter_mut().flatten().for_each(|open| map(&mut open.captain))
+    }
 }
 
 /// Why a fighter is spawned: a refill follows the scenario; a burst lands where it was asked for.
@@ -99,8 +140,8 @@ fn spawn_one(
     config: &SimConfig,
     at: Vec2,
     placement: Placement,
-    squads: &mut Squads,
-) -> Result<(), WorldFull> {
+    squads: &mut [Option<Open>; 2],
+) {
     let team = if rng.gen_bool(0.5) { Team::Red } else { Team::Blue };
     let hunter = rng.gen_range(0..config.hunter_every.max(1)) == 0;
     let (at, heading) = match (config.scenario, placement) {
@@ -120,7 +161,7 @@ fn spawn_one(
     };
     // A follower starts at its slot behind its captain (the draws above are made either way, so the random
     // streams do not depend on squads).
-    let open = &mut squads.0[team as usize];
+    let open = &mut squads[team as usize];
     let squad = match open {
         Some(squad) if !hunter => Some(squad),
         _ => None,
@@ -135,7 +176,8 @@ fn spawn_one(
             .spawn(HunterBundle { fighter: FighterBundle { position, velocity, health, team: Red }, hunter: Hunter }),
         (Team::Blue, true) => commands
             .spawn(HunterBundle { fighter: FighterBundle { position, velocity, health, team: Blue }, hunter: Hunter }),
-    }?;
+    }
+    .expect("a system's buffer takes 16 million deferred spawns between applies");
     match squad {
         Some(squad) => {
             commands.add_child(squad.captain, entity);
@@ -147,5 +189,4 @@ fn spawn_one(
         None if hunter => *open = Some(Open { captain: entity, at, heading, joined: 0 }),
         None => {}
     }
-    Ok(())
 }

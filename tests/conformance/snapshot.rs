@@ -14,6 +14,9 @@ impl swarm::ecs::HoldsEntities for Follows {
     fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
         visit(self.0)
     }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        map(&mut self.0)
+    }
 }
 
 fn snapshots_keep_every_handle_and_value_on_every_backend(backend: Backend) {

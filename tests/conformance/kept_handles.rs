@@ -1,0 +1,145 @@
+//! Deferred handles kept in values of the types registered as holding entities: after the apply they name the
+//! spawned entities (or `Entity::DEAD`), wherever the value sits.
+
+use crate::{world, Pos};
+use swarm::ecs::{Backend, Entity, HoldsEntities, World};
+
+/// Whom an entity follows: a registered holder.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Leader(Entity);
+impl HoldsEntities for Leader {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        visit(self.0)
+    }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        map(&mut self.0)
+    }
+}
+
+/// Handles in a list, inside a component.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Squad(Vec<Entity>);
+impl HoldsEntities for Squad {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        self.0.visit_entities(visit)
+    }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        self.0.map_entities(map)
+    }
+}
+
+/// The same shape, not registered: its handles stay as written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Unregistered(Entity);
+
+/// A resource holding the last spawn made in a loop.
+#[derive(Debug, Default, PartialEq)]
+struct Newest(Option<Entity>);
+impl HoldsEntities for Newest {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        self.0.visit_entities(visit)
+    }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        self.0.map_entities(map)
+    }
+}
+
+fn holders(backend: Backend) -> World {
+    let mut w = world(backend);
+    w.register_entity_holder::<Leader>();
+    w.register_entity_holder::<Squad>();
+    w.register_entity_holder::<Newest>();
+    w.insert_resource(Newest(None));
+    for i in 0..40 {
+        w.spawn((Pos(i as f32, 0.0), Squad::default())).unwrap();
+    }
+    w
+}
+
+/// Each row spawns a marker; the handle goes into a component by command and by `&mut`, into a list, into a
+/// resource and into an unregistered type. After the apply every registered place names the marker.
+fn kept_deferred_handles_become_the_spawned_entities(backend: Backend) {
+    let mut w = holders(backend);
+    let mut newest = None;
+    w.query::<(&Pos, &mut Squad)>().for_each_with_commands(|e, (pos, squad), commands| {
+        let marker = commands.spawn((Pos(pos.0, 1.0),)).unwrap();
+        assert!(marker.is_deferred());
+        commands.insert(e, Leader(marker));
+        commands.insert(e, Unregistered(marker));
+        squad.0.push(marker);
+        squad.0.push(e);
+        newest = Some(marker);
+    });
+    w.resource_mut::<Newest>().0 = newest;
+    w.apply_commands();
+    let mut rows = 0;
+    w.query::<(&Pos, &Leader, &Squad, &Unregistered)>().for_each(|e, (pos, leader, squad, unregistered)| {
+        rows += 1;
+        assert!(!leader.0.is_deferred(), "{backend}");
+        assert_eq!(pos.1, 0.0, "{backend}: the rows, not the markers");
+        assert_eq!(squad.0, vec![leader.0, e], "{backend}: the list's deferred handle followed, the other stayed");
+        assert!(unregistered.0.is_deferred(), "{backend}: an unregistered type keeps what was written");
+    });
+    assert_eq!(rows, 40, "{backend}");
+    // Each leader is the marker spawned at its row's position.
+    let leaders: Vec<(Entity, Entity)> = {
+        let mut v = Vec::new();
+        w.query::<&Leader>().for_each(|e, leader| v.push((e, leader.0)));
+        v
+    };
+    for (e, leader) in leaders {
+        let (at, marker_at) = (w.get::<Pos>(e).unwrap().0, w.get::<Pos>(leader).copied());
+        assert_eq!(marker_at, Some(Pos(at, 1.0)), "{backend}");
+    }
+    let newest = w.resource::<Newest>().0.unwrap();
+    assert!(w.is_alive(newest) && w.get::<Pos>(newest).unwrap().1 == 1.0, "{backend}");
+    w.assert_invariants();
+}
+
+/// A discarded buffer's deferred handles, and a spawn the full world refused, become `Entity::DEAD`: never
+/// another entity, even after later spawns take the same numbers.
+fn refused_and_discarded_spawns_leave_dead_handles(backend: Backend) {
+    let mut w = World::with_capacity(3);
+    w.set_backend(backend);
+    w.register_entity_holder::<Leader>();
+    let a = w.spawn((Pos(0.0, 0.0),)).unwrap();
+    // Discarded: the kept handle must not name the next buffer's first spawn.
+    let mut kept = None;
+    w.query::<&Pos>().for_each_with_commands(|_, _, commands| kept = Some(commands.spawn((Pos(9.0, 9.0),)).unwrap()));
+    w.insert(a, Leader(kept.unwrap())).unwrap();
+    w.discard_commands();
+    assert_eq!(w.get::<Leader>(a), Some(&Leader(Entity::DEAD)), "{backend}");
+    w.query::<&Pos>().for_each_with_commands(|_, _, commands| {
+        commands.spawn((Pos(5.0, 5.0),)).unwrap();
+    });
+    w.apply_commands();
+    assert_eq!(w.get::<Leader>(a), Some(&Leader(Entity::DEAD)), "{backend}");
+    // Refused: the world holds 2 of 3; of four deferred spawns one fits.
+    let mut made = Vec::new();
+    w.query::<&Pos>().for_each_with_commands(|e, _, commands| {
+        if e == a {
+            for _ in 0..4 {
+                made.push(commands.spawn((Pos(7.0, 7.0),)).unwrap());
+            }
+        }
+    });
+    w.insert(a, Leader(made[3])).unwrap();
+    w.insert_resource(Newest(Some(made[0])));
+    w.register_entity_holder::<Newest>();
+    let stats = w.apply_commands();
+    assert_eq!(stats.refused, 3, "{backend}: {stats:?}");
+    assert_eq!(w.get::<Leader>(a), Some(&Leader(Entity::DEAD)), "{backend}");
+    let first = w.resource::<Newest>().0.unwrap();
+    assert_eq!(w.get::<Pos>(first), Some(&Pos(7.0, 7.0)), "{backend}: the spawn that fitted");
+    assert!(!w.is_alive(Entity::DEAD) && w.get::<Pos>(Entity::DEAD).is_none());
+    w.assert_invariants();
+}
+
+mod every_backend {
+    use crate::backends;
+
+    on_every_backend! {
+        kept_deferred_handles_become_the_spawned_entities,
+        refused_and_discarded_spawns_leave_dead_handles,
+    }
+}
