@@ -476,28 +476,12 @@ fn the_profiler_marks_systems_that_ran_on_several_threads() {
 }
 
 /// Whom a row follows: a component holding a handle, registered as such.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Follows(Entity);
-impl swarm::ecs::HoldsEntities for Follows {
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-        visit(self.0)
-    }
-    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
-        map(&mut self.0)
-    }
-}
+#[derive(Clone, Copy, Debug, PartialEq, swarm::ecs::HoldsEntities)]
+struct Follows(#[entities] Entity);
 
 /// Handles a system kept, in a resource.
-#[derive(Default)]
-struct Beacons(Vec<Entity>);
-impl swarm::ecs::HoldsEntities for Beacons {
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-        self.0.iter().for_each(|&e| visit(e))
-    }
-    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
-        self.0.iter_mut().for_each(map)
-    }
-}
+#[derive(Default, swarm::ecs::HoldsEntities)]
+struct Beacons(#[entities] Vec<Entity>);
 
 /// A beacon's number.
 #[derive(Clone, Copy, Debug, PartialEq)]

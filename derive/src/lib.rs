@@ -1,5 +1,6 @@
-//! `#[derive(Bundle)]` and `#[derive(Query)]` for the swarm ECS, re-exported as `swarm::ecs::Bundle` and
-//! `swarm::ecs::Query` beside the trait and the struct of the same names; their documentation is there.
+//! `#[derive(Bundle)]`, `#[derive(Query)]` and `#[derive(HoldsEntities)]` for the swarm ECS, re-exported as
+//! `swarm::ecs::Bundle`, `swarm::ecs::Query` and `swarm::ecs::HoldsEntities` beside the traits and the struct of
+//! the same names; their documentation is there.
 //!
 //! Both derives turn a struct into a composition the library already knows, and emit no `unsafe`:
 //! - a bundle is `Parts<(One<Field>, .., Nested, ..)>` (one part per field, a `#[bundle]` field being its own
@@ -28,6 +29,14 @@ pub fn derive_bundle(input: TokenStream) -> TokenStream {
 pub fn derive_query(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     query(input).unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
+/// Implements `HoldsEntities` for a struct whose fields marked `#[entities]` hold entity handles; see
+/// `swarm::ecs::HoldsEntities`.
+#[proc_macro_derive(HoldsEntities, attributes(entities))]
+pub fn derive_holds_entities(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    holds_entities(input).unwrap_or_else(syn::Error::into_compile_error).into()
 }
 
 /// The most parts a library composition takes at once: `Parts` of up to 12, query tuples of up to 6. Longer
@@ -273,4 +282,34 @@ fn replace_lifetime(tokens: Tokens, from: &Lifetime, to: &Lifetime) -> Tokens {
         }
     }
     out
+}
+
+fn holds_entities(input: DeriveInput) -> syn::Result<Tokens> {
+    let fields = struct_fields(&input, "HoldsEntities", "fields")?;
+    let members: Vec<Member> = fields
+        .iter()
+        .enumerate()
+        .filter(|(_, field)| field.attrs.iter().any(|attribute| attribute.path().is_ident("entities")))
+        .map(|(k, field)| field.ident.clone().map_or(Member::Unnamed(k.into()), Member::Named))
+        .collect();
+    if members.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &input.ident,
+            "`#[derive(HoldsEntities)]` maps the fields marked `#[entities]` (an `Entity`, or a value that holds some): \
+             mark at least one",
+        ));
+    }
+    let name = &input.ident;
+    let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
+    let holds = quote!(::swarm::ecs::HoldsEntities);
+    Ok(quote! {
+        impl #impl_generics #holds for #name #type_generics #where_clause {
+            fn visit_entities(&self, visit: &mut dyn FnMut(::swarm::ecs::Entity)) {
+                #(#holds::visit_entities(&self.#members, visit);)*
+            }
+            fn map_entities(&mut self, map: &mut dyn FnMut(&mut ::swarm::ecs::Entity)) {
+                #(#holds::map_entities(&mut self.#members, map);)*
+            }
+        }
+    })
 }

@@ -21,22 +21,15 @@ use std::any::{Any, TypeId};
 ///
 /// ```
 /// use swarm::ecs::{Entity, HoldsEntities, World};
-/// struct Leader(Entity);
-/// impl HoldsEntities for Leader {
-///     fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-///         visit(self.0)
-///     }
-///     fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
-///         map(&mut self.0)
-///     }
-/// }
+/// #[derive(HoldsEntities)] // or implement the two methods by hand
+/// struct Leader(#[entities] Entity, f32);
 /// let mut world = World::new();
 /// world.register_entity_holder::<Leader>();
 /// let follower = world.spawn(()).unwrap();
 /// let mut leader = None;
 /// world.query::<()>().for_each_with_commands(|e, (), commands| {
 ///     let new = commands.spawn((7u8,)).unwrap(); // deferred: a name until applied
-///     commands.insert(e, Leader(new));
+///     commands.insert(e, Leader(new, 1.0));
 ///     leader = Some(new);
 /// });
 /// world.apply_commands();
@@ -61,6 +54,15 @@ impl HoldsEntities for Entity {
 }
 
 impl<T: HoldsEntities> HoldsEntities for Vec<T> {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        self.iter().for_each(|value| value.visit_entities(visit))
+    }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        self.iter_mut().for_each(|value| value.map_entities(map))
+    }
+}
+
+impl<T: HoldsEntities, const N: usize> HoldsEntities for [T; N] {
     fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
         self.iter().for_each(|value| value.visit_entities(visit))
     }

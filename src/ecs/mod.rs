@@ -52,6 +52,9 @@ pub use storage::sparse_set::{PackedOrder, SparseSet, PAGE_SIZE};
 pub use storage::{Backend, UnknownBackend};
 /// Derives [`Bundle`](trait@Bundle) (the trait of the same name, with the example) for a struct of components.
 pub use swarm_derive::Bundle;
+/// Derives [`HoldsEntities`](trait@HoldsEntities) for a struct: the fields marked `#[entities]` (each an `Entity`
+/// or a value that holds some) are visited and mapped, in order.
+pub use swarm_derive::HoldsEntities;
 /// Derives [`QueryData`] (with the example) for a struct of query terms with one lifetime. The derive macro
 /// shares its name with the struct [`Query`](struct@Query), in another namespace.
 pub use swarm_derive::Query;

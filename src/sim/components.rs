@@ -30,17 +30,8 @@ pub struct Blue;
 pub struct Hunter;
 
 /// The enemy a hunter chases. The handle goes stale when that enemy dies, even if its index is reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Target(pub Entity);
-
-impl crate::ecs::HoldsEntities for Target {
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-        visit(self.0)
-    }
-    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
-        map(&mut self.0)
-    }
-}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, crate::ecs::HoldsEntities)]
+pub struct Target(#[entities] pub Entity);
 
 /// A spark from a death: moves, fades, never collides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -94,13 +94,14 @@ pub fn spawn_fighters(
 /// many have joined. A hunter opens its team's squad; any other fighter joins its team's open squad (it starts at
 /// its slot), which closes when full or when its captain dies. Kept across frames, so the captain's handle is
 /// deferred in the frame it was spawned and real after: the type is registered as holding entities.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct OpenSquads(pub [Option<Open>; 2]);
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, HoldsEntities)]
+pub struct OpenSquads(#[entities] pub [Option<Open>; 2]);
 
 /// One open squad ([`OpenSquads`]).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, HoldsEntities)]
 pub struct Open {
     /// The captain.
+    #[entities]
     pub captain: Entity,
     /// Where the captain is (as of this frame's start, or its spawn).
     pub at: Vec2,
@@ -108,15 +109,6 @@ pub struct Open {
     pub heading: Vec2,
     /// Followers that joined.
     pub joined: usize,
-}
-
-impl HoldsEntities for OpenSquads {
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-        self.0.iter().flatten().for_each(|open| visit(open.captain))
-    }
-    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
-        self.0.iter_mut().flatten().for_each(|open| map(&mut open.captain))
-    }
 }
 
 /// Why a fighter is spawned: a refill follows the scenario; a burst lands where it was asked for.

@@ -4,7 +4,7 @@
 use crate::{world, Pos};
 use swarm::ecs::{Backend, Entity, HoldsEntities, World};
 
-/// Whom an entity follows: a registered holder.
+/// Whom an entity follows: a registered holder, by hand.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Leader(Entity);
 impl HoldsEntities for Leader {
@@ -16,16 +16,12 @@ impl HoldsEntities for Leader {
     }
 }
 
-/// Handles in a list, inside a component.
-#[derive(Debug, Clone, PartialEq, Default)]
-struct Squad(Vec<Entity>);
-impl HoldsEntities for Squad {
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-        self.0.visit_entities(visit)
-    }
-    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
-        self.0.map_entities(map)
-    }
+/// Handles in a list, inside a component (derived: only the marked field holds handles).
+#[derive(Debug, Clone, PartialEq, Default, HoldsEntities)]
+struct Squad {
+    #[entities]
+    members: Vec<Entity>,
+    size: usize,
 }
 
 /// The same shape, not registered: its handles stay as written.
@@ -33,16 +29,8 @@ impl HoldsEntities for Squad {
 struct Unregistered(Entity);
 
 /// A resource holding the last spawn made in a loop.
-#[derive(Debug, Default, PartialEq)]
-struct Newest(Option<Entity>);
-impl HoldsEntities for Newest {
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-        self.0.visit_entities(visit)
-    }
-    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
-        self.0.map_entities(map)
-    }
-}
+#[derive(Debug, Default, PartialEq, HoldsEntities)]
+struct Newest(#[entities] Option<Entity>);
 
 fn holders(backend: Backend) -> World {
     let mut w = world(backend);
@@ -66,8 +54,9 @@ fn kept_deferred_handles_become_the_spawned_entities(backend: Backend) {
         assert!(marker.is_deferred());
         commands.insert(e, Leader(marker));
         commands.insert(e, Unregistered(marker));
-        squad.0.push(marker);
-        squad.0.push(e);
+        squad.members.push(marker);
+        squad.members.push(e);
+        squad.size = squad.members.len();
         newest = Some(marker);
     });
     w.resource_mut::<Newest>().0 = newest;
@@ -77,7 +66,12 @@ fn kept_deferred_handles_become_the_spawned_entities(backend: Backend) {
         rows += 1;
         assert!(!leader.0.is_deferred(), "{backend}");
         assert_eq!(pos.1, 0.0, "{backend}: the rows, not the markers");
-        assert_eq!(squad.0, vec![leader.0, e], "{backend}: the list's deferred handle followed, the other stayed");
+        assert_eq!(
+            squad.members,
+            vec![leader.0, e],
+            "{backend}: the list's deferred handle followed, the other stayed"
+        );
+        assert_eq!(squad.size, 2, "{backend}");
         assert!(unregistered.0.is_deferred(), "{backend}: an unregistered type keeps what was written");
     });
     assert_eq!(rows, 40, "{backend}");

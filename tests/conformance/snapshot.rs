@@ -7,17 +7,8 @@ use swarm::ecs::{Backend, Entities, Entity, World};
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Follows2(Entity);
 /// A component holding a handle, for snapshots.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-struct Follows(Entity);
-
-impl swarm::ecs::HoldsEntities for Follows {
-    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
-        visit(self.0)
-    }
-    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
-        map(&mut self.0)
-    }
-}
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, swarm::ecs::HoldsEntities)]
+struct Follows(#[entities] Entity);
 
 fn snapshots_keep_every_handle_and_value_on_every_backend(backend: Backend) {
     use swarm::ecs::{Format, SnapshotSchema};
