@@ -5,7 +5,8 @@
 //! does not exist yet. Registered with [`World::register_entity_holder`], a type's values may keep one anywhere
 //! (as a component, a resource, or a system's `Local`): when the commands that spawn it apply, the handle in the
 //! value becomes the new entity's ([`Entity::DEAD`] if that spawn was refused or its buffer discarded), so no
-//! deferred handle outlives its apply. `Entity`, `Option<T>` and `Vec<T>` of holders are holders already.
+//! deferred handle outlives its apply. (A snapshot cannot be saved with commands pending; a deferred handle in a
+//! loaded file names no spawn of the loading world and becomes [`Entity::DEAD`] too.) `Entity`, `Option<T>` and `Vec<T>` of holders are holders already.
 //!
 //! The remap runs after an apply that made deferred spawns, over the registered types only: a world with none
 //! registered, or an apply without deferred spawns, pays one test.

@@ -755,6 +755,8 @@ impl World {
         // is rebuilt for it before anything may panic.
         self.rekey_events();
         self.mark_hooks();
+        // A deferred handle in a loaded value names a spawn of no buffer of this world: it names nothing.
+        self.settle_held_handles(&|_| None);
         // Last, when the world is whole: commands the handlers recorded named the old world's entities, and a
         // value's drop may panic (the first panic goes on once everything is dropped).
         let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.discard_events()));

@@ -5,7 +5,7 @@ use crate::{world, Pos};
 use swarm::ecs::{Backend, Entity, HoldsEntities, World};
 
 /// Whom an entity follows: a registered holder, by hand.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Leader(Entity);
 impl HoldsEntities for Leader {
     fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
@@ -129,11 +129,38 @@ fn refused_and_discarded_spawns_leave_dead_handles(backend: Backend) {
     w.assert_invariants();
 }
 
+/// A snapshot whose value holds a deferred handle (a file edited by hand: a world with pending commands refuses to
+/// save) loads with `Entity::DEAD` there: the number names a spawn of no buffer of the loading world.
+fn a_loaded_deferred_handle_names_nothing(backend: Backend) {
+    use swarm::ecs::{Format, SnapshotSchema};
+    let schema = SnapshotSchema::new().component::<Pos>("pos").component::<Leader>("leader");
+    let mut w = World::new();
+    w.set_backend(backend);
+    let a = w.spawn((Pos(1.0, 1.0),)).unwrap();
+    let b = w.spawn((Pos(2.0, 2.0),)).unwrap();
+    w.insert(a, Leader(b)).unwrap();
+    let text = String::from_utf8(schema.save(&w, Format::Json).unwrap()).unwrap();
+    assert_eq!(text.matches("\"1v1\"").count(), 1, "the leader's handle, once");
+    let edited = text.replace("\"1v1\"", "\"4294967295v1\"");
+    let mut loaded = World::new();
+    loaded.register_entity_holder::<Leader>();
+    schema.load_into(&mut loaded, edited.as_bytes(), Some(backend)).unwrap();
+    assert_eq!(loaded.get::<Leader>(a), Some(&Leader(Entity::DEAD)), "{backend}");
+    // The loading world's first deferred spawn takes number 1: the old handle does not name it.
+    loaded.query::<&Pos>().for_each_with_commands(|_, _, commands| {
+        commands.spawn((Pos(3.0, 3.0),)).unwrap();
+    });
+    loaded.apply_commands();
+    assert_eq!(loaded.get::<Leader>(a), Some(&Leader(Entity::DEAD)), "{backend}");
+    assert_eq!(loaded.len(), 4, "{backend}");
+}
+
 mod every_backend {
     use crate::backends;
 
     on_every_backend! {
         kept_deferred_handles_become_the_spawned_entities,
         refused_and_discarded_spawns_leave_dead_handles,
+        a_loaded_deferred_handle_names_nothing,
     }
 }
