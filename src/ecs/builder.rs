@@ -205,10 +205,10 @@ impl World {
     /// assert!(builder.is_empty());
     /// ```
     pub fn spawn_built(&mut self, builder: &mut EntityBuilder) -> Result<Entity, WorldFull> {
-        builder.register(&mut self.components);
+        let set = builder.register(&mut self.components);
         let entity = self.entities.alloc()?;
         builder.move_into(&mut self.storage, &self.components, entity, true);
-        self.spawned(&[entity]);
+        self.spawned(&set, &[entity]);
         Ok(entity)
     }
 

@@ -28,7 +28,7 @@
 
 use super::bundle::Bundle;
 use super::commands::ApplyStats;
-use super::component::{BundleIds, ComponentId};
+use super::component::{BundleIds, ComponentId, ComponentSet};
 use super::entity::{ComponentError, Entity, NoSuchEntity, WorldFull};
 use super::events::EventKind;
 use super::events::TooManyRounds;
@@ -45,6 +45,8 @@ impl HookSet {
     pub(crate) const EVENTS: HookSet = HookSet(1);
     /// The hierarchy ([`crate::ecs::hierarchy`]).
     pub(crate) const TREE: HookSet = HookSet(2);
+    /// Types whose values hold entity handles: their writes are noted ([`crate::ecs::holders`]).
+    pub(crate) const HOLDS: HookSet = HookSet(4);
 
     /// Whether any hook watches.
     #[inline(always)]
@@ -99,9 +101,11 @@ impl HookTable {
         }
     }
 
-    /// Whether any hook watches inserts or removals of `id`.
+    /// Whether a hook that must see each insert or removal of `id` watches it (handlers, the tree; not the note of
+    /// writes, which a view makes once, when it is made).
     pub(crate) fn watches_type(&self, id: ComponentId) -> bool {
-        self.insert(id).any() || self.remove(id).any()
+        let each = |set: HookSet| set.0 & !HookSet::HOLDS.0 != 0;
+        each(self.insert(id)) || each(self.remove(id))
     }
 
     /// Marks `hook` as watching (or not) the change `kind`.
@@ -139,6 +143,7 @@ impl World {
         let mut table = HookTable::default();
         self.events.mark(&mut table);
         self.tree.mark(&mut table);
+        self.holders.mark(&mut table, &self.components);
         self.hooks = table;
     }
 
@@ -231,12 +236,15 @@ impl World {
     #[inline]
     pub(crate) fn spawn_as<B: Bundle>(&mut self, entity: Entity, ids: &BundleIds, bundle: B) -> Entity {
         self.storage.spawn(&self.components, ids, entity, bundle);
-        self.spawned(&[entity]);
+        self.spawned(&ids.set, &[entity]);
         entity
     }
 
     /// The spawn hooks for `entities`, newly alive, in order.
-    pub(crate) fn after_spawn(&mut self, entities: &[Entity]) {
+    pub(crate) fn after_spawn(&mut self, set: &ComponentSet, entities: &[Entity]) {
+        if self.hooks.spawn.has(HookSet::HOLDS) {
+            self.holders.wrote_any(set);
+        }
         if self.hooks.spawn.has(HookSet::EVENTS) {
             for &entity in entities {
                 self.fire(EventKind::Spawn, entity);
@@ -246,9 +254,9 @@ impl World {
 
     /// Step 4 and the finish of a direct spawn of `entities` made by the caller's own storage step.
     #[inline]
-    pub(crate) fn spawned(&mut self, entities: &[Entity]) {
+    pub(crate) fn spawned(&mut self, set: &ComponentSet, entities: &[Entity]) {
         if self.hooks.spawn.any() {
-            self.after_spawn(entities);
+            self.after_spawn(set, entities);
             self.finish();
         }
     }
@@ -282,7 +290,8 @@ impl World {
             self.storage.spawn_batch(&self.components, &ids, hint, hint, items, out);
             full
         };
-        self.spawned(&out[start..]);
+        let set = B::ids(&mut self.components).set;
+        self.spawned(&set, &out[start..]);
         result
     }
 
@@ -328,7 +337,7 @@ impl World {
         // Rows for every reservation in the table; the pools grow as the values come.
         self.storage.spawn_batch(&self.components, ids, reserved.len(), 0, items, out);
         if self.hooks.spawn.any() {
-            self.after_spawn(&out[start..]);
+            self.after_spawn(&ids.set, &out[start..]);
         }
     }
 
@@ -362,6 +371,9 @@ impl World {
     /// wait for the finish, but a hook may despawn).
     pub(crate) fn after_insert(&mut self, ids: impl IntoIterator<Item = ComponentId>, entity: Entity) {
         for id in ids {
+            if self.hooks.insert(id).has(HookSet::HOLDS) {
+                self.holders.written.insert(id);
+            }
             if self.hooks.insert(id).has(HookSet::EVENTS) && self.entities.is_alive(entity) {
                 self.fire(EventKind::Insert(id), entity);
             }

@@ -505,6 +505,7 @@ impl World {
 
     #[inline]
     fn entities_and_store<T: Component>(&mut self, id: ComponentId) -> (&Entities, Option<ComponentValues<'_, T>>) {
+        self.wrote(id);
         (&self.entities, self.storage.values(id, &self.components))
     }
 
@@ -667,6 +668,7 @@ impl World {
     /// ([`World::give_back`]) before anything else changes it: meanwhile its storage holds empty stand-ins.
     pub(crate) fn lend(&mut self, ids: &[ComponentId], lease: &mut Lease) {
         assert!(lease.is_empty(), "a lease is given back before it is lent again");
+        ids.iter().for_each(|&id| self.wrote(id));
         let mut spares = std::mem::take(&mut lease.spares);
         self.storage.lend(&self.components, ids, &mut spares, |loan| lease.push(loan));
         lease.spares = spares;
@@ -687,6 +689,7 @@ impl World {
             components: &mut self.components,
             queries: &mut self.queries,
             pieces: &mut self.piece_queues,
+            written: &mut self.holders.written,
         }
     }
 
@@ -705,7 +708,9 @@ impl World {
     /// For the hierarchy's components, as [`World::get_mut`].
     pub fn sparse_set_mut<T: Component>(&mut self) -> Option<&mut SparseSet<T>> {
         refuse_kept::<T>("written through its pool");
-        self.storage.sparse_set_mut(self.components.id::<T>()?)
+        let id = self.components.id::<T>()?;
+        self.wrote(id);
+        self.storage.sparse_set_mut(id)
     }
 
     /// Moves every component to `backend`'s layout. Every live handle stays valid with the same index and
@@ -755,7 +760,9 @@ impl World {
         // is rebuilt for it before anything may panic.
         self.rekey_events();
         self.mark_hooks();
-        // A deferred handle in a loaded value names a spawn of no buffer of this world: it names nothing.
+        // A deferred handle in a loaded value names a spawn of no buffer of this world: it names nothing. (Every
+        // value is new here.)
+        self.holders.wrote_all();
         self.settle_held_handles(&|_| None);
         // Last, when the world is whole: commands the handlers recorded named the old world's entities, and a
         // value's drop may panic (the first panic goes on once everything is dropped).

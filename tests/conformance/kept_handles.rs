@@ -1,7 +1,7 @@
 //! Deferred handles kept in values of the types registered as holding entities: after the apply they name the
 //! spawned entities (or `Entity::DEAD`), wherever the value sits.
 
-use crate::{world, Pos};
+use crate::{world, Pos, Vel};
 use swarm::ecs::{Backend, Entity, HoldsEntities, World};
 
 /// Whom an entity follows: a registered holder, by hand.
@@ -155,6 +155,75 @@ fn a_loaded_deferred_handle_names_nothing(backend: Backend) {
     assert_eq!(loaded.len(), 4, "{backend}");
 }
 
+/// Values of a registered type that count the passes over them (one counter per backend run: the backends run one
+/// after another in this test).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Counted(Entity);
+static PASSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+impl HoldsEntities for Counted {
+    fn visit_entities(&self, visit: &mut dyn FnMut(Entity)) {
+        visit(self.0)
+    }
+    fn map_entities(&mut self, map: &mut dyn FnMut(&mut Entity)) {
+        PASSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        map(&mut self.0)
+    }
+}
+
+/// The pass after an apply visits a registered type only if its values may have received a handle since the last
+/// one: written by `&mut`, by insert or by spawn.
+fn the_pass_visits_only_the_types_written_since(backend: Backend) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut w = World::new();
+    w.set_backend(backend);
+    w.register_entity_holder::<Counted>();
+    let a = w.spawn((Pos(0.0, 0.0), Counted(Entity::DEAD))).unwrap();
+    let spawn_marker = |w: &mut World| {
+        w.query::<&Pos>().for_each_with_commands(|_, _, commands| {
+            commands.spawn((Vel(0.0, 0.0),)).unwrap();
+        })
+    };
+    // Written (spawned) since the last pass: visited.
+    spawn_marker(&mut w);
+    let before = PASSES.load(Relaxed);
+    w.apply_commands();
+    assert_eq!(PASSES.load(Relaxed) - before, 1, "{backend}: the spawned value");
+    // Not written since: an apply with deferred spawns leaves it alone.
+    spawn_marker(&mut w);
+    let before = PASSES.load(Relaxed);
+    w.apply_commands();
+    assert_eq!(PASSES.load(Relaxed), before, "{backend}: nothing written, nothing visited");
+    // Each way of writing brings it back.
+    let writes: [&dyn Fn(&mut World); 6] = [
+        &|w| {
+            // `None` on the other backends: asking is enough to note it.
+            let _ = w.sparse_set_mut::<Counted>();
+        },
+        &|w| assert!(w.get_mut::<Counted>(a).is_some()),
+        &|w| w.query::<&mut Counted>().for_each(|_, _| ()),
+        &|w| assert!(w.insert(a, Counted(Entity::DEAD)).is_ok()),
+        &|w| assert!(w.view_mut::<Counted>().get(a).is_some()),
+        &|w| assert!(w.spawn((Counted(Entity::DEAD),)).is_ok()),
+    ];
+    for (k, write) in writes.iter().enumerate() {
+        spawn_marker(&mut w);
+        write(&mut w);
+        let before = PASSES.load(Relaxed);
+        w.apply_commands();
+        assert!(PASSES.load(Relaxed) > before, "{backend}: write {k} was not noted");
+    }
+    // A deferred handle written by `&mut` follows its spawn.
+    let mut made = None;
+    w.query::<(&Pos, &mut Counted)>().for_each_with_commands(|_, (_, counted), commands| {
+        let new = commands.spawn((Vel(1.0, 1.0),)).unwrap();
+        counted.0 = new;
+        made = Some(new);
+    });
+    w.apply_commands();
+    let kept = w.get::<Counted>(a).unwrap().0;
+    assert!(w.get::<Vel>(kept) == Some(&Vel(1.0, 1.0)), "{backend}: {kept:?}");
+}
+
 mod every_backend {
     use crate::backends;
 
@@ -162,5 +231,6 @@ mod every_backend {
         kept_deferred_handles_become_the_spawned_entities,
         refused_and_discarded_spawns_leave_dead_handles,
         a_loaded_deferred_handle_names_nothing,
+        the_pass_visits_only_the_types_written_since,
     }
 }

@@ -81,6 +81,11 @@ impl Access {
     pub fn ids(&self) -> &[ComponentId] {
         &self.ids[..self.len]
     }
+
+    /// The ids of the terms written (`&mut T`).
+    pub(crate) fn writes(&self) -> impl Iterator<Item = ComponentId> + '_ {
+        self.ids().iter().zip(&self.mutable).filter(|(_, &mutable)| mutable).map(|(&id, _)| id)
+    }
 }
 
 /// How a query learns its types' ids: a mutable world registers a type it meets for the first time ([`Registry`]);

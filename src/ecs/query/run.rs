@@ -13,6 +13,7 @@ use super::error::{QueryError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::term::Lent;
 use crate::ecs::commands::{CommandQueue, Commands};
+use crate::ecs::component::ComponentSet;
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::archetype::{Archetypes, Table, TypeColumns};
 use crate::ecs::storage::sparse_set::PackedOrder;
@@ -37,6 +38,8 @@ pub(crate) struct QueryContext<'w> {
     pub(crate) queries: &'w mut QueryCache,
     /// The pieces' command buffers of parallel loops, reused.
     pub(crate) pieces: &'w mut Vec<CommandQueue>,
+    /// The types written since the kept handles were last settled ([`crate::ecs::holders`]).
+    pub(crate) written: &'w mut ComponentSet,
 }
 
 /// What a query runs on, from a mutable world or a shared one: the storage lent exclusively or shared, the
@@ -67,10 +70,15 @@ pub(super) fn exclusive<'w, Q: QueryData, F: Filter>(
 pub(super) fn exclusive_pieces<'w, Q: QueryData, F: Filter>(
     world: &'w mut World,
 ) -> Result<(Parts<'w, 'w>, &'w mut CommandQueue, &'w mut Vec<CommandQueue>), QueryError> {
-    let QueryContext { entities, storage, scratch, commands, components, queries, pieces } = world.query_context();
+    let QueryContext { entities, storage, scratch, commands, components, queries, pieces, written } =
+        world.query_context();
     let shape = queries.shape::<Q, F>(components);
     if let Some(error) = shape.access.refusal() {
         return Err(error.clone());
+    }
+    // A term written here may receive a deferred handle.
+    for id in shape.access.writes() {
+        written.insert(id);
     }
     storage.catch_up(components);
     let storage = Store::Whole(Lent::Exclusive(storage));
