@@ -476,8 +476,8 @@ fn the_profiler_marks_systems_that_ran_on_several_threads() {
 }
 
 /// Whom a row follows: a component holding a handle, registered as such.
-#[derive(Clone, Copy, Debug, PartialEq, swarm::ecs::HoldsEntities)]
-struct Follows(#[entities] Entity);
+#[derive(Clone, Debug, PartialEq, swarm::ecs::HoldsEntities)]
+struct Follows(#[entities] Entity, #[entities] Vec<Entity>);
 
 /// Handles a system kept, in a resource.
 #[derive(Default, swarm::ecs::HoldsEntities)]
@@ -504,6 +504,7 @@ fn light(
             if pos.0 % 10 == 0 {
                 let beacon = commands.spawn((Beacon(pos.0),)).unwrap();
                 follows.0 = beacon;
+                follows.1.extend([beacon, beacon]);
                 beacons.0.push(beacon);
                 mine.push(beacon);
                 *last = Some(beacon);
@@ -525,10 +526,11 @@ fn check(mut rows: Query<(&Pos, &Follows)>, mut beacon_of: Query<&Beacon>, beaco
         // (In the frame of the spawns the handles are still deferred.)
         if pos.0 % 10 == 0 && follows.0 != Entity::DEAD && !follows.0.is_deferred() {
             found.push((pos.0, follows.0));
+            found.extend(follows.1.iter().map(|&e| (pos.0, e)));
         }
     });
     for (pos, follows) in found {
-        assert_eq!(beacon_of.get(follows, |b| *b).ok(), Some(Beacon(pos)), "the row's handle");
+        assert_eq!(beacon_of.get(follows, |b| *b).ok(), Some(Beacon(pos)), "the row's handle (and its list's)");
     }
     for &beacon in beacons.0.iter().filter(|e| !e.is_deferred()) {
         assert!(beacon_of.get(beacon, |_| ()).is_ok(), "the resource's handle");
@@ -546,7 +548,7 @@ fn handles_kept_by_systems_before_the_apply_name_their_spawns_after_it() {
             let mut rows = Vec::new();
             w.query::<&Pos>().for_each(|e, _| rows.push(e));
             for e in rows {
-                w.insert(e, Follows(Entity::DEAD)).unwrap();
+                w.insert(e, Follows(Entity::DEAD, Vec::new())).unwrap();
             }
             let mut app = App::with_world(w);
             app.set_threads(threads);
@@ -563,6 +565,7 @@ fn handles_kept_by_systems_before_the_apply_name_their_spawns_after_it() {
                 if pos.0 % 10 == 0 {
                     rows += 1;
                     assert_eq!(world.get::<Beacon>(follows.0), Some(&Beacon(pos.0)), "{backend}");
+                    assert_eq!(follows.1, vec![follows.0; 2], "{backend}: the list in the component");
                 }
             });
             assert_eq!(rows, 30, "{backend}");
