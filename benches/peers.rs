@@ -10,7 +10,8 @@
 //!
 //! The workloads, as the suite defines them:
 //! - `simple_insert`: a new world, 10,000 entities with `Mat4` and three `Vec3`, dropped (inside the timing);
-//! - `simple_iter`: 10,000 such entities, one pass `position += velocity`;
+//! - `simple_iter`: 10,000 such entities, one pass `position += velocity` (each backend by `for_each`, and as
+//!   `iter/<backend>` by a `for` loop over the query);
 //! - `frag_iter`: 26 component types `A..Z(f32)`, 20 entities each, each entity also with `Data(f32)`; one pass
 //!   `data *= 2` over all 520;
 //! - `add_remove`: 10,000 entities with `A`; add `B` to each, then remove it from each.
@@ -173,6 +174,17 @@ fn simple_iter() -> Vec<Case> {
         world.spawn_batch((0..N).map(|_| bundle())).unwrap();
         cases.push(case(backend.name(), move || {
             world.query::<(&Velocity, &mut Position)>().for_each(|_, (v, p)| p.0 += v.0)
+        }));
+    }
+    // The same pass as a `for` loop over the query's iterator.
+    for backend in Backend::ALL {
+        let mut world = World::new();
+        world.set_backend(backend);
+        world.spawn_batch((0..N).map(|_| bundle())).unwrap();
+        cases.push(case(format!("iter/{backend}"), move || {
+            for (_, (v, p)) in world.query::<(&Velocity, &mut Position)>() {
+                p.0 += v.0;
+            }
         }));
     }
     cases

@@ -305,7 +305,100 @@ fn queries_kept_apart_by_filters_share_a_written_type_in_turn() {
         app.add_systems(Stage::Update, nested);
         let panic = catch_unwind(AssertUnwindSafe(|| app.update())).unwrap_err();
         let message = panic.downcast_ref::<String>().unwrap();
-        assert!(message.starts_with("system `nested` panicked: ") && message.contains("inside the loop"), "{message}");
+        assert!(
+            message.starts_with("system `nested` panicked: ") && message.contains("inside that query's loop"),
+            "{message}"
+        );
+        assert_eq!(app.world.query::<&Pos>().count(), 300, "{backend}: the lent pool is back");
+    }
+}
+
+// The same systems with `for` loops over their queries.
+
+fn drift_for(rules: Res<Rules>, mut q: Query<(&mut Pos, &Vel), Without<Frozen>>) {
+    for (_, (pos, vel)) in &mut q {
+        pos.0 = (pos.0 + vel.0).rem_euclid(rules.wall);
+    }
+}
+
+fn heal_for(mut q: Query<&mut Hp>, mut healed: ResMut<Healed>) {
+    for (_, hp) in q.iter_mut() {
+        hp.0 -= 1;
+        healed.0 += hp.0;
+    }
+}
+
+/// Reads through `&self`: no `mut` on the query.
+fn count_for(q: Query<&Pos, Without<Spark>>, mut counted: ResMut<Counted>, mut frames: Local<usize>) {
+    *frames += 1;
+    let n = (&q).into_iter().count();
+    assert_eq!(q.iter().len(), n);
+    counted.0.push(n * 1000 + *frames);
+}
+
+#[test]
+fn for_loops_over_system_queries_give_the_closure_loops_world() {
+    for backend in Backend::ALL {
+        for threads in [1, 2] {
+            let mut closures = param_app(backend, threads);
+            let mut loops = App::with_world(world(backend));
+            loops.set_threads(threads);
+            loops.add_systems(Stage::Update, (drift_for, heal_for, sparks, fade, count_for));
+            for _ in 0..12 {
+                closures.update();
+                loops.update();
+            }
+            assert_eq!(contents(&loops.world), contents(&closures.world), "{backend}, {threads} threads");
+            assert_eq!(summary(&loops), summary(&closures), "{backend}, {threads} threads");
+        }
+    }
+}
+
+/// Two queries kept apart by filters, one iterated (holding the shared pool), then the other by closure.
+fn apart_iter_then_closure(mut frozen: Query<&mut Pos, With<Frozen>>, mut moving: Query<&mut Pos, Without<Frozen>>) {
+    for (_, pos) in frozen.iter_mut() {
+        pos.0 = -1;
+    }
+    moving.for_each(|_, pos| pos.0 += 1000);
+}
+
+/// The same in the other order, and a read-only iterator over the written type, then the first query again once
+/// the second is dropped: allowed.
+fn apart_closure_then_iter(
+    mut frozen: Query<&mut Pos, With<Frozen>>,
+    moving: Query<&Pos, Without<Frozen>>,
+    mut n: ResMut<Healed>,
+) {
+    frozen.for_each(|_, pos| pos.0 = -1);
+    n.0 = moving.iter().filter(|(_, pos)| pos.0 >= 0).count() as i64;
+    n.0 += moving.iter().count() as i64;
+    // The read-only iterators keep the shared loan of `Pos` until `moving` goes.
+    drop(moving);
+    frozen.for_each(|_, pos| pos.0 -= 1);
+    for (_, pos) in &mut frozen {
+        pos.0 -= 1;
+    }
+    let first = frozen.iter_mut().next().map(|(e, _)| e).expect("a frozen one");
+    let got = frozen.get(first).map(|p| p.0);
+    assert_eq!(got, Ok(-3));
+}
+
+#[test]
+fn an_iterator_keeps_a_shared_loan_until_its_query_runs_again() {
+    for backend in Backend::ALL {
+        let mut app = App::with_world(world(backend));
+        app.add_systems(Stage::Update, apart_closure_then_iter);
+        app.update();
+        assert_eq!(app.world.resource::<Healed>().0, 480, "{backend}: 240 unfrozen, twice");
+        let mut frozen = 0;
+        app.world.query::<&Pos>().with::<Frozen>().for_each(|_, pos| frozen += (pos.0 == -3) as usize);
+        assert_eq!(frozen, 60, "{backend}");
+        // The closure loop of the other query while the first query's loan is kept: a clear panic; the world whole.
+        let mut app = App::with_world(world(backend));
+        app.add_systems(Stage::Update, apart_iter_then_closure);
+        let panic = catch_unwind(AssertUnwindSafe(|| app.update())).unwrap_err();
+        let message = panic.downcast_ref::<String>().unwrap();
+        assert!(message.contains("while an iterator or item it handed out is still in use"), "{message}");
         assert_eq!(app.world.query::<&Pos>().count(), 300, "{backend}: the lent pool is back");
     }
 }
@@ -513,9 +606,9 @@ fn light(
         return;
     }
     let numbers: Vec<i64> =
-        mine.iter().map(|&e| beacon_of.get(e, |b| b.0).expect("a kept handle names a beacon")).collect();
+        mine.iter().map(|&e| beacon_of.get(e).map(|b| b.0).expect("a kept handle names a beacon")).collect();
     assert!(numbers.windows(2).all(|w| w[0] != w[1]), "each handle its own beacon");
-    assert!(beacon_of.get(last.expect("kept"), |b| b.0).is_ok());
+    assert!(beacon_of.get(last.expect("kept")).is_ok());
     checked.0.push(numbers.len());
 }
 
@@ -530,10 +623,10 @@ fn check(mut rows: Query<(&Pos, &Follows)>, mut beacon_of: Query<&Beacon>, beaco
         }
     });
     for (pos, follows) in found {
-        assert_eq!(beacon_of.get(follows, |b| *b).ok(), Some(Beacon(pos)), "the row's handle (and its list's)");
+        assert_eq!(beacon_of.get(follows).ok().copied(), Some(Beacon(pos)), "the row's handle (and its list's)");
     }
     for &beacon in beacons.0.iter().filter(|e| !e.is_deferred()) {
-        assert!(beacon_of.get(beacon, |_| ()).is_ok(), "the resource's handle");
+        assert!(beacon_of.get(beacon).is_ok(), "the resource's handle");
     }
 }
 

@@ -47,13 +47,16 @@
 #![allow(clippy::needless_lifetimes)]
 
 use super::schedule::{query_param_name, resource_param_name, AccessError, Param, SystemAccess, Touch};
+use crate::ecs::__private::Lent;
 use crate::ecs::holders::MapValue;
 use crate::ecs::smaller_tuples_too;
 use crate::ecs::{
-    CommandQueue, Commands, ComponentId, Entities, Entity, Filter, Lease, QueryData, QueryOneError, QueryState,
-    Resource, World,
+    CommandQueue, Commands, ComponentId, Entities, Entity, Filter, Lease, QueryData, QueryIter, QueryOneError,
+    QueryState, ReadOnlyQueryData, Resource, World,
 };
+use crate::ecs::{Held, HeldShared, Loaned};
 use std::any::{type_name, Any};
+use std::cell::OnceCell;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 
@@ -100,20 +103,57 @@ pub trait SystemParam: Sized {
 
 /// A query as a system parameter: the same terms and filters as [`World::query`], run with the same loops, on
 /// the shared world and the system's loans. Its shape is worked out once, when the system is added.
+///
+/// Its matches come by closure (`for_each`, `for_each_run`, the parallel loops) or as an iterator: `iter` (through
+/// `&self`, when every term only reads), `iter_mut`, and `for (e, item) in &query` / `&mut query`. An iterator or
+/// an item from `get` keeps the types the system holds on loan that the query names until the query runs another
+/// loop, is dropped, or the run ends; a second query of the same system that writes one of them (two queries kept
+/// apart by `With`/`Without` may) then panics, naming the type: drop the first, or use `for_each` for it.
+///
+/// ```
+/// use swarm::app::{App, Query, Stage};
+/// struct Pos(f32); struct Vel(f32);
+/// fn movement(mut movers: Query<(&mut Pos, &Vel)>) {
+///     for (_, (pos, vel)) in &mut movers {
+///         pos.0 += vel.0;
+///     }
+/// }
+/// fn report(positions: Query<&Pos>, mut out: swarm::app::ResMut<Vec<f32>>) {
+///     out.extend(positions.iter().map(|(_, p)| p.0));
+/// }
+/// let mut app = App::new();
+/// app.world.insert_resource(Vec::<f32>::new());
+/// app.world.spawn((Pos(0.0), Vel(2.0))).unwrap();
+/// app.add_systems(Stage::Update, movement).add_systems(Stage::Last, report);
+/// app.update();
+/// assert_eq!(app.world.resource::<Vec<f32>>(), &[2.0]);
+/// ```
 pub struct Query<'w, 's, Q: QueryData, F: Filter = ()> {
     context: SystemContext<'w>,
     state: &'s mut QueryState<Q, F>,
+    /// The loans kept for the last iterator or item handed out through `&mut self`.
+    held: Held<'w>,
+    /// The loans kept, shared, for the iterators handed out through `&self`.
+    held_shared: OnceCell<HeldShared<'w>>,
 }
 
-impl<Q: QueryData, F: Filter> Query<'_, '_, Q, F> {
+impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
+    /// Lets go of the loans kept for iterators and items (none is alive: the caller has `&mut self`).
+    fn release(&mut self) {
+        self.held = Default::default();
+        self.held_shared = OnceCell::new();
+    }
+
     /// Calls `f` with each matching entity and its components (as [`swarm::ecs::Query::for_each`](crate::ecs::Query::for_each)).
     pub fn for_each(&mut self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
+        self.release();
         self.state.for_each(self.context.world, self.context.lease, f)
     }
 
     /// Calls `f` with runs of matches as parallel slices (as
     /// [`swarm::ecs::Query::for_each_run`](crate::ecs::Query::for_each_run)).
     pub fn for_each_run(&mut self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
+        self.release();
         self.state.for_each_run(self.context.world, self.context.lease, f)
     }
 
@@ -125,6 +165,7 @@ impl<Q: QueryData, F: Filter> Query<'_, '_, Q, F> {
         commands: &mut Commands<'_>,
         f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
     ) {
+        self.release();
         self.state.for_each_with_commands(self.context.world, self.context.lease, commands, f)
     }
 
@@ -132,6 +173,7 @@ impl<Q: QueryData, F: Filter> Query<'_, '_, Q, F> {
     /// [`swarm::ecs::Query::par_for_each`](crate::ecs::Query::par_for_each)): the same world for every thread
     /// count.
     pub fn par_for_each(&mut self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
+        self.release();
         self.state.par_for_each(self.context.world, self.context.lease, f)
     }
 
@@ -143,6 +185,7 @@ impl<Q: QueryData, F: Filter> Query<'_, '_, Q, F> {
         start: impl Fn(&mut A) + Sync,
         f: impl for<'a> Fn(&mut A, Entity, Q::Item<'a>) + Sync,
     ) {
+        self.release();
         self.state.par_fold(self.context.world, self.context.lease, out, start, f)
     }
 
@@ -154,12 +197,44 @@ impl<Q: QueryData, F: Filter> Query<'_, '_, Q, F> {
         commands: &mut Commands<'_>,
         f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync,
     ) {
+        self.release();
         self.state.par_for_each_with_commands(self.context.world, self.context.lease, commands, f)
     }
 
-    /// Calls `f` with one entity's components, if it matches; returns what `f` returns.
-    pub fn get<R>(&mut self, entity: Entity, f: impl for<'a> FnOnce(Q::Item<'a>) -> R) -> Result<R, QueryOneError> {
-        self.state.get(self.context.world, self.context.lease, entity, f)
+    /// The matches as an iterator (as [`swarm::ecs::Query::iter`](crate::ecs::Query::iter)), through `&self`:
+    /// every term only reads.
+    pub fn iter(&self) -> QueryIter<'_, Q>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        // Loans kept by `iter_mut` or `get` serve as they are; else the query keeps its own, shared.
+        let loaned: Loaned<'_> = if self.held.iter().any(Option::is_some) {
+            self.held.each_ref().map(|loan| loan.as_deref().map(Lent::Shared))
+        } else {
+            let held = self.held_shared.get_or_init(|| self.context.lease.hold_shared(self.state.ids()));
+            held.each_ref().map(|loan| loan.as_deref().map(Lent::Shared))
+        };
+        self.state.iter_loaned(self.context.world, loaned)
+    }
+
+    /// The matches as an iterator whose items may write (as [`swarm::ecs::Query::iter`](crate::ecs::Query::iter)).
+    pub fn iter_mut(&mut self) -> QueryIter<'_, Q> {
+        self.release();
+        self.held = self.context.lease.hold(self.state.ids());
+        let loaned: Loaned<'_> = self.held.each_mut().map(|loan| loan.as_deref_mut().map(Lent::Exclusive));
+        self.state.iter_loaned(self.context.world, loaned)
+    }
+
+    /// One entity's components, if it matches (as [`swarm::ecs::Query::get`](crate::ecs::Query::get)): the item,
+    /// borrowed until the query's next use.
+    pub fn get(&mut self, entity: Entity) -> Result<Q::Item<'_>, QueryOneError> {
+        if !self.context.world.is_alive(entity) {
+            return Err(QueryOneError::NoSuchEntity(entity));
+        }
+        self.release();
+        self.held = self.context.lease.hold(self.state.ids());
+        let loaned: Loaned<'_> = self.held.each_mut().map(|loan| loan.as_deref_mut().map(Lent::Exclusive));
+        self.state.get_loaned(self.context.world, loaned, entity).ok_or(QueryOneError::Unsatisfied(entity))
     }
 
     /// Number of matching entities.
@@ -167,6 +242,26 @@ impl<Q: QueryData, F: Filter> Query<'_, '_, Q, F> {
         let mut n = 0;
         self.for_each_run(|entities, _| n += entities.len());
         n
+    }
+}
+
+impl<'a, Q: ReadOnlyQueryData, F: Filter> IntoIterator for &'a Query<'_, '_, Q, F> {
+    type Item = (Entity, Q::Item<'a>);
+    type IntoIter = QueryIter<'a, Q>;
+
+    /// [`Query::iter`].
+    fn into_iter(self) -> QueryIter<'a, Q> {
+        self.iter()
+    }
+}
+
+impl<'a, Q: QueryData, F: Filter> IntoIterator for &'a mut Query<'_, '_, Q, F> {
+    type Item = (Entity, Q::Item<'a>);
+    type IntoIter = QueryIter<'a, Q>;
+
+    /// [`Query::iter_mut`].
+    fn into_iter(self) -> QueryIter<'a, Q> {
+        self.iter_mut()
     }
 }
 
@@ -192,7 +287,9 @@ impl<Q: QueryData + 'static, F: Filter + 'static> SystemParam for Query<'_, '_, 
         Ok(())
     }
     fn fetch<'w, 's>(state: &'s mut Self::State, context: SystemContext<'w>) -> Self::Item<'w, 's> {
-        Query { context, state }
+        // The run's iterators read the shape through `&self`.
+        state.refresh(context.world);
+        Query { context, state, held: Default::default(), held_shared: OnceCell::new() }
     }
 }
 

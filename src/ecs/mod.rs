@@ -43,9 +43,10 @@ pub use hierarchy::{Children, HierarchyError, Parent};
 pub use holders::HoldsEntities;
 pub(crate) use query::smaller_tuples_too;
 pub use query::{
-    halves_moved, join, Batch, Batches, Filter, Lease, Or, Query, QueryAccess, QueryData, QueryError, QueryOneError,
-    QueryRef, QueryState, ReadOnlyQueryData, With, Without, MAX_QUERY_TYPES,
+    halves_moved, join, Batch, Batches, Filter, Lease, Or, Query, QueryAccess, QueryData, QueryError, QueryIter,
+    QueryOneError, QueryRef, QueryState, ReadOnlyQueryData, With, Without, MAX_QUERY_TYPES,
 };
+pub(crate) use query::{Held, HeldShared, Loaned};
 pub use snapshot::{checksum, Format, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION};
 pub use sort::SortMethod;
 pub use storage::sparse_set::{PackedOrder, SparseSet, PAGE_SIZE};
@@ -66,7 +67,9 @@ pub use world::{ComponentBytes, World, DEFAULT_CAPACITY, PIECE_ROWS};
 pub mod __private {
     pub use super::bundle::{Compose, One, Parts, TypeList};
     pub use super::component::BundleIds;
-    pub use super::query::{is_query_data, Access, ComposeQuery, ComposedRows, Lent, Names, TermPool, TupleOf};
+    pub use super::query::{
+        is_query_data, Access, ComposeQuery, ComposedRows, ComposedRun, Lent, Names, TermPool, TermRun, TupleOf,
+    };
     pub use super::storage::archetype::ErasedColumns;
     pub use super::storage::archetype::{ColumnIndex, TypeColumns};
     pub use super::storage::{ErasedPool, Layout, PutBundle, Registry, SparseSetLayout, Storage};

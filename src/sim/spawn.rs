@@ -45,10 +45,10 @@ pub fn spawn_fighters(
     // the captain is now.
     for squad in open.0.iter_mut() {
         if let Some(s) = squad {
-            match captains.get(s.captain, |(at, velocity)| (at.0, velocity.0)) {
+            match captains.get(s.captain) {
                 Ok((at, velocity)) => {
-                    s.at = at;
-                    s.heading = velocity.try_normalize().unwrap_or(s.heading);
+                    s.at = at.0;
+                    s.heading = velocity.0.try_normalize().unwrap_or(s.heading);
                 }
                 Err(_) => *squad = None,
             }

@@ -7,7 +7,7 @@ use swarm::ecs::{Backend, Entity, Filter, Query, QueryData, With, Without, World
 
 /// A world whose sets of components differ, with holes from despawns: pools of different sizes and orders, and
 /// several archetype tables.
-fn mixed(backend: Backend) -> (World, Vec<Entity>) {
+pub(crate) fn mixed(backend: Backend) -> (World, Vec<Entity>) {
     let mut w = world(backend);
     let mut all = Vec::new();
     for i in 0..600 {

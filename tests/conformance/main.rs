@@ -36,6 +36,7 @@ mod events;
 mod filters;
 mod handles;
 mod hierarchy;
+mod iteration;
 mod kept_handles;
 mod lookups;
 mod panics;

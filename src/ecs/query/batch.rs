@@ -13,14 +13,23 @@ pub struct Batch<'w, Q: QueryData> {
 
 /// A batch's rows: a slice of a run (lock-step pools, an archetype table), or matches gathered one by one.
 enum Rows<'w, Q: QueryData> {
-    Run(std::slice::Iter<'w, Entity>, Q::Rows<'w>),
+    Run(Q::Run<'w>),
     Gathered(std::vec::IntoIter<(Entity, Q::Item<'w>)>),
 }
 
 impl<'w, Q: QueryData> Batch<'w, Q> {
     /// The rows of a run: `entities[k]` owns row `k` of every slice.
     pub(super) fn run(entities: &'w [Entity], slices: Q::Slices<'w>) -> Self {
-        Self { rows: Rows::Run(entities.iter(), Q::rows(slices)), len: entities.len() }
+        Self { rows: Rows::Run(Q::run(entities, slices)), len: entities.len() }
+    }
+
+    /// The batch's rows: a run's entities and values, or the gathered matches.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn into_parts(self) -> Result<Q::Run<'w>, std::vec::IntoIter<(Entity, Q::Item<'w>)>> {
+        match self.rows {
+            Rows::Run(run) => Ok(run),
+            Rows::Gathered(items) => Err(items),
+        }
     }
 
     /// Matches gathered one by one.
@@ -36,7 +45,7 @@ impl<'w, Q: QueryData> Iterator for Batch<'w, Q> {
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let next = match &mut self.rows {
-            Rows::Run(entities, rows) => Some((*entities.next()?, rows.next()?)),
+            Rows::Run(run) => run.next(),
             Rows::Gathered(items) => items.next(),
         };
         self.len -= next.is_some() as usize;
@@ -45,6 +54,15 @@ impl<'w, Q: QueryData> Iterator for Batch<'w, Q> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.len, Some(self.len))
+    }
+
+    /// The rows by their own loop: a run's entities zipped with its slices' rows.
+    #[inline]
+    fn fold<B, G: FnMut(B, Self::Item) -> B>(self, init: B, f: G) -> B {
+        match self.rows {
+            Rows::Run(run) => run.fold(init, f),
+            Rows::Gathered(items) => items.fold(init, f),
+        }
     }
 }
 
@@ -89,6 +107,12 @@ pub(super) fn cut_gathered<'w, Q: QueryData>(
     size: usize,
     out: &mut Vec<Batch<'w, Q>>,
 ) {
+    if items.len() <= size {
+        if !items.is_empty() {
+            out.push(Batch::gathered(items));
+        }
+        return;
+    }
     let mut items = items.into_iter();
     while items.len() > 0 {
         out.push(Batch::gathered(items.by_ref().take(size).collect()));

@@ -105,6 +105,11 @@ pub trait QueryData {
     /// A run's values row by row.
     type Rows<'w>: Iterator<Item = Self::Item<'w>>;
     #[doc(hidden)]
+    /// A run's entities and values row by row: the entities' slice iterator zipped with each term's by std's
+    /// `Zip`, so a run advances by one index test per row however many terms it has (what a query's iterator
+    /// walks).
+    type Run<'w>: Iterator<Item = (Entity, Self::Item<'w>)>;
+    #[doc(hidden)]
     /// The query with every lifetime made `'static`: with the filter, the key of the query's shape in the world's
     /// query cache (so a shape's ids, checks and matching tables are worked out once per world).
     type Key: 'static;
@@ -190,6 +195,9 @@ pub trait QueryData {
     /// The values of `slices`, row by row.
     fn rows<'w>(slices: Self::Slices<'w>) -> Self::Rows<'w>;
     #[doc(hidden)]
+    /// The rows of `slices` with their owners: `entities[k]` owns row `k` (the slices hold at least as many rows).
+    fn run<'w>(entities: &'w [Entity], slices: Self::Slices<'w>) -> Self::Run<'w>;
+    #[doc(hidden)]
     /// One entity's values as slices of one.
     fn one<'a>(item: Self::Item<'a>) -> Self::Slices<'a>;
 
@@ -224,6 +232,26 @@ pub struct TermPool<'a> {
 #[doc(hidden)]
 pub struct TupleRows<T>(T);
 
+/// A tuple's run: its entities zipped with its terms' rows ([`QueryData::Run`]); `Q` names the tuple.
+#[doc(hidden)]
+pub struct TupleRun<'w, I, Q>(I, std::marker::PhantomData<RowsOf<'w, Q>>);
+
+/// The type of `entities.iter().zip(a).zip(b)...`: `Zip<Zip<$acc, A::Rows>, B::Rows>`...
+macro_rules! zip_type {
+    ($w:lifetime [$($acc:tt)*]) => { $($acc)* };
+    ($w:lifetime [$($acc:tt)*] $head:ident $($rest:ident)*) => {
+        zip_type!($w [std::iter::Zip<$($acc)*, <$head as QueryData>::Rows<$w>>] $($rest)*)
+    };
+}
+
+/// The item type of that zip: `((&Entity, A::Item), B::Item)`...
+macro_rules! zip_item {
+    ($w:lifetime [$($acc:tt)*]) => { $($acc)* };
+    ($w:lifetime [$($acc:tt)*] $head:ident $($rest:ident)*) => {
+        zip_item!($w [($($acc)*, <$head as QueryData>::Item<$w>)] $($rest)*)
+    };
+}
+
 /// The pattern of `entities.iter().zip(a).zip(b)...`'s items, `((entity, a), b)...`, binding each value to its name.
 macro_rules! zip_pattern {
     ([$($acc:tt)*]) => { $($acc)* };
@@ -243,6 +271,7 @@ macro_rules! impl_query_data {
             type Lanes<'w, L: Layout> = ($($T::Lanes<'w, L>,)*);
             type Columns<'w> = ($($T::Columns<'w>,)*);
             type Rows<'w> = TupleRows<($($T::Rows<'w>,)*)>;
+            type Run<'w> = TupleRun<'w, zip_type!('w [std::slice::Iter<'w, Entity>] $($T)*), Self>;
             type Key = ($($T::Key,)*);
             const TERMS: usize = 0 $(+ $T::TERMS)*;
 
@@ -431,6 +460,12 @@ macro_rules! impl_query_data {
             }
 
             #[inline]
+            fn run<'w>(entities: &'w [Entity], slices: Self::Slices<'w>) -> Self::Run<'w> {
+                let ($($T,)*) = slices;
+                TupleRun(entities.iter()$(.zip($T::rows($T)))*, std::marker::PhantomData)
+            }
+
+            #[inline]
             fn one<'a>(item: Self::Item<'a>) -> Self::Slices<'a> {
                 let ($($T,)*) = item;
                 ($($T::one($T),)*)
@@ -449,6 +484,27 @@ macro_rules! impl_query_data {
         }
 
         impl<$($T: ReadOnlyQueryData),*> ReadOnlyQueryData for ($($T,)*) {}
+
+        #[allow(non_snake_case, clippy::unused_unit)]
+        impl<'w, I, $($T: QueryData),*> Iterator for TupleRun<'w, I, ($($T,)*)>
+        where
+            I: Iterator<Item = zip_item!('w [&'w Entity] $($T)*)>,
+        {
+            type Item = (Entity, ($($T::Item<'w>,)*));
+            #[inline]
+            fn next(&mut self) -> Option<Self::Item> {
+                let zip_pattern!([entity] $($T)*) = self.0.next()?;
+                Some((*entity, ($($T,)*)))
+            }
+            #[inline]
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                self.0.size_hint()
+            }
+            #[inline]
+            fn fold<Acc, Func: FnMut(Acc, Self::Item) -> Acc>(self, init: Acc, mut f: Func) -> Acc {
+                self.0.fold(init, |acc, zip_pattern!([entity] $($T)*)| f(acc, (*entity, ($($T,)*))))
+            }
+        }
 
         #[allow(non_snake_case, clippy::unused_unit)]
         impl<$($T: Iterator),*> Iterator for TupleRows<($($T,)*)> {
@@ -517,6 +573,52 @@ impl<'w, Q: ComposeQuery, R: Iterator<Item = <Q::Tuple as QueryData>::Item<'w>>>
     }
 }
 
+/// A derived query's run: the tuple's run, its items converted.
+#[doc(hidden)]
+pub struct ComposedRun<'w, Q, R>(R, std::marker::PhantomData<RowsOf<'w, Q>>);
+
+impl<'w, Q: ComposeQuery, R: Iterator<Item = (Entity, <Q::Tuple as QueryData>::Item<'w>)>> ComposedRun<'w, Q, R> {
+    #[doc(hidden)]
+    #[inline]
+    pub fn new(run: R) -> Self {
+        Self(run, std::marker::PhantomData)
+    }
+}
+
+impl<'w, Q: ComposeQuery, R: Iterator<Item = (Entity, <Q::Tuple as QueryData>::Item<'w>)>> Iterator
+    for ComposedRun<'w, Q, R>
+{
+    type Item = (Entity, Q::Item<'w>);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(entity, item)| (entity, Q::from_tuple(item)))
+    }
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+/// One term's run (`&T`, `&mut T`, `Option<Q>`): its entities zipped with its rows.
+#[doc(hidden)]
+pub struct TermRun<'w, R>(pub(super) std::iter::Zip<std::slice::Iter<'w, Entity>, R>);
+
+impl<R: Iterator> Iterator for TermRun<'_, R> {
+    type Item = (Entity, R::Item);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(&entity, item)| (entity, item))
+    }
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+    #[inline]
+    fn fold<B, Func: FnMut(B, Self::Item) -> B>(self, init: B, mut f: Func) -> B {
+        self.0.fold(init, |acc, (&entity, item)| f(acc, (entity, item)))
+    }
+}
+
 /// Names a derived query's field type, so a field that is not a query is reported at the field.
 #[doc(hidden)]
 pub fn is_query_data<Q: QueryData>() {}
@@ -547,6 +649,11 @@ macro_rules! __delegate_query {
                 '__w,
                 Self,
                 <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::Rows<'__w>,
+            >;
+            type Run<'__w> = $crate::ecs::__private::ComposedRun<
+                '__w,
+                Self,
+                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::Run<'__w>,
             >;
             type Key = <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::Key;
             const TERMS: usize = <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::TERMS;
@@ -685,6 +792,15 @@ macro_rules! __delegate_query {
             fn rows<'__w>(slices: Self::Slices<'__w>) -> Self::Rows<'__w> {
                 $crate::ecs::__private::ComposedRows::new(
                     <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::rows(slices),
+                )
+            }
+            #[inline]
+            fn run<'__w>(
+                entities: &'__w [$crate::ecs::Entity],
+                slices: Self::Slices<'__w>,
+            ) -> Self::Run<'__w> {
+                $crate::ecs::__private::ComposedRun::new(
+                    <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::run(entities, slices),
                 )
             }
             #[inline]

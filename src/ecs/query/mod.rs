@@ -33,6 +33,7 @@ mod cache;
 mod data;
 mod error;
 mod filter;
+mod iter;
 mod par;
 mod run;
 mod state;
@@ -45,14 +46,17 @@ pub use batch::{Batch, Batches};
 pub(crate) use cache::QueryCache;
 pub(crate) use data::smaller_tuples_too;
 #[doc(hidden)]
-pub use data::{is_query_data, ComposeQuery, ComposedRows, TermPool, TupleOf};
+pub use data::{is_query_data, ComposeQuery, ComposedRows, ComposedRun, TermPool, TermRun, TupleOf};
 pub use data::{QueryData, ReadOnlyQueryData};
 pub use error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 pub use filter::{Filter, Or, With, Without};
+pub use iter::QueryIter;
 #[doc(hidden)]
 pub use par::Pieces;
 pub use par::{halves_moved, join};
+pub(crate) use run::Loaned;
 pub(crate) use run::QueryContext;
+pub(crate) use state::{Held, HeldShared};
 pub use state::{Lease, QueryState};
 #[doc(hidden)]
 pub use term::Lent;
@@ -252,6 +256,43 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
         item.map_err(QueryOneError::Refused)?.ok_or(QueryOneError::Unsatisfied(entity))
     }
 
+    /// The matches as an iterator of `(entity, item)`, in the order [`Query::for_each`] visits them (hecs's
+    /// `QueryBorrow::iter`): for `for` loops, adapters, an early `break` and `collect`. A query is also
+    /// [`IntoIterator`], so `for (e, (pos, vel)) in world.query::<(&mut Pos, &Vel)>()` works as well. The items
+    /// borrow the world for as long as the query did.
+    ///
+    /// `for_each` stays the faster loop: it compiles the body inside the walk, where the iterator hands out one
+    /// row per call, and a probing walk (pools packed in different orders, a `With` filter that drives) gathers
+    /// its matches into a list before the first one comes out ([`QueryIter`]; figures in BENCHMARKS.md).
+    ///
+    /// ```
+    /// use swarm::ecs::{World, Without};
+    /// struct Pos(f32); struct Vel(f32); struct Frozen;
+    /// let mut world = World::new();
+    /// for k in 0..5 {
+    ///     world.spawn((Pos(0.0), Vel(k as f32))).unwrap();
+    /// }
+    /// world.spawn((Pos(0.0), Vel(9.0), Frozen)).unwrap();
+    /// for (_, (pos, vel)) in world.query::<(&mut Pos, &Vel)>().without::<Frozen>().iter() {
+    ///     pos.0 += vel.0;
+    /// }
+    /// let first_far = world.query_ref::<&Pos>().iter().find(|(_, p)| p.0 > 2.5).map(|(_, p)| p.0);
+    /// assert_eq!(first_far, Some(3.0));
+    /// let moved = world.query_ref::<&Pos>().iter().filter(|(_, p)| p.0 > 0.0).count();
+    /// assert_eq!(moved, 4);
+    /// ```
+    ///
+    /// # Panics
+    /// If the query is refused, like [`Query::for_each`]; [`Query::try_iter`] returns the error instead.
+    pub fn iter(self) -> QueryIter<'w, Q> {
+        self.try_iter().unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// The matches as an iterator ([`Query::iter`]), or why the query is refused.
+    pub fn try_iter(self) -> Result<QueryIter<'w, Q>, QueryError> {
+        self.world.with_parts::<F, _>(|parts| QueryIter::new(batches::<Q, F>(parts, usize::MAX)))
+    }
+
     /// The matches cut into batches of at most `batch_size` rows (hecs's `iter_batched`), to hand to threads of the
     /// caller's own: the batches borrow disjoint rows, all at once. A run of rows (pools walked in lock-step, an
     /// archetype table) is cut into slices, so a batch never spans two tables; matches found by probing are
@@ -366,6 +407,26 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
         let mut n = 0;
         self.for_each_run(|entities, _| n += entities.len());
         n
+    }
+}
+
+impl<'w, Q: QueryData, F: Filter> IntoIterator for Query<&'w mut World, Q, F> {
+    type Item = (Entity, Q::Item<'w>);
+    type IntoIter = QueryIter<'w, Q>;
+
+    /// [`Query::iter`].
+    fn into_iter(self) -> QueryIter<'w, Q> {
+        self.iter()
+    }
+}
+
+impl<'w, Q: ReadOnlyQueryData, F: Filter> IntoIterator for Query<&'w World, Q, F> {
+    type Item = (Entity, Q::Item<'w>);
+    type IntoIter = QueryIter<'w, Q>;
+
+    /// [`Query::iter`].
+    fn into_iter(self) -> QueryIter<'w, Q> {
+        self.iter()
     }
 }
 

@@ -103,7 +103,7 @@ pub(super) fn shared<'w, Q: QueryData, F: Filter, R>(
 
 /// The loans a system's query borrows for one run: the pools (or columns) of types moved out of the world for the
 /// system, each at most once, in no particular order.
-pub(crate) type Loaned<'w> = [Option<&'w mut Loan>; MAX_QUERY_TYPES];
+pub(crate) type Loaned<'w> = [Option<Lent<'w, Loan>>; MAX_QUERY_TYPES];
 
 /// What a query's storage is: the world's, lent whole (exclusively or shared), or split: the world's shared, except
 /// the types a system holds on loan (moved out of the world, so the system may write them while other systems read
@@ -170,8 +170,8 @@ pub(super) fn lending(storage: Store<'_>) -> Lending<'_> {
 
 /// Takes the loan of type `id` out of `loaned`, if the system holds it.
 #[inline]
-fn take_loan<'w>(loaned: &mut Loaned<'w>, id: u32) -> Option<&'w mut Loan> {
-    loaned.iter_mut().find(|loan| loan.as_ref().is_some_and(|loan| loan.id() == id))?.take()
+fn take_loan<'w>(loaned: &mut Loaned<'w>, id: u32) -> Option<Lent<'w, Loan>> {
+    loaned.iter_mut().find(|loan| loan.as_ref().is_some_and(|loan| loan.as_ref().id() == id))?.take()
 }
 
 /// Runs query `(Q, F)` on `parts`, handing the matches to `visit`: the one storage dispatch, then a loop
@@ -215,8 +215,9 @@ pub(super) fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
         // A type on loan comes from the loan; the others are read where they are.
         PoolsLent::Split(pools, mut loaned) => {
             return take::<Q, F, L>(ids.iter().map(move |&id| match take_loan(&mut loaned, id) {
-                Some(Loan::Pool(_, pool)) => Some(Lent::Exclusive(&mut **pool)),
-                Some(Loan::Columns(..)) => unreachable!("a pool layout lends pools"),
+                Some(Lent::Exclusive(Loan::Pool(_, pool))) => Some(Lent::Exclusive(&mut **pool)),
+                Some(Lent::Shared(Loan::Pool(_, pool))) => Some(Lent::Shared(&**pool)),
+                Some(_) => unreachable!("a pool layout lends pools"),
                 None => pools.get(id as usize).map(|pool| Lent::Shared(&**pool)),
             }))
         }
@@ -271,8 +272,9 @@ pub(super) fn take_columns<'w, Q: QueryData>(columns: ColumnsLent<'w>, shape: &S
         // A type on loan comes from the loan; the others are read where they are.
         ColumnsLent::Split(columns, mut loaned) => {
             Q::columns(&mut ids.iter().map(|&id| match take_loan(&mut loaned, id) {
-                Some(Loan::Columns(_, lent)) => lent.as_deref_mut().map(Lent::Exclusive),
-                Some(Loan::Pool(..)) => unreachable!("archetype tables lend columns"),
+                Some(Lent::Exclusive(Loan::Columns(_, lent))) => lent.as_deref_mut().map(Lent::Exclusive),
+                Some(Lent::Shared(Loan::Columns(_, lent))) => lent.as_deref().map(Lent::Shared),
+                Some(_) => unreachable!("archetype tables lend columns"),
                 None => columns.get(id as usize)?.as_deref().map(Lent::Shared),
             }))
         }
@@ -457,11 +459,35 @@ pub(super) fn candidates<Q: QueryData, L: Layout, F: Filter>(
     }
 }
 
-/// Query `(Q, F)`'s matches on `parts`, cut into batches of at most `size` rows: a run (lock-step pools, an
-/// archetype table) is cut into slices; any other match is gathered (the pools hand out every value asked for at
-/// once, [`QueryData::probe_each`]) and the list cut.
+/// Query `(Q, F)`'s matches on `parts`, cut into batches of at most `size` rows (see [`batches_of`]).
 pub(super) fn batches<'w, Q: QueryData, F: Filter>(parts: Parts<'w, '_>, size: usize) -> Vec<Batch<'w, Q>> {
     let Parts { entities, storage, shape, scratch } = parts;
+    refresh::<F>(&storage, shape);
+    batches_of::<Q, F>(entities, storage, shape, scratch, size)
+}
+
+/// Brings the shape's list of matching archetype tables up to date (nothing to do on the other layouts).
+#[inline]
+pub(super) fn refresh<F: Filter>(storage: &Store<'_>, shape: &mut Shape) {
+    let storage = match storage {
+        Store::Whole(lent) => lent.as_ref(),
+        Store::Split(storage, _) => storage,
+    };
+    if let Storage::Tables(archetypes) = storage {
+        shape.tables.update::<F>(archetypes, &shape.access);
+    }
+}
+
+/// Query `(Q, F)`'s matches, cut into batches of at most `size` rows: a run (lock-step pools, an archetype table)
+/// is cut into slices; any other match is gathered (the pools hand out every value asked for at once,
+/// [`QueryData::probe_each`]) and the list cut. The shape's tables must be up to date ([`refresh`]).
+pub(super) fn batches_of<'w, Q: QueryData, F: Filter>(
+    entities: &Entities,
+    storage: Store<'w>,
+    shape: &Shape,
+    scratch: &mut Vec<Entity>,
+    size: usize,
+) -> Vec<Batch<'w, Q>> {
     let mut out = Vec::new();
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
@@ -491,7 +517,6 @@ pub(super) fn batches<'w, Q: QueryData, F: Filter>(parts: Parts<'w, '_>, size: u
             }
         }),
         Lending::Tables(archetypes) => {
-            shape.tables.update::<F>(archetypes.as_ref(), &shape.access);
             let (tables, columns) = lend_columns(archetypes);
             let Some(mut columns) = take_columns::<Q>(columns, shape) else { return out };
             // Tables in ascending order take ascending columns of every type (as in `many`).
@@ -518,7 +543,9 @@ fn gather<'w, Q: QueryData, L: Layout, F: Filter>(
     let passing: Vec<Entity> = candidates.iter().copied().filter(|e| F::matches::<L>(filter, e.index())).collect();
     let indices: Vec<u32> = passing.iter().map(|e| e.index()).collect();
     let items = Q::probe_each::<L>(pools, &indices);
-    passing.into_iter().zip(items).filter_map(|(entity, item)| Some((entity, item?))).collect()
+    let mut out = Vec::with_capacity(items.len());
+    out.extend(passing.into_iter().zip(items).filter_map(|(entity, item)| Some((entity, item?))));
+    out
 }
 
 /// Gives every packed term's pool one fresh order stamp: they were just found packed alike.

@@ -14,16 +14,20 @@
 use super::access::QueryAccess;
 use super::cache::Shape;
 use super::data::QueryData;
+use super::data::ReadOnlyQueryData;
 use super::error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 use super::filter::Filter;
+use super::iter::QueryIter;
 use super::par::{par_run, with_pieces, ParCommands, ParEach, ParFold};
-use super::run::{one, run, Each, Loaned, Parts, QueryContext, Runs, Store, WithCommands};
+use super::run::{batches_of, one, refresh, run, Each, Loaned, Parts, QueryContext, Runs, Store, WithCommands};
+use super::term::Lent;
 use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::component::ComponentId;
 use crate::ecs::entity::Entity;
+use crate::ecs::storage::Storage;
 use crate::ecs::storage::{ErasedPool, Loan};
 use crate::ecs::world::World;
-use std::cell::{RefCell, RefMut};
+use std::cell::{Ref, RefCell, RefMut};
 use std::marker::PhantomData;
 
 /// The component types a system holds on loan for one run: each moved out of the world (`World::lend`) and put
@@ -46,11 +50,40 @@ impl Lease {
         let (_, cell) = self.loans.iter().find(|(held, _)| *held == id)?;
         match cell.try_borrow_mut() {
             Ok(loan) => Some(loan),
-            Err(_) => panic!(
-                "a system ran a query inside the loop of another of its queries, and both name component #{id}, \
-                 which the system writes: run one query after the other"
-            ),
+            Err(_) => panic!("{}", held_elsewhere(id)),
         }
+    }
+
+    /// The loan of type `id`, shared, for a read-only query's iterator; `None` if the system does not hold it.
+    fn borrow_shared(&self, id: ComponentId) -> Option<Ref<'_, Loan>> {
+        let (_, cell) = self.loans.iter().find(|(held, _)| *held == id)?;
+        match cell.try_borrow() {
+            Ok(loan) => Some(loan),
+            Err(_) => panic!("{}", held_elsewhere(id)),
+        }
+    }
+
+    /// The loans of the types `ids` names (`None` for a type the system does not hold), kept by the caller for as
+    /// long as its iterator or item lives.
+    pub(crate) fn hold<'l>(&'l self, ids: &[ComponentId]) -> Held<'l> {
+        let mut held: Held<'l> = Default::default();
+        if !self.is_empty() {
+            for (slot, &id) in held.iter_mut().zip(ids) {
+                *slot = self.borrow(id);
+            }
+        }
+        held
+    }
+
+    /// The loans of the types `ids` names, shared ([`Lease::hold`] for a read-only query).
+    pub(crate) fn hold_shared<'l>(&'l self, ids: &[ComponentId]) -> HeldShared<'l> {
+        let mut held: HeldShared<'l> = Default::default();
+        if !self.is_empty() {
+            for (slot, &id) in held.iter_mut().zip(ids) {
+                *slot = self.borrow_shared(id);
+            }
+        }
+        held
     }
 
     pub(crate) fn push(&mut self, loan: Loan) {
@@ -62,6 +95,22 @@ impl Lease {
         (self.loans.drain(..).map(|(_, cell)| cell.into_inner()), &mut self.spares)
     }
 }
+
+/// Why a query of a system could not borrow the loan of type `id`: another query of the system holds it.
+fn held_elsewhere(id: ComponentId) -> String {
+    format!(
+        "a system ran a query while another of its queries held component #{id}, which the system writes: inside \
+         that query's loop, or while an iterator or item it handed out is still in use (`iter`, `iter_mut`, \
+         `get` keep their loans until the query's next loop, its drop or the end of the run): run one query after \
+         the other, drop the first, or use `for_each` for it"
+    )
+}
+
+/// The loans a query of a system keeps for its iterator or item ([`Lease::hold`]), one per named type.
+pub(crate) type Held<'l> = [Option<RefMut<'l, Loan>>; MAX_QUERY_TYPES];
+
+/// The loans a read-only query of a system keeps for its iterator, shared ([`Lease::hold_shared`]).
+pub(crate) type HeldShared<'l> = [Option<Ref<'l, Loan>>; MAX_QUERY_TYPES];
 
 /// A query kept by a system between runs: its shape (ids, access check, matching archetype tables) worked out once
 /// when the system is added, and a scratch buffer. It runs on a shared world and the system's [`Lease`].
@@ -91,22 +140,74 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
 
     /// Runs `body` on the world's parts, the types of `lease` this query names taken from the lease.
     fn parts<R>(&mut self, world: &World, lease: &Lease, body: impl FnOnce(Parts<'_, '_>) -> R) -> R {
-        let ids = self.shape.access.ids();
-        let mut guards: [Option<RefMut<'_, Loan>>; MAX_QUERY_TYPES] = Default::default();
-        if !lease.is_empty() {
-            for (guard, &id) in guards.iter_mut().zip(ids) {
-                *guard = lease.borrow(id);
-            }
-        }
-        let loaned: Loaned<'_> = guards.each_mut().map(|guard| guard.as_deref_mut());
+        let mut guards = lease.hold(self.shape.access.ids());
+        let loaned: Loaned<'_> = guards.each_mut().map(|guard| guard.as_deref_mut().map(Lent::Exclusive));
+        body(self.split_parts(world, loaned))
+    }
+
+    /// The parts of the shared `world`, with the types in `loaned` taken from there.
+    fn split_parts<'a>(&'a mut self, world: &'a World, loaned: Loaned<'a>) -> Parts<'a, 'a> {
         let (entities, _, storage) = world.query_parts();
-        let parts = Parts {
-            entities,
-            storage: Store::Split(storage, loaned),
-            shape: &mut self.shape,
-            scratch: &mut self.scratch,
-        };
-        body(parts)
+        Parts { entities, storage: Store::Split(storage, loaned), shape: &mut self.shape, scratch: &mut self.scratch }
+    }
+
+    /// Brings the list of matching archetype tables up to date with `world`'s (a system's queries do it before
+    /// each run, so the run's iterators can read the shape through `&self`).
+    pub(crate) fn refresh(&mut self, world: &World) {
+        let (_, _, storage) = world.query_parts();
+        if let Storage::Tables(archetypes) = storage {
+            self.shape.tables.update::<F>(archetypes, &self.shape.access);
+        }
+    }
+
+    /// The ids of the types the query names, in access order (the loans it may borrow).
+    pub(crate) fn ids(&self) -> &[ComponentId] {
+        self.shape.access.ids()
+    }
+
+    /// The matches on `world` and the loans in `loaned`, as an iterator. The tables must be up to date
+    /// ([`QueryState::refresh`]).
+    pub(crate) fn iter_loaned<'a>(&'a self, world: &'a World, loaned: Loaned<'a>) -> QueryIter<'a, Q> {
+        let (entities, _, storage) = world.query_parts();
+        // Only a probing walk over an index-only layout copies handles: then this buffer grows.
+        let mut scratch = Vec::new();
+        let batches =
+            batches_of::<Q, F>(entities, Store::Split(storage, loaned), &self.shape, &mut scratch, usize::MAX);
+        QueryIter::new(batches)
+    }
+
+    /// One entity's match on `world` and the loans in `loaned` (`None` if it does not match); the handle must be
+    /// alive.
+    pub(crate) fn get_loaned<'a>(
+        &'a mut self,
+        world: &'a World,
+        loaned: Loaned<'a>,
+        entity: Entity,
+    ) -> Option<Q::Item<'a>> {
+        one::<Q, F>(self.split_parts(world, loaned), entity.index())
+    }
+
+    /// The matches on a shared `world`, as an iterator (see [`Query::iter`](super::Query::iter)). The types are
+    /// read where they are (a prepared query outside a system: nothing is on loan).
+    pub fn iter<'a>(&'a mut self, world: &'a World) -> QueryIter<'a, Q>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        self.refresh(world);
+        self.iter_loaned(world, Default::default())
+    }
+
+    /// The matches on a mutable `world`, as an iterator that may write (see [`Query::iter`](super::Query::iter)).
+    pub fn iter_mut<'a>(&'a mut self, world: &'a mut World) -> QueryIter<'a, Q> {
+        let QueryContext { entities, storage, components, written, .. } = world.query_context();
+        // A term written here may receive a deferred handle.
+        for id in self.shape.access.writes() {
+            written.insert(id);
+        }
+        storage.catch_up(components);
+        let storage = Store::Whole(Lent::Exclusive(storage));
+        refresh::<F>(&storage, &mut self.shape);
+        QueryIter::new(batches_of::<Q, F>(entities, storage, &self.shape, &mut self.scratch, usize::MAX))
     }
 
     /// Calls `f` with each matching entity and its components (see [`Query::for_each`](super::Query::for_each)).
@@ -170,18 +271,34 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         self.pieces = queues;
     }
 
-    /// Calls `f` with one entity's components if it matches, and returns what `f` returns.
-    pub fn get<R>(
-        &mut self,
-        world: &World,
-        lease: &Lease,
-        entity: Entity,
-        f: impl for<'a> FnOnce(Q::Item<'a>) -> R,
-    ) -> Result<R, QueryOneError> {
+    /// One entity's components on a shared `world`, if it matches (see [`Query::get`](super::Query::get)).
+    pub fn get<'a>(&'a mut self, world: &'a World, entity: Entity) -> Result<Q::Item<'a>, QueryOneError>
+    where
+        Q: ReadOnlyQueryData,
+    {
         if !world.is_alive(entity) {
             return Err(QueryOneError::NoSuchEntity(entity));
         }
-        self.parts(world, lease, |parts| one::<Q, F>(parts, entity.index()).map(f))
-            .ok_or(QueryOneError::Unsatisfied(entity))
+        self.get_loaned(world, Default::default(), entity).ok_or(QueryOneError::Unsatisfied(entity))
+    }
+
+    /// One entity's components on a mutable `world`, if it matches (see [`Query::get`](super::Query::get)): a
+    /// handle reserved by the command buffer applies the buffer first.
+    pub fn get_mut<'a>(&'a mut self, world: &'a mut World, entity: Entity) -> Result<Q::Item<'a>, QueryOneError> {
+        if !world.settle(entity) {
+            return Err(QueryOneError::NoSuchEntity(entity));
+        }
+        let QueryContext { entities, storage, components, written, .. } = world.query_context();
+        for id in self.shape.access.writes() {
+            written.insert(id);
+        }
+        storage.catch_up(components);
+        let parts = Parts {
+            entities,
+            storage: Store::Whole(Lent::Exclusive(storage)),
+            shape: &mut self.shape,
+            scratch: &mut self.scratch,
+        };
+        one::<Q, F>(parts, entity.index()).ok_or(QueryOneError::Unsatisfied(entity))
     }
 }

@@ -5,7 +5,7 @@
 #![allow(clippy::needless_lifetimes)]
 
 use super::access::{Access, Names};
-use super::data::{QueryData, ReadOnlyQueryData, TermPool};
+use super::data::{QueryData, ReadOnlyQueryData, TermPool, TermRun};
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::archetype::{typed, typed_mut, ErasedColumns};
 use crate::ecs::storage::{AnyPool, ErasedPool, Layout, Pool};
@@ -91,6 +91,7 @@ impl<T: Component> QueryData for &T {
     type Lanes<'w, L: Layout> = Lane<'w, Self, L>;
     type Columns<'w> = &'w [Vec<T>];
     type Rows<'w> = std::slice::Iter<'w, T>;
+    type Run<'w> = TermRun<'w, Self::Rows<'w>>;
     type Key = &'static T;
     const TERMS: usize = 1;
 
@@ -202,6 +203,10 @@ impl<T: Component> QueryData for &T {
         slice.iter()
     }
     #[inline]
+    fn run<'w>(entities: &'w [Entity], slices: Self::Slices<'w>) -> Self::Run<'w> {
+        TermRun(entities.iter().zip(Self::rows(slices)))
+    }
+    #[inline]
     fn one<'a>(item: Self::Item<'a>) -> Self::Slices<'a> {
         std::slice::from_ref(item)
     }
@@ -215,6 +220,7 @@ impl<T: Component> QueryData for &mut T {
     type Lanes<'w, L: Layout> = Lane<'w, Self, L>;
     type Columns<'w> = &'w mut [Vec<T>];
     type Rows<'w> = std::slice::IterMut<'w, T>;
+    type Run<'w> = TermRun<'w, Self::Rows<'w>>;
     type Key = &'static mut T;
     const TERMS: usize = 1;
 
@@ -326,6 +332,10 @@ impl<T: Component> QueryData for &mut T {
         slice.iter_mut()
     }
     #[inline]
+    fn run<'w>(entities: &'w [Entity], slices: Self::Slices<'w>) -> Self::Run<'w> {
+        TermRun(entities.iter().zip(Self::rows(slices)))
+    }
+    #[inline]
     fn one<'a>(item: Self::Item<'a>) -> Self::Slices<'a> {
         std::slice::from_mut(item)
     }
@@ -371,6 +381,7 @@ impl<Q: QueryData> QueryData for Option<Q> {
     type Lanes<'w, L: Layout> = Option<Q::Lanes<'w, L>>;
     type Columns<'w> = Option<Q::Columns<'w>>;
     type Rows<'w> = OptionRows<Q::Rows<'w>>;
+    type Run<'w> = TermRun<'w, Self::Rows<'w>>;
     type Key = Option<Q::Key>;
     const TERMS: usize = Q::TERMS;
 
@@ -484,6 +495,10 @@ impl<Q: QueryData> QueryData for Option<Q> {
     #[inline]
     fn rows<'w>(slices: Self::Slices<'w>) -> Self::Rows<'w> {
         OptionRows(slices.map(Q::rows))
+    }
+    #[inline]
+    fn run<'w>(entities: &'w [Entity], slices: Self::Slices<'w>) -> Self::Run<'w> {
+        TermRun(entities.iter().zip(Self::rows(slices)))
     }
     #[inline]
     fn one<'a>(item: Self::Item<'a>) -> Self::Slices<'a> {

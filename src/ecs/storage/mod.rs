@@ -77,15 +77,21 @@ pub(crate) fn split_disjoint<'a, T>(
 }
 
 /// Mutable references to the elements of `items` at `positions` (`None` passes through), all at once and in the
-/// order asked: sorted, then split off by [`split_disjoint`]. A position named twice panics.
-pub(crate) fn disjoint_mut<T>(items: &mut [T], positions: impl Iterator<Item = Option<usize>>) -> Vec<Option<&mut T>> {
-    let mut out: Vec<Option<&mut T>> = Vec::new();
-    let mut order: Vec<(usize, usize)> = Vec::new();
+/// order asked: sorted (unless they come sorted, as a walk in storage order asks them), then split off by
+/// [`split_disjoint`]. A position named twice panics.
+pub(crate) fn disjoint_mut<T>(
+    items: &mut [T],
+    positions: impl ExactSizeIterator<Item = Option<usize>>,
+) -> Vec<Option<&mut T>> {
+    let mut out: Vec<Option<&mut T>> = Vec::with_capacity(positions.len());
+    let mut order: Vec<(usize, usize)> = Vec::with_capacity(positions.len());
     for (k, at) in positions.enumerate() {
         out.push(None);
         order.extend(at.map(|at| (at, k)));
     }
-    order.sort_unstable();
+    if !order.is_sorted() {
+        order.sort_unstable();
+    }
     split_disjoint(items, order.into_iter().map(|(at, k)| (k, at)), &mut out);
     out
 }
