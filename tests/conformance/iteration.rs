@@ -1,6 +1,7 @@
 //! External iteration: `iter()` hands out what `for_each` visits, in its order, through every walk (lock-step runs,
 //! runs cut by a filter, a packed driver, probing, archetype tables), on a mutable and a shared world and through a
-//! prepared query (the worlds of the batches' tests: several sets of components, holes from despawns); `for` loops write through `&mut` items; adapters, an early `break` and `collect` work.
+//! prepared query (the worlds of the batches' tests: several sets of components, holes from despawns); `for` loops
+//! write through `&mut` items; adapters, an early `break` and `collect` work.
 
 use crate::batches::mixed;
 use crate::{world, Blue, Pos, Red, Vel};
