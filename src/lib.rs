@@ -12,9 +12,9 @@
 //!
 //! # Features
 //!
-//! - `window` (default): the `swarm` and `make_assets` binaries and the `cli` module, with macroquad, clap and
-//!   image. Without it (`default-features = false`) the library is the ECS, the app and the simulation with its
-//!   headless report, built on glam, rand, tracing, serde and serde_json only.
+//! - `window` (default): the `swarm` and `make_assets` binaries and the `cli` module, with macroquad, clap, image
+//!   and indicatif. Without it (`default-features = false`) the library is the ECS, the app and the simulation
+//!   with its headless report (its crates: docs/ARCHITECTURE.md, section 1).
 //!
 //! # Quick start
 //!

@@ -1,10 +1,11 @@
 //! The simulation: fighters of two teams, hunters, particles, on a fixed time step. Imports the ECS and glam,
 //! never macroquad, so every system runs headless, in tests and in benches.
 //!
-//! Systems, in frame order: `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `keep_formation` -> `align_pools` ->
-//! `integrate_velocity` -> `build_grid` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles`
-//! (PostUpdate) -> `count_frame` (Last) -> the command buffer is applied, with the squads' lifecycle handlers
-//! (a fallen fighter's squad and despawn, a despawned fighter's particles).
+//! Systems, in frame order: `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `align_pools` -> `integrate_velocity`
+//! -> `keep_formation` -> `build_grid` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles`
+//! (PostUpdate) -> `count_frame` (Last) -> the command buffer is applied, with the squads' lifecycle handler (a
+//! fallen fighter's squad, its particles and its despawn). (`tests/docs.rs` checks docs/ARCHITECTURE.md's frame
+//! against the schedule.)
 
 pub mod chart;
 pub mod collision;

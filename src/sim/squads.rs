@@ -29,7 +29,8 @@ const PULL: f32 = 3.0;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallen;
 
-/// Adds [`keep_formation`] to `Update` in the group "squads" (after hunting, before movement), and the handler
+/// Adds [`keep_formation`] to `Update` in the group "squads" (after the group "movement", which hunting opened, so
+/// after the integration: the velocities it steers move the followers the next frame), and the handler
 /// [`fall`] (insert of [`Fallen`]).
 pub fn plugin(app: &mut App) {
     app.add_group(Stage::Update, "squads", keep_formation).on_insert::<Fallen>(fall);
