@@ -1,4 +1,4 @@
-//! What `#[derive(Bundle)]`, `#[derive(Query)]` and `#[derive(HoldsEntities)]` refuse, and the messages a user
+//! What `#[derive(Bundle)]`, `#[derive(QueryData)]` and `#[derive(HoldsEntities)]` refuse, and the messages a user
 //! reads then: each file of `tests/derive_fail/` must fail to compile with the errors in its `.stderr` beside it
 //! (`TRYBUILD=overwrite` writes them anew after a deliberate change).
 

@@ -1,6 +1,6 @@
-//! `#[derive(Bundle)]`, `#[derive(Query)]` and `#[derive(HoldsEntities)]` for the swarm ECS, re-exported as
-//! `swarm::ecs::Bundle`, `swarm::ecs::Query` and `swarm::ecs::HoldsEntities` beside the traits and the struct of
-//! the same names; their documentation is there.
+//! `#[derive(Bundle)]`, `#[derive(QueryData)]` and `#[derive(HoldsEntities)]` for the swarm ECS, re-exported as
+//! `swarm::ecs::Bundle`, `swarm::ecs::QueryData` and `swarm::ecs::HoldsEntities` beside the traits of the same
+//! names; their documentation is there.
 //!
 //! Both derives turn a struct into a composition the library already knows, and emit no `unsafe`:
 //! - a bundle is `Parts<(One<Field>, .., Nested, ..)>` (one part per field, a `#[bundle]` field being its own
@@ -25,7 +25,7 @@ pub fn derive_bundle(input: TokenStream) -> TokenStream {
 }
 
 /// Implements `QueryData` for a struct of query terms with one lifetime; see `swarm::ecs::QueryData`.
-#[proc_macro_derive(Query)]
+#[proc_macro_derive(QueryData)]
 pub fn derive_query(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     query(input).unwrap_or_else(syn::Error::into_compile_error).into()
@@ -174,7 +174,7 @@ fn bundle_attribute(field: &syn::Field) -> syn::Result<bool> {
 }
 
 fn query(input: DeriveInput) -> syn::Result<Tokens> {
-    let fields = struct_fields(&input, "Query", "query terms")?;
+    let fields = struct_fields(&input, "QueryData", "query terms")?;
     let name = &input.ident;
     let mut lifetimes = input.generics.lifetimes();
     let lifetime = match (lifetimes.next(), lifetimes.next()) {

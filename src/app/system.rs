@@ -144,21 +144,21 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         self.held_shared = OnceCell::new();
     }
 
-    /// Calls `f` with each matching entity and its components (as [`swarm::ecs::Query::for_each`](crate::ecs::Query::for_each)).
+    /// Calls `f` with each matching entity and its components (as [`swarm::ecs::QueryBorrow::for_each`](crate::ecs::QueryBorrow::for_each)).
     pub fn for_each(&mut self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
         self.release();
         self.state.for_each(self.context.world, self.context.lease, f)
     }
 
     /// Calls `f` with runs of matches as parallel slices (as
-    /// [`swarm::ecs::Query::for_each_run`](crate::ecs::Query::for_each_run)).
+    /// [`swarm::ecs::QueryBorrow::for_each_run`](crate::ecs::QueryBorrow::for_each_run)).
     pub fn for_each_run(&mut self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
         self.release();
         self.state.for_each_run(self.context.world, self.context.lease, f)
     }
 
     /// Like [`Query::for_each`], recording into the system's `commands`, keyed by the visited entity (as
-    /// [`swarm::ecs::Query::for_each_with_commands`](crate::ecs::Query::for_each_with_commands)): the commands
+    /// [`swarm::ecs::QueryBorrow::for_each_with_commands`](crate::ecs::QueryBorrow::for_each_with_commands)): the commands
     /// apply sorted by that entity, whatever order the rows came in.
     pub fn for_each_with_commands(
         &mut self,
@@ -170,7 +170,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
     }
 
     /// Calls `f` with each matching entity and its components, in pieces on the app's thread pool (as
-    /// [`swarm::ecs::Query::par_for_each`](crate::ecs::Query::par_for_each)): the same world for every thread
+    /// [`swarm::ecs::QueryBorrow::par_for_each`](crate::ecs::QueryBorrow::par_for_each)): the same world for every thread
     /// count.
     pub fn par_for_each(&mut self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
         self.release();
@@ -178,7 +178,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
     }
 
     /// Like [`Query::par_for_each`], with a value per piece, in piece order (as
-    /// [`swarm::ecs::Query::par_fold`](crate::ecs::Query::par_fold)).
+    /// [`swarm::ecs::QueryBorrow::par_fold`](crate::ecs::QueryBorrow::par_fold)).
     pub fn par_fold<A: Default + Send>(
         &mut self,
         out: &mut Vec<A>,
@@ -190,7 +190,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
     }
 
     /// Like [`Query::par_for_each`], recording into the system's `commands`, keyed by the visited entity (as
-    /// [`swarm::ecs::Query::par_for_each_with_commands`](crate::ecs::Query::par_for_each_with_commands)): the
+    /// [`swarm::ecs::QueryBorrow::par_for_each_with_commands`](crate::ecs::QueryBorrow::par_for_each_with_commands)): the
     /// buffer is the one the serial [`Query::for_each_with_commands`] records, for every thread count.
     pub fn par_for_each_with_commands(
         &mut self,
@@ -201,7 +201,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         self.state.par_for_each_with_commands(self.context.world, self.context.lease, commands, f)
     }
 
-    /// The matches as an iterator (as [`swarm::ecs::Query::iter`](crate::ecs::Query::iter)), through `&self`:
+    /// The matches as an iterator (as [`swarm::ecs::QueryBorrow::iter`](crate::ecs::QueryBorrow::iter)), through `&self`:
     /// every term only reads.
     pub fn iter(&self) -> QueryIter<'_, Q>
     where
@@ -217,7 +217,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         self.state.iter_loaned(self.context.world, loaned)
     }
 
-    /// The matches as an iterator whose items may write (as [`swarm::ecs::Query::iter`](crate::ecs::Query::iter)).
+    /// The matches as an iterator whose items may write (as [`swarm::ecs::QueryBorrow::iter`](crate::ecs::QueryBorrow::iter)).
     pub fn iter_mut(&mut self) -> QueryIter<'_, Q> {
         self.release();
         self.held = self.context.lease.hold(self.state.ids());
@@ -225,7 +225,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         self.state.iter_loaned(self.context.world, loaned)
     }
 
-    /// One entity's components, if it matches (as [`swarm::ecs::Query::get`](crate::ecs::Query::get)): the item,
+    /// One entity's components, if it matches (as [`swarm::ecs::QueryBorrow::get`](crate::ecs::QueryBorrow::get)): the item,
     /// borrowed until the query's next use.
     pub fn get(&mut self, entity: Entity) -> Result<Q::Item<'_>, QueryOneError> {
         if !self.context.world.is_alive(entity) {

@@ -1,6 +1,6 @@
 //! The command buffer: structural changes recorded while systems iterate, applied after the frame.
 //!
-//! (The examples are on [`Commands`] and [`Query::for_each_with_commands`](super::Query::for_each_with_commands).)
+//! (The examples are on [`Commands`] and [`QueryBorrow::for_each_with_commands`](super::QueryBorrow::for_each_with_commands).)
 //!
 //! Layout: a list of small `Op`s, and one typed queue per bundle / component type that carries the values. An op
 //! names its value by slot, so ops can be put in another order than the values were recorded in (a loop's ops are
@@ -241,7 +241,7 @@ fn push_slot<T>(values: &mut Vec<Option<T>>, value: T) -> u32 {
 }
 
 /// The recorded commands. Lives in the [`World`]; record through [`World::commands`] or inside
-/// [`Query::for_each_with_commands`](super::Query::for_each_with_commands).
+/// [`QueryBorrow::for_each_with_commands`](super::QueryBorrow::for_each_with_commands).
 #[derive(Default)]
 pub struct CommandQueue {
     ops: Vec<Op>,
@@ -741,7 +741,7 @@ impl CommandQueue {
 /// There are three ways to get one:
 /// - [`World::commands`], between queries: commands apply in the order recorded, and a spawn reserves its handle
 ///   at once (or says the world is full);
-/// - inside a query loop, [`Query::for_each_with_commands`](super::Query::for_each_with_commands) hands one to
+/// - inside a query loop, [`QueryBorrow::for_each_with_commands`](super::QueryBorrow::for_each_with_commands) hands one to
 ///   each visited row: those commands apply sorted by the visited entity, and a spawn returns a *deferred* handle
 ///   (see there);
 /// - as a system parameter ([`crate::app::system`]): the system's own buffer, in recorded order, joined to the
@@ -946,7 +946,7 @@ impl<'w> Commands<'w> {
 /// A world's command buffer.
 impl World {
     /// A recorder for deferred structural changes, applied by [`World::apply_commands`] in the order recorded.
-    /// To record while a query runs, use [`Query::for_each_with_commands`](crate::ecs::Query::for_each_with_commands).
+    /// To record while a query runs, use [`QueryBorrow::for_each_with_commands`](crate::ecs::QueryBorrow::for_each_with_commands).
     pub fn commands(&mut self) -> Commands<'_> {
         Commands::direct(&mut self.commands, &mut self.entities)
     }

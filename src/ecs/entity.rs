@@ -61,7 +61,7 @@ impl Entity {
     }
 
     /// Whether this is a deferred handle: one that a spawn recorded inside
-    /// [`Query::for_each_with_commands`](super::Query::for_each_with_commands) hands out. It names the new entity
+    /// [`QueryBorrow::for_each_with_commands`](super::QueryBorrow::for_each_with_commands) hands out. It names the new entity
     /// in later commands of the same buffer only; the entity gets its real handle when the buffer is applied, and
     /// the deferred handle never refers to a live entity (lookups answer "no such entity").
     pub const fn is_deferred(self) -> bool {

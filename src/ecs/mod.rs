@@ -2,7 +2,7 @@
 //!
 //! - [`World`]: spawn, despawn, insert, remove, get, resources, live backend switch ([`World::set_backend`]);
 //! - [`Entity`] handles with generations, from an allocator with a capacity ([`Entities`]);
-//! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`Query`](struct@Query));
+//! - queries over tuples of `&T` / `&mut T` with [`With`] / [`Without`] ([`QueryBorrow`]);
 //! - [`ViewMut`]: one component type's storage found once, for many per-entity operations;
 //! - [`Commands`]: structural changes recorded now and applied together ([`World::apply_commands`]);
 //! - [`Backend`] and the [`storage`] layouts, with "Choosing a backend"; [`SparseSet`], the default pool, and its
@@ -43,7 +43,7 @@ pub use hierarchy::{Children, HierarchyError, Parent};
 pub use holders::HoldsEntities;
 pub(crate) use query::smaller_tuples_too;
 pub use query::{
-    halves_moved, join, Batch, Batches, Filter, Lease, Or, Query, QueryAccess, QueryData, QueryError, QueryIter,
+    halves_moved, join, Batch, Batches, Filter, Lease, Or, QueryAccess, QueryBorrow, QueryData, QueryError, QueryIter,
     QueryOneError, QueryRef, QueryState, ReadOnlyQueryData, With, Without, MAX_QUERY_TYPES,
 };
 pub(crate) use query::{Held, HeldShared, Loaned};
@@ -56,9 +56,9 @@ pub use swarm_derive::Bundle;
 /// Derives [`HoldsEntities`](trait@HoldsEntities) for a struct: the fields marked `#[entities]` (each an `Entity`
 /// or a value that holds some) are visited and mapped, in order.
 pub use swarm_derive::HoldsEntities;
-/// Derives [`QueryData`] (with the example) for a struct of query terms with one lifetime. The derive macro
-/// shares its name with the struct [`Query`](struct@Query), in another namespace.
-pub use swarm_derive::Query;
+/// Derives [`QueryData`](trait@QueryData) (the trait of the same name, with the example) for a struct of query
+/// terms with one lifetime.
+pub use swarm_derive::QueryData;
 pub use view::ViewMut;
 pub use world::{ComponentBytes, World, DEFAULT_CAPACITY, PIECE_ROWS};
 

@@ -10,7 +10,7 @@ use super::hierarchy::{refuse_kept, Tree};
 use super::holders::Holders;
 use super::pipeline::{HookTable, Mode};
 use super::query::{
-    Filter, Lease, Query, QueryAccess, QueryCache, QueryContext, QueryData, QueryError, QueryOneError, QueryRef,
+    Filter, Lease, QueryAccess, QueryBorrow, QueryCache, QueryContext, QueryData, QueryError, QueryOneError, QueryRef,
     ReadOnlyQueryData,
 };
 use super::resources::Resources;
@@ -574,19 +574,19 @@ impl World {
 
     /// One entity's components through a mutable world, any terms, checked for aliasing like a query:
     /// `world.query_one_mut::<(&mut Pos, &Vel)>(e)` (hecs's name). The same as `world.query::<Q>().get(e)`,
-    /// which also takes filters; see [`Query::get`].
+    /// which also takes filters; see [`QueryBorrow::get`].
     pub fn query_one_mut<Q: QueryData>(&mut self, entity: Entity) -> Result<Q::Item<'_>, QueryOneError> {
         self.query::<Q>().get(entity)
     }
 
     /// One entity's components through a shared world, read-only terms: `world.query_one::<(&Pos, &Vel)>(e)`.
-    /// The same as `world.query_ref::<Q>().get(e)`; see [`Query::get`].
+    /// The same as `world.query_ref::<Q>().get(e)`; see [`QueryBorrow::get`].
     pub fn query_one<Q: ReadOnlyQueryData>(&self, entity: Entity) -> Result<Q::Item<'_>, QueryOneError> {
         self.query_ref::<Q>().get(entity)
     }
 
     /// Several distinct entities' components at once, mutably; refused if one is named twice. The same as
-    /// `world.query::<Q>().get_many(entities)`; see [`Query::get_many`].
+    /// `world.query::<Q>().get_many(entities)`; see [`QueryBorrow::get_many`].
     pub fn query_many_mut<Q: QueryData, const N: usize>(
         &mut self,
         entities: [Entity; N],
@@ -615,14 +615,14 @@ impl World {
         Ok(self.query_many_mut::<(&mut T,), N>(entities)?.map(|(value,)| value))
     }
 
-    /// A query over tuples of `&T` / `&mut T`; add filters with [`Query::with`] / [`Query::without`].
-    pub fn query<Q: QueryData>(&mut self) -> Query<&mut World, Q, ()> {
-        Query::new(self)
+    /// A query over tuples of `&T` / `&mut T`; add filters with [`QueryBorrow::with`] / [`QueryBorrow::without`].
+    pub fn query<Q: QueryData>(&mut self) -> QueryBorrow<&mut World, Q, ()> {
+        QueryBorrow::new(self)
     }
 
     /// A query with a filter given as a type: `With<T>`, `Without<T>`, or pairs of them.
-    pub fn query_filtered<Q: QueryData, F: Filter>(&mut self) -> Query<&mut World, Q, F> {
-        Query::new(self)
+    pub fn query_filtered<Q: QueryData, F: Filter>(&mut self) -> QueryBorrow<&mut World, Q, F> {
+        QueryBorrow::new(self)
     }
 
     /// The id the world gave type `T`, if it has met it (ids name types in a [`QueryAccess`] and a
@@ -656,7 +656,7 @@ impl World {
 
     /// A read-only query through a shared borrow: every term `&T` or `Option<&T>` (see [`QueryRef`]).
     pub fn query_ref<Q: ReadOnlyQueryData>(&self) -> QueryRef<'_, Q, ()> {
-        Query::new(self)
+        QueryBorrow::new(self)
     }
 
     pub(crate) fn query_parts(&self) -> (&Entities, &Registry, &Storage) {

@@ -163,7 +163,7 @@ impl Grid {
     }
 
     /// The staged pieces, to fill elsewhere (one per piece of a parallel walk, in piece order: see
-    /// [`Query::par_fold`](crate::ecs::Query::par_fold)); hand them back with [`Grid::put_pieces`] before
+    /// [`QueryBorrow::par_fold`](crate::ecs::QueryBorrow::par_fold)); hand them back with [`Grid::put_pieces`] before
     /// [`Grid::finish`]. Items of an earlier piece count as pushed first.
     pub fn take_pieces(&mut self) -> Vec<Staged> {
         std::mem::take(&mut self.pieces)

@@ -16,7 +16,7 @@ pub fn plugin(app: &mut App) {
 }
 
 /// What [`integrate_velocity`] reads and writes of each moving entity.
-#[derive(crate::ecs::Query)]
+#[derive(crate::ecs::QueryData)]
 pub struct Mover<'a> {
     position: &'a mut Position,
     velocity: &'a mut Velocity,

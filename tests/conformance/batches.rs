@@ -3,7 +3,7 @@
 
 use crate::{sorted, world, Blue, Pos, Red, Vel};
 use std::collections::BTreeMap;
-use swarm::ecs::{Backend, Entity, Filter, Query, QueryData, With, Without, World};
+use swarm::ecs::{Backend, Entity, Filter, QueryBorrow, QueryData, With, Without, World};
 
 /// A world whose sets of components differ, with holes from despawns: pools of different sizes and orders, and
 /// several archetype tables.
@@ -29,7 +29,7 @@ pub(crate) fn mixed(backend: Backend) -> (World, Vec<Entity>) {
 }
 
 /// What `for_each` visits, by entity.
-fn visited<Q: QueryData, F: Filter>(query: Query<&mut World, Q, F>) -> Vec<Entity> {
+fn visited<Q: QueryData, F: Filter>(query: QueryBorrow<&mut World, Q, F>) -> Vec<Entity> {
     let mut out = Vec::new();
     query.for_each(|e, _| out.push(e));
     sorted(out)

@@ -1,9 +1,9 @@
-//! `#[derive(Bundle)]` and `#[derive(Query)]`: a derived bundle places what its tuple places (one at a time, in
+//! `#[derive(Bundle)]` and `#[derive(QueryData)]`: a derived bundle places what its tuple places (one at a time, in
 //! batches, through commands, nested and generic), and a derived query reads and writes what its tuple does.
 
 use crate::{sorted, world, Blue, Name, Pos, Red, Vel};
 use swarm::ecs::Component;
-use swarm::ecs::{Backend, Bundle, Entity, Query, QueryOneError, World};
+use swarm::ecs::{Backend, Bundle, Entity, QueryData, QueryOneError, World};
 
 #[derive(Bundle)]
 struct Body {
@@ -29,21 +29,21 @@ struct Tagged<T: Component> {
     tag: Red,
 }
 
-#[derive(Query)]
+#[derive(QueryData)]
 struct Mover<'a> {
     pos: &'a mut Pos,
     vel: &'a Vel,
     red: Option<&'a Red>,
 }
 
-#[derive(Query)]
+#[derive(QueryData)]
 struct Look<'a> {
     pos: &'a Pos,
     nested: (&'a Vel, Option<&'a Name>),
 }
 
 /// A derived query holding another.
-#[derive(Query)]
+#[derive(QueryData)]
 struct Outer<'a> {
     look: Look<'a>,
     red: &'a Red,

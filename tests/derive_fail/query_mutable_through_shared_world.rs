@@ -1,8 +1,8 @@
-use swarm::ecs::{Query, World};
+use swarm::ecs::{QueryData, World};
 
 struct Pos(f32);
 
-#[derive(Query)]
+#[derive(QueryData)]
 struct Mover<'a> {
     pos: &'a mut Pos,
 }

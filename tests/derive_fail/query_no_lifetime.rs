@@ -1,8 +1,8 @@
-use swarm::ecs::Query;
+use swarm::ecs::QueryData;
 
 struct Pos(f32);
 
-#[derive(Query)]
+#[derive(QueryData)]
 struct Owned {
     pos: Pos,
 }

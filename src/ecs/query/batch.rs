@@ -1,9 +1,9 @@
-//! A query's matches cut into batches of rows, for the caller's own threads ([`Query::iter_batched`]).
+//! A query's matches cut into batches of rows, for the caller's own threads ([`QueryBorrow::iter_batched`]).
 
 use super::data::QueryData;
 use crate::ecs::entity::Entity;
 
-/// Up to `n` of a query's matches, from [`Query::iter_batched`](super::Query::iter_batched): an iterator of
+/// Up to `n` of a query's matches, from [`QueryBorrow::iter_batched`](super::QueryBorrow::iter_batched): an iterator of
 /// `(entity, item)`. Batches of one query borrow disjoint rows, so each can go to a thread of its own (a batch is
 /// [`Send`] when its items are, as with `&mut T` of a `Send` type and `&T` of a `Sync` one).
 pub struct Batch<'w, Q: QueryData> {
@@ -68,7 +68,7 @@ impl<'w, Q: QueryData> Iterator for Batch<'w, Q> {
 
 impl<Q: QueryData> ExactSizeIterator for Batch<'_, Q> {}
 
-/// The batches of a query, from [`Query::iter_batched`](super::Query::iter_batched).
+/// The batches of a query, from [`QueryBorrow::iter_batched`](super::QueryBorrow::iter_batched).
 pub struct Batches<'w, Q: QueryData>(pub(super) std::vec::IntoIter<Batch<'w, Q>>);
 
 impl<'w, Q: QueryData> Iterator for Batches<'w, Q> {

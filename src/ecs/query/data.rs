@@ -32,24 +32,24 @@ use crate::ecs::storage::{ErasedPool, Layout};
 /// assert_eq!(world.query_ref::<Option<&Pos>>().count(), 1);
 /// ```
 ///
-/// `#[derive(Query)]` names the terms of a struct with one lifetime: the struct is the item, the query is the
+/// `#[derive(QueryData)]` names the terms of a struct with one lifetime: the struct is the item, the query is the
 /// tuple of its field types (any query each: a term, an `Option`, a tuple, another derived query), and it runs the
 /// tuple's loops. It is a [`ReadOnlyQueryData`] when every field only reads.
 ///
 /// ```
-/// use swarm::ecs::{Query, World};
+/// use swarm::ecs::{QueryData, World};
 /// struct Pos(f32);
 /// struct Vel(f32);
 /// struct Hunter;
 ///
-/// #[derive(Query)]
+/// #[derive(QueryData)]
 /// struct Mover<'a> {
 ///     pos: &'a mut Pos,
 ///     vel: &'a Vel,
 ///     hunter: Option<&'a Hunter>,
 /// }
 ///
-/// #[derive(Query)]
+/// #[derive(QueryData)]
 /// struct Look<'a> {
 ///     pos: &'a Pos,
 /// }
@@ -84,7 +84,7 @@ use crate::ecs::storage::{ErasedPool, Layout};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a query",
     label = "not a query",
-    note = "a query is `&T`, `&mut T`, `Option<Q>` of a query, a tuple of queries, or a struct that derives `Query`"
+    note = "a query is `&T`, `&mut T`, `Option<Q>` of a query, a tuple of queries, or a struct that derives `QueryData`"
 )]
 pub trait QueryData {
     /// What the loop body receives: a reference, an option, or a tuple of them.
@@ -531,7 +531,7 @@ pub(crate) use smaller_tuples_too;
 
 smaller_tuples_too!(impl_query_data A B C D E G);
 
-/// A query that is a struct deriving `Query`: the tuple of its field types (its lifetime made `'static`), and the
+/// A query that is a struct deriving `QueryData`: the tuple of its field types (its lifetime made `'static`), and the
 /// moves between the tuple's items and the struct's. Its [`QueryData`] methods are the tuple's
 /// (`__delegate_query!`), converting items where they come out, so the loops are the tuple's.
 #[doc(hidden)]
@@ -624,7 +624,7 @@ impl<R: Iterator> Iterator for TermRun<'_, R> {
 pub fn is_query_data<Q: QueryData>() {}
 
 /// Implements [`QueryData`] for a type that implements [`ComposeQuery`], handing every method to its tuple and
-/// converting items: what `#[derive(Query)]` emits. `each_row` calls the tuple's own, so the loop stays the zip of
+/// converting items: what `#[derive(QueryData)]` emits. `each_row` calls the tuple's own, so the loop stays the zip of
 /// the tuple's slices.
 #[doc(hidden)]
 #[macro_export]

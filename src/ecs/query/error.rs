@@ -51,14 +51,14 @@ impl fmt::Display for QueryError {
 
 impl std::error::Error for QueryError {}
 
-/// Why [`Query::get`](super::Query::get) (and [`World::query_one_mut`](crate::ecs::World::query_one_mut) and friends) found no match for an entity.
+/// Why [`QueryBorrow::get`](super::QueryBorrow::get) (and [`World::query_one_mut`](crate::ecs::World::query_one_mut) and friends) found no match for an entity.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueryOneError {
     /// The handle is stale or was never spawned.
     NoSuchEntity(Entity),
     /// The entity is alive but lacks a fetched component or fails the filter.
     Unsatisfied(Entity),
-    /// The same entity is named twice in one [`Query::get_many`](super::Query::get_many): it would hand out two references to one value.
+    /// The same entity is named twice in one [`QueryBorrow::get_many`](super::QueryBorrow::get_many): it would hand out two references to one value.
     Aliased(Entity),
     /// The query itself is refused (see [`QueryError`]).
     Refused(QueryError),

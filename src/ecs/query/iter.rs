@@ -1,7 +1,7 @@
 //! External iteration: a query's matches as an [`Iterator`] ([`QueryIter`]), for `for` loops, adapters, an early
 //! `break` and `collect`.
 //!
-//! The iterator is made by the same walk as the batches of [`Query::iter_batched`](super::Query::iter_batched),
+//! The iterator is made by the same walk as the batches of [`QueryBorrow::iter_batched`](super::QueryBorrow::iter_batched),
 //! uncut: a lock-step walk or an archetype table hands over its runs as slices, walked row by row as the iterator
 //! advances; a probing walk (pools in different orders, a filter that drives) gathers its matches into a list
 //! first, since a pool borrowed for the whole iteration can hand out each value only through one call that
@@ -12,8 +12,8 @@ use super::batch::Batch;
 use super::data::QueryData;
 use crate::ecs::entity::Entity;
 
-/// A query's matches, `(entity, item)`, in the order [`Query::for_each`](super::Query::for_each) visits them.
-/// From [`Query::iter`](super::Query::iter), [`QueryState::iter`](super::QueryState::iter), or a system's
+/// A query's matches, `(entity, item)`, in the order [`QueryBorrow::for_each`](super::QueryBorrow::for_each) visits them.
+/// From [`QueryBorrow::iter`](super::QueryBorrow::iter), [`QueryState::iter`](super::QueryState::iter), or a system's
 /// [`Query`](crate::app::Query) parameter (`iter`, `iter_mut`, or `for .. in &query`).
 ///
 /// ```

@@ -1,6 +1,6 @@
 //! Queries: tuples of `&T` / `&mut T`, filtered by [`With`] / [`Without`], run the same way on every backend.
 //!
-//! (The example is on [`Query`].)
+//! (The example is on [`QueryBorrow`].)
 //!
 //! How a query runs: a mutable world looks the query's shape up in its cache (one hash lookup: the ids, the access
 //! check, and on the archetype backend the matching tables are worked out the first time only), matches its backend
@@ -16,8 +16,8 @@
 //!   walked column by column. A type's columns are kept together (one per table holding it), so each term's are
 //!   downcast once per query and the shape's cache lists the matching tables with each term's column index.
 //!
-//! Either way the matches go to a [`Visit`]or: [`Query::for_each`] calls its closure per entity;
-//! [`Query::for_each_run`] hands over runs of rows as parallel slices (the whole packed arrays of a lock-step walk,
+//! Either way the matches go to a [`Visit`]or: [`QueryBorrow::for_each`] calls its closure per entity;
+//! [`QueryBorrow::for_each_run`] hands over runs of rows as parallel slices (the whole packed arrays of a lock-step walk,
 //! a table's columns), so the caller's loop body compiles inside the caller's loop.
 //!
 //! A query may name each component type once. `(&mut A, &A)` would hand out a mutable and a shared reference to
@@ -70,10 +70,12 @@ use run::{batches, exclusive, many, one, run, shared, Parts};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
 
-/// A query being built: fetch `Q` (a tuple of `&T`, `&mut T`, `Option<&T>`, `Option<&mut T>`), filtered by `F`
-/// ([`With`], [`Without`]), over the world `W` borrows: `&mut World` from [`World::query`], or `&World` from
-/// [`World::query_ref`] when every term only reads ([`QueryRef`]). Run it with [`Query::for_each`] or
-/// [`Query::for_each_run`]. The same query runs on every backend; the world matches its storage once per query,
+/// A query borrowing a world (hecs's name for it; a system's query is the parameter
+/// [`app::Query`](crate::app::Query), and a struct of terms derives [`QueryData`](trait@QueryData)): fetch `Q` (a
+/// tuple of `&T`, `&mut T`, `Option<&T>`, `Option<&mut T>`), filtered by `F` ([`With`], [`Without`]), over the world
+/// `W` borrows: `&mut World` from [`World::query`], or `&World` from
+/// [`World::query_ref`] when every term only reads ([`QueryRef`]). Run it with [`QueryBorrow::for_each`] or
+/// [`QueryBorrow::for_each_run`]. The same query runs on every backend; the world matches its storage once per query,
 /// not per entity.
 ///
 /// ```
@@ -91,13 +93,13 @@ use std::marker::PhantomData;
 /// A query may name each component type once: `(&mut A, &A)` would hand out a mutable and a shared reference to
 /// the same value, so it is refused with [`QueryError::Conflict`], and so are `(&A, &A)` and a filter on a
 /// fetched type.
-pub struct Query<W, Q: QueryData, F: Filter = ()> {
+pub struct QueryBorrow<W, Q: QueryData, F: Filter = ()> {
     world: W,
     _marker: PhantomData<fn() -> (Q, F)>,
 }
 
 /// A query through a shared `&World`, for systems and tools that only read (a digest, a census, drawing): every
-/// term is `&T` or `Option<&T>`. Get one from [`World::query_ref`]; it runs like any [`Query`]. It registers no
+/// term is `&T` or `Option<&T>`. Get one from [`World::query_ref`]; it runs like any [`QueryBorrow`]. It registers no
 /// type: a type the world has never met matches no entity (or reads `None`, or excludes nothing).
 ///
 /// ```
@@ -112,7 +114,7 @@ pub struct Query<W, Q: QueryData, F: Filter = ()> {
 /// assert_eq!(sum, 6.0);
 /// assert_eq!(world.query_ref::<(&Pos,)>().with::<Never>().count(), 0);
 /// ```
-pub type QueryRef<'w, Q, F = ()> = Query<&'w World, Q, F>;
+pub type QueryRef<'w, Q, F = ()> = QueryBorrow<&'w World, Q, F>;
 
 /// The world a query runs on: borrowed mutably (any terms; the named pools are borrowed apart while the loop
 /// runs) or shared (read-only terms). Both lend their storage to the same loops.
@@ -153,31 +155,31 @@ impl<'w, Q: ReadOnlyQueryData> Source<'w, Q> for &'w World {
     }
 }
 
-impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
+impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     pub(crate) fn new(world: W) -> Self {
         Self { world, _marker: PhantomData }
     }
 
     /// Also requires `T`.
-    pub fn with<T: Component>(self) -> Query<W, Q, (F, With<T>)> {
-        Query::new(self.world)
+    pub fn with<T: Component>(self) -> QueryBorrow<W, Q, (F, With<T>)> {
+        QueryBorrow::new(self.world)
     }
 
     /// Also requires the absence of `T`.
-    pub fn without<T: Component>(self) -> Query<W, Q, (F, Without<T>)> {
-        Query::new(self.world)
+    pub fn without<T: Component>(self) -> QueryBorrow<W, Q, (F, Without<T>)> {
+        QueryBorrow::new(self.world)
     }
 
     /// Also applies filter `G`, given as a type: an [`Or`], or any other [`Filter`] (on a shared query too, where
     /// there is no `query_filtered`).
-    pub fn filter<G: Filter>(self) -> Query<W, Q, (F, G)> {
-        Query::new(self.world)
+    pub fn filter<G: Filter>(self) -> QueryBorrow<W, Q, (F, G)> {
+        QueryBorrow::new(self.world)
     }
 
     /// Calls `f` with each matching entity and its components.
     ///
     /// # Panics
-    /// If the query is refused (see [`QueryError`]); [`Query::try_for_each`] returns the error instead.
+    /// If the query is refused (see [`QueryError`]); [`QueryBorrow::try_for_each`] returns the error instead.
     pub fn for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
         if let Err(error) = self.try_for_each(f) {
             panic!("{error}");
@@ -214,7 +216,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     /// ```
     ///
     /// # Panics
-    /// If the query is refused, like [`Query::for_each`].
+    /// If the query is refused, like [`QueryBorrow::for_each`].
     pub fn for_each_run(self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
         if let Err(error) = self.world.with_parts::<F, _>(|parts| run::<Q, F, _>(parts, &mut Runs(f))) {
             panic!("{error}");
@@ -256,7 +258,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
         item.map_err(QueryOneError::Refused)?.ok_or(QueryOneError::Unsatisfied(entity))
     }
 
-    /// The matches as an iterator of `(entity, item)`, in the order [`Query::for_each`] visits them (hecs's
+    /// The matches as an iterator of `(entity, item)`, in the order [`QueryBorrow::for_each`] visits them (hecs's
     /// `QueryBorrow::iter`): for `for` loops, adapters, an early `break` and `collect`. A query is also
     /// [`IntoIterator`], so `for (e, (pos, vel)) in world.query::<(&mut Pos, &Vel)>()` works as well. The items
     /// borrow the world for as long as the query did.
@@ -283,12 +285,12 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     /// ```
     ///
     /// # Panics
-    /// If the query is refused, like [`Query::for_each`]; [`Query::try_iter`] returns the error instead.
+    /// If the query is refused, like [`QueryBorrow::for_each`]; [`QueryBorrow::try_iter`] returns the error instead.
     pub fn iter(self) -> QueryIter<'w, Q> {
         self.try_iter().unwrap_or_else(|error| panic!("{error}"))
     }
 
-    /// The matches as an iterator ([`Query::iter`]), or why the query is refused.
+    /// The matches as an iterator ([`QueryBorrow::iter`]), or why the query is refused.
     pub fn try_iter(self) -> Result<QueryIter<'w, Q>, QueryError> {
         self.world.with_parts::<F, _>(|parts| QueryIter::new(batches::<Q, F>(parts, usize::MAX)))
     }
@@ -297,7 +299,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     /// caller's own: the batches borrow disjoint rows, all at once. A run of rows (pools walked in lock-step, an
     /// archetype table) is cut into slices, so a batch never spans two tables; matches found by probing are
     /// gathered first (every pool hands out all the values asked for at once) and the list is cut. Batches come
-    /// in the storage's order, as [`Query::for_each`] visits: code that must give the same world whatever that
+    /// in the storage's order, as [`QueryBorrow::for_each`] visits: code that must give the same world whatever that
     /// order is records its structural changes in [`World::commands`] and applies them after.
     ///
     /// ```
@@ -320,7 +322,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     /// ```
     ///
     /// # Panics
-    /// If `batch_size` is 0, or if the query is refused, like [`Query::for_each`].
+    /// If `batch_size` is 0, or if the query is refused, like [`QueryBorrow::for_each`].
     pub fn iter_batched(self, batch_size: usize) -> Batches<'w, Q> {
         assert!(batch_size > 0, "iter_batched: a batch holds at least one row (batch_size is 0)");
         match self.world.with_parts::<F, _>(|parts| batches::<Q, F>(parts, batch_size)) {
@@ -350,7 +352,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     /// ```
     ///
     /// # Panics
-    /// If the query is refused, like [`Query::for_each`]; if `f` panics, once every piece already started has
+    /// If the query is refused, like [`QueryBorrow::for_each`]; if `f` panics, once every piece already started has
     /// finished (what they wrote stays written).
     pub fn par_for_each(self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
         let pieces = self.world.pieces();
@@ -362,7 +364,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
         }
     }
 
-    /// Like [`Query::par_for_each`], with a value per piece: `out` ends with one value per piece, in piece order
+    /// Like [`QueryBorrow::par_for_each`], with a value per piece: `out` ends with one value per piece, in piece order
     /// (so a list or a float sum combined from them is the same for every thread count). Each piece's value is
     /// the one `out` held at that position (its memory reused) or a new default one, handed to `start` (to clear
     /// it) before `f` sees the piece's matches.
@@ -388,7 +390,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     /// ```
     ///
     /// # Panics
-    /// As [`Query::par_for_each`].
+    /// As [`QueryBorrow::par_for_each`].
     pub fn par_fold<A: Default + Send>(
         self,
         out: &mut Vec<A>,
@@ -410,28 +412,28 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> Query<W, Q, F> {
     }
 }
 
-impl<'w, Q: QueryData, F: Filter> IntoIterator for Query<&'w mut World, Q, F> {
+impl<'w, Q: QueryData, F: Filter> IntoIterator for QueryBorrow<&'w mut World, Q, F> {
     type Item = (Entity, Q::Item<'w>);
     type IntoIter = QueryIter<'w, Q>;
 
-    /// [`Query::iter`].
+    /// [`QueryBorrow::iter`].
     fn into_iter(self) -> QueryIter<'w, Q> {
         self.iter()
     }
 }
 
-impl<'w, Q: ReadOnlyQueryData, F: Filter> IntoIterator for Query<&'w World, Q, F> {
+impl<'w, Q: ReadOnlyQueryData, F: Filter> IntoIterator for QueryBorrow<&'w World, Q, F> {
     type Item = (Entity, Q::Item<'w>);
     type IntoIter = QueryIter<'w, Q>;
 
-    /// [`Query::iter`].
+    /// [`QueryBorrow::iter`].
     fn into_iter(self) -> QueryIter<'w, Q> {
         self.iter()
     }
 }
 
-impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
-    /// Like [`Query::for_each`], with a [`Commands`] to record structural changes for the row being visited: the
+impl<Q: QueryData, F: Filter> QueryBorrow<&mut World, Q, F> {
+    /// Like [`QueryBorrow::for_each`], with a [`Commands`] to record structural changes for the row being visited: the
     /// way to spawn, despawn, insert and remove while iterating.
     ///
     /// The commands recorded here are applied (by [`World::apply_commands`]) sorted by the visited entity's handle,
@@ -464,7 +466,7 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
     /// ```
     ///
     /// # Panics
-    /// If the query is refused, like [`Query::for_each`]. If `f` panics, the commands it recorded so far stay in
+    /// If the query is refused, like [`QueryBorrow::for_each`]. If `f` panics, the commands it recorded so far stay in
     /// the buffer (sorted, as above).
     pub fn for_each_with_commands(self, f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>)) {
         if let Err(error) = self.try_for_each_with_commands(f) {
@@ -472,7 +474,7 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
         }
     }
 
-    /// [`Query::for_each_with_commands`] in pieces on the thread pool (as [`Query::par_for_each`]): each piece
+    /// [`QueryBorrow::for_each_with_commands`] in pieces on the thread pool (as [`QueryBorrow::par_for_each`]): each piece
     /// records into a buffer of its own, keyed by the visited entity, and when the loop ends every piece's
     /// commands join the world's buffer sorted by that entity, so the buffer, and the world after
     /// [`World::apply_commands`], are exactly what the serial loop gives, for every thread count and piece size.
@@ -501,7 +503,7 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
     /// ```
     ///
     /// # Panics
-    /// If the query is refused, like [`Query::for_each`]. If `f` panics, once every piece already started has
+    /// If the query is refused, like [`QueryBorrow::for_each`]. If `f` panics, once every piece already started has
     /// finished: the commands every piece recorded so far stay in the buffer (sorted, as above).
     pub fn par_for_each_with_commands(self, f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync) {
         let pieces = World::pieces(self.world);
@@ -513,7 +515,7 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
         with_pieces(commands, queues, |queues| par_run::<Q, F, _>(parts, pieces, &visit, queues));
     }
 
-    /// [`Query::for_each_with_commands`], or says why the query is refused.
+    /// [`QueryBorrow::for_each_with_commands`], or says why the query is refused.
     pub fn try_for_each_with_commands(
         self,
         f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
@@ -524,7 +526,7 @@ impl<Q: QueryData, F: Filter> Query<&mut World, Q, F> {
     }
 }
 
-impl<'w, Q: QueryData, F: Filter> Query<&'w mut World, Q, F> {
+impl<'w, Q: QueryData, F: Filter> QueryBorrow<&'w mut World, Q, F> {
     /// Several distinct entities' components at once, mutably (hecs's `query_many_mut`): e.g. a hunter writes its
     /// own velocity while it reads its target's position. Refused with [`QueryOneError::Aliased`] if an entity is
     /// named twice, which would hand out two references to one value; otherwise the first entity that is not

@@ -37,10 +37,10 @@ pub struct Pieces {
 
 /// How a world's parallel loops cut their work.
 impl World {
-    /// Sets how many matches make one piece of a parallel query loop ([`Query::par_for_each`](crate::ecs::Query::par_for_each) and
+    /// Sets how many matches make one piece of a parallel query loop ([`QueryBorrow::par_for_each`](crate::ecs::QueryBorrow::par_for_each) and
     /// its kin; at least 1, default [`PIECE_ROWS`](crate::ecs::PIECE_ROWS)). Pieces are cut by position in the storage's order, so the result of a
     /// loop does not depend on the thread count; it does not depend on the piece size either, except what a loop
-    /// folds per piece ([`Query::par_fold`](crate::ecs::Query::par_fold)).
+    /// folds per piece ([`QueryBorrow::par_fold`](crate::ecs::QueryBorrow::par_fold)).
     pub fn set_piece_rows(&mut self, rows: usize) {
         self.piece_rows = rows.max(1);
     }
@@ -342,7 +342,7 @@ fn lock_step_piece<Q: QueryData, L: Layout, F: Filter, V: ParVisit<Q>>(
     }
 }
 
-/// [`Query::par_for_each`](super::Query::par_for_each)'s visitor: one call per entity, no slot.
+/// [`QueryBorrow::par_for_each`](super::QueryBorrow::par_for_each)'s visitor: one call per entity, no slot.
 pub(super) struct ParEach<Func>(pub(super) Func);
 
 impl<Q: QueryData, Func: for<'a> Fn(Entity, Q::Item<'a>) + Sync> ParVisit<Q> for ParEach<Func> {
@@ -358,7 +358,7 @@ impl<Q: QueryData, Func: for<'a> Fn(Entity, Q::Item<'a>) + Sync> ParVisit<Q> for
     }
 }
 
-/// [`Query::par_fold`](super::Query::par_fold)'s visitor: each piece's value started by `start`, then fed its
+/// [`QueryBorrow::par_fold`](super::QueryBorrow::par_fold)'s visitor: each piece's value started by `start`, then fed its
 /// matches.
 pub(super) struct ParFold<A, Start, Func> {
     pub(super) start: Start,
@@ -387,7 +387,7 @@ where
     }
 }
 
-/// [`Query::par_for_each_with_commands`](super::Query::par_for_each_with_commands)'s visitor: each piece records
+/// [`QueryBorrow::par_for_each_with_commands`](super::QueryBorrow::par_for_each_with_commands)'s visitor: each piece records
 /// into a buffer of its own, keyed by the visited entity, with the deferred handles of the buffer the pieces
 /// join (`tag`).
 pub(super) struct ParCommands<Func> {

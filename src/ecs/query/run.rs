@@ -607,7 +607,7 @@ pub trait Visit<Q: QueryData + ?Sized> {
     fn run(&mut self, entities: &[Entity], slices: Q::Slices<'_>);
 }
 
-/// [`Query::for_each`]'s visitor: one call per entity either way. (The per-entity method is forced inline: as a
+/// [`QueryBorrow::for_each`]'s visitor: one call per entity either way. (The per-entity method is forced inline: as a
 /// plain `#[inline]` call the hash-map layout's probe loop measured 20 % slower; forcing `run` too made the
 /// whole frame slower.)
 pub(super) struct Each<Func>(pub(super) Func);
@@ -623,7 +623,7 @@ impl<Q: QueryData, Func: for<'a> FnMut(Entity, Q::Item<'a>)> Visit<Q> for Each<F
     }
 }
 
-/// [`Query::for_each_run`]'s visitor: runs as they come; a probed entity as a run of one.
+/// [`QueryBorrow::for_each_run`]'s visitor: runs as they come; a probed entity as a run of one.
 pub(super) struct Runs<Func>(pub(super) Func);
 
 impl<Q: QueryData, Func: for<'a> FnMut(&[Entity], Q::Slices<'a>)> Visit<Q> for Runs<Func> {
@@ -637,7 +637,7 @@ impl<Q: QueryData, Func: for<'a> FnMut(&[Entity], Q::Slices<'a>)> Visit<Q> for R
     }
 }
 
-/// [`Query::for_each_with_commands`]'s visitor: one call per entity, with the recorder keyed to it.
+/// [`QueryBorrow::for_each_with_commands`]'s visitor: one call per entity, with the recorder keyed to it.
 pub(super) struct WithCommands<'q, Func> {
     pub(super) f: Func,
     pub(super) commands: Commands<'q>,

@@ -187,7 +187,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         one::<Q, F>(self.split_parts(world, loaned), entity.index())
     }
 
-    /// The matches on a shared `world`, as an iterator (see [`Query::iter`](super::Query::iter)). The types are
+    /// The matches on a shared `world`, as an iterator (see [`QueryBorrow::iter`](super::QueryBorrow::iter)). The types are
     /// read where they are (a prepared query outside a system: nothing is on loan).
     pub fn iter<'a>(&'a mut self, world: &'a World) -> QueryIter<'a, Q>
     where
@@ -197,7 +197,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         self.iter_loaned(world, Default::default())
     }
 
-    /// The matches on a mutable `world`, as an iterator that may write (see [`Query::iter`](super::Query::iter)).
+    /// The matches on a mutable `world`, as an iterator that may write (see [`QueryBorrow::iter`](super::QueryBorrow::iter)).
     pub fn iter_mut<'a>(&'a mut self, world: &'a mut World) -> QueryIter<'a, Q> {
         let QueryContext { entities, storage, components, written, .. } = world.query_context();
         // A term written here may receive a deferred handle.
@@ -210,18 +210,18 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         QueryIter::new(batches_of::<Q, F>(entities, storage, &self.shape, &mut self.scratch, usize::MAX))
     }
 
-    /// Calls `f` with each matching entity and its components (see [`Query::for_each`](super::Query::for_each)).
+    /// Calls `f` with each matching entity and its components (see [`QueryBorrow::for_each`](super::QueryBorrow::for_each)).
     pub fn for_each(&mut self, world: &World, lease: &Lease, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
         self.parts(world, lease, |parts| run::<Q, F, _>(parts, &mut Each(f)))
     }
 
-    /// Calls `f` with runs of matches as parallel slices (see [`Query::for_each_run`](super::Query::for_each_run)).
+    /// Calls `f` with runs of matches as parallel slices (see [`QueryBorrow::for_each_run`](super::QueryBorrow::for_each_run)).
     pub fn for_each_run(&mut self, world: &World, lease: &Lease, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
         self.parts(world, lease, |parts| run::<Q, F, _>(parts, &mut Runs(f)))
     }
 
     /// Like [`QueryState::for_each`], recording into `commands` keyed by the visited entity (see
-    /// [`Query::for_each_with_commands`](super::Query::for_each_with_commands)).
+    /// [`QueryBorrow::for_each_with_commands`](super::QueryBorrow::for_each_with_commands)).
     pub fn for_each_with_commands(
         &mut self,
         world: &World,
@@ -233,13 +233,13 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         self.parts(world, lease, |parts| run::<Q, F, _>(parts, &mut WithCommands { f, commands }))
     }
 
-    /// Calls `f` with each match, in pieces on the thread pool (see [`Query::par_for_each`](super::Query::par_for_each)).
+    /// Calls `f` with each match, in pieces on the thread pool (see [`QueryBorrow::par_for_each`](super::QueryBorrow::par_for_each)).
     pub fn par_for_each(&mut self, world: &World, lease: &Lease, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
         let (pieces, mut slots) = (world.pieces(), Vec::new());
         self.parts(world, lease, |parts| par_run::<Q, F, _>(parts, pieces, &ParEach(f), &mut slots))
     }
 
-    /// A value per piece, in piece order (see [`Query::par_fold`](super::Query::par_fold)).
+    /// A value per piece, in piece order (see [`QueryBorrow::par_fold`](super::QueryBorrow::par_fold)).
     pub fn par_fold<A: Default + Send>(
         &mut self,
         world: &World,
@@ -253,7 +253,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
     }
 
     /// Like [`QueryState::par_for_each`], recording into `commands` keyed by the visited entity (see
-    /// [`Query::par_for_each_with_commands`](super::Query::par_for_each_with_commands)).
+    /// [`QueryBorrow::par_for_each_with_commands`](super::QueryBorrow::par_for_each_with_commands)).
     pub fn par_for_each_with_commands(
         &mut self,
         world: &World,
@@ -271,7 +271,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         self.pieces = queues;
     }
 
-    /// One entity's components on a shared `world`, if it matches (see [`Query::get`](super::Query::get)).
+    /// One entity's components on a shared `world`, if it matches (see [`QueryBorrow::get`](super::QueryBorrow::get)).
     pub fn get<'a>(&'a mut self, world: &'a World, entity: Entity) -> Result<Q::Item<'a>, QueryOneError>
     where
         Q: ReadOnlyQueryData,
@@ -282,7 +282,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         self.get_loaned(world, Default::default(), entity).ok_or(QueryOneError::Unsatisfied(entity))
     }
 
-    /// One entity's components on a mutable `world`, if it matches (see [`Query::get`](super::Query::get)): a
+    /// One entity's components on a mutable `world`, if it matches (see [`QueryBorrow::get`](super::QueryBorrow::get)): a
     /// handle reserved by the command buffer applies the buffer first.
     pub fn get_mut<'a>(&'a mut self, world: &'a mut World, entity: Entity) -> Result<Q::Item<'a>, QueryOneError> {
         if !world.settle(entity) {
