@@ -403,6 +403,45 @@ fn an_iterator_keeps_a_shared_loan_until_its_query_runs_again() {
     }
 }
 
+/// Pairs of rows trade velocities through `get_many`, then every unfrozen row moves by batches on scoped threads.
+fn trade_and_move(mut q: Query<(&mut Pos, &mut Vel), Without<Frozen>>, mut moved: ResMut<Healed>) {
+    let rows: Vec<Entity> = q.iter_mut().map(|(e, _)| e).collect();
+    for pair in rows.chunks_exact(2) {
+        let [(_, a), (_, b)] = q.get_many([pair[0], pair[1]]).expect("two distinct live rows");
+        std::mem::swap(&mut a.0, &mut b.0);
+    }
+    assert!(q.get_many([rows[0], rows[0]]).is_err(), "one row named twice");
+    let batches: Vec<_> = q.iter_batched(7).collect();
+    assert!(batches.iter().all(|batch| (1..=7).contains(&batch.len())));
+    let n: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = batches
+            .into_iter()
+            .map(|batch| scope.spawn(move || batch.map(|(_, (pos, vel))| pos.0 += vel.0).count()))
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    moved.0 = n as i64;
+}
+
+#[test]
+fn a_system_query_offers_get_many_and_batches_as_the_worlds_does() {
+    for backend in Backend::ALL {
+        let mut app = App::with_world(world(backend));
+        app.add_systems(Stage::Update, trade_and_move);
+        app.update();
+        // The same by hand on the world's query.
+        let mut w = world(backend);
+        let rows: Vec<Entity> = w.query::<()>().with::<Pos>().without::<Frozen>().iter().map(|(e, _)| e).collect();
+        for pair in rows.chunks_exact(2) {
+            let [(_, a), (_, b)] = w.query::<(&mut Pos, &mut Vel)>().get_many([pair[0], pair[1]]).unwrap();
+            std::mem::swap(&mut a.0, &mut b.0);
+        }
+        w.query::<(&mut Pos, &Vel)>().without::<Frozen>().for_each(|_, (pos, vel)| pos.0 += vel.0);
+        assert_eq!(app.world.resource::<Healed>().0, 240, "{backend}: every unfrozen row moved once");
+        assert_eq!(contents(&app.world), contents(&w), "{backend}");
+    }
+}
+
 fn missing(_: Res<Spark>) {}
 fn optional(spark: Option<Res<Spark>>, healed: Option<ResMut<Healed>>, mut seen: ResMut<Counted>) {
     seen.0.push(spark.is_some() as usize * 10 + healed.is_some() as usize);

@@ -51,7 +51,7 @@ use crate::ecs::__private::Lent;
 use crate::ecs::holders::MapValue;
 use crate::ecs::smaller_tuples_too;
 use crate::ecs::{
-    CommandQueue, Commands, ComponentId, Entities, Entity, Filter, Lease, QueryData, QueryIter, QueryOneError,
+    Batches, CommandQueue, Commands, ComponentId, Entities, Entity, Filter, Lease, QueryData, QueryIter, QueryOneError,
     QueryState, ReadOnlyQueryData, Resource, World,
 };
 use crate::ecs::{Held, HeldShared, Loaned};
@@ -220,8 +220,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
     /// The matches as an iterator whose items may write (as [`swarm::ecs::QueryBorrow::iter`](crate::ecs::QueryBorrow::iter)).
     pub fn iter_mut(&mut self) -> QueryIter<'_, Q> {
         self.release();
-        self.held = self.context.lease.hold(self.state.ids());
-        let loaned: Loaned<'_> = self.held.each_mut().map(|loan| loan.as_deref_mut().map(Lent::Exclusive));
+        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
         self.state.iter_loaned(self.context.world, loaned)
     }
 
@@ -232,9 +231,30 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
             return Err(QueryOneError::NoSuchEntity(entity));
         }
         self.release();
-        self.held = self.context.lease.hold(self.state.ids());
-        let loaned: Loaned<'_> = self.held.each_mut().map(|loan| loan.as_deref_mut().map(Lent::Exclusive));
+        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
         self.state.get_loaned(self.context.world, loaned, entity).ok_or(QueryOneError::Unsatisfied(entity))
+    }
+
+    /// Several distinct entities' components at once (as
+    /// [`swarm::ecs::QueryBorrow::get_many`](crate::ecs::QueryBorrow::get_many)), borrowed until the query's next
+    /// use.
+    pub fn get_many<const N: usize>(&mut self, entities: [Entity; N]) -> Result<[Q::Item<'_>; N], QueryOneError> {
+        self.release();
+        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
+        self.state.get_many_loaned(self.context.world, loaned, entities)
+    }
+
+    /// The matches in batches of at most `batch_size` rows, to hand to threads of the system's own (as
+    /// [`swarm::ecs::QueryBorrow::iter_batched`](crate::ecs::QueryBorrow::iter_batched)), borrowed until the
+    /// query's next use.
+    ///
+    /// # Panics
+    /// If `batch_size` is 0.
+    pub fn iter_batched(&mut self, batch_size: usize) -> Batches<'_, Q> {
+        assert!(batch_size > 0, "iter_batched: a batch holds at least one row (batch_size is 0)");
+        self.release();
+        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
+        self.state.batches_loaned(self.context.world, loaned, batch_size)
     }
 
     /// Number of matching entities.
@@ -243,6 +263,13 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         self.for_each_run(|entities, _| n += entities.len());
         n
     }
+}
+
+/// Takes the loans of the types `ids` names from the system's lease into `held` (released first by the caller),
+/// lent exclusively for as long as `held` is borrowed.
+fn hold_exclusive<'a, 'w>(held: &'a mut Held<'w>, context: SystemContext<'w>, ids: &[ComponentId]) -> Loaned<'a> {
+    *held = context.lease.hold(ids);
+    held.each_mut().map(|loan| loan.as_deref_mut().map(Lent::Exclusive))
 }
 
 impl<'a, Q: ReadOnlyQueryData, F: Filter> IntoIterator for &'a Query<'_, '_, Q, F> {

@@ -544,21 +544,35 @@ impl<'w, Q: QueryData, F: Filter> QueryBorrow<&'w mut World, Q, F> {
     /// assert_eq!(world.query::<(&mut Vel,)>().get_many([prey, prey]).err(), Some(QueryOneError::Aliased(prey)));
     /// ```
     pub fn get_many<const N: usize>(self, entities: [Entity; N]) -> Result<[Q::Item<'w>; N], QueryOneError> {
-        for (k, &entity) in entities.iter().enumerate() {
-            if entities[..k].contains(&entity) {
-                return Err(QueryOneError::Aliased(entity));
-            }
-        }
-        for &entity in &entities {
-            if !self.world.settle(entity) {
-                return Err(QueryOneError::NoSuchEntity(entity));
-            }
-        }
+        distinct_and_alive(&entities, |entity| self.world.settle(entity))?;
         let (parts, _) = exclusive::<Q, F>(self.world).map_err(QueryOneError::Refused)?;
-        let items = many::<Q, F, N>(parts, entities.map(Entity::index));
-        if let Some(k) = items.iter().position(Option::is_none) {
-            return Err(QueryOneError::Unsatisfied(entities[k]));
-        }
-        Ok(items.map(|item| item.expect("checked above")))
+        all_match(many::<Q, F, N>(parts, entities.map(Entity::index)), &entities)
     }
+}
+
+/// Refuses a list of entities that names one twice ([`QueryOneError::Aliased`]) or one that `alive` says is not.
+pub(crate) fn distinct_and_alive(
+    entities: &[Entity],
+    mut alive: impl FnMut(Entity) -> bool,
+) -> Result<(), QueryOneError> {
+    for (k, &entity) in entities.iter().enumerate() {
+        if entities[..k].contains(&entity) {
+            return Err(QueryOneError::Aliased(entity));
+        }
+    }
+    match entities.iter().find(|&&entity| !alive(entity)) {
+        Some(&entity) => Err(QueryOneError::NoSuchEntity(entity)),
+        None => Ok(()),
+    }
+}
+
+/// Every entity's item, or the first entity that does not match.
+pub(crate) fn all_match<T, const N: usize>(
+    items: [Option<T>; N],
+    entities: &[Entity; N],
+) -> Result<[T; N], QueryOneError> {
+    if let Some(k) = items.iter().position(Option::is_none) {
+        return Err(QueryOneError::Unsatisfied(entities[k]));
+    }
+    Ok(items.map(|item| item.expect("checked above")))
 }

@@ -12,6 +12,7 @@
 //! type).
 
 use super::access::QueryAccess;
+use super::batch::Batches;
 use super::cache::Shape;
 use super::data::QueryData;
 use super::data::ReadOnlyQueryData;
@@ -19,8 +20,9 @@ use super::error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::iter::QueryIter;
 use super::par::{par_run, with_pieces, ParCommands, ParEach, ParFold};
-use super::run::{batches_of, one, refresh, run, Each, Loaned, Parts, QueryContext, Runs, Store, WithCommands};
+use super::run::{batches_of, many, one, refresh, run, Each, Loaned, Parts, QueryContext, Runs, Store, WithCommands};
 use super::term::Lent;
+use super::{all_match, distinct_and_alive};
 use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::component::ComponentId;
 use crate::ecs::entity::Entity;
@@ -185,6 +187,27 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         entity: Entity,
     ) -> Option<Q::Item<'a>> {
         one::<Q, F>(self.split_parts(world, loaned), entity.index())
+    }
+
+    /// The matches on `world` and the loans in `loaned`, in batches of at most `size` (see
+    /// [`QueryBorrow::iter_batched`](super::QueryBorrow::iter_batched)). The tables must be up to date.
+    pub(crate) fn batches_loaned<'a>(&'a self, world: &'a World, loaned: Loaned<'a>, size: usize) -> Batches<'a, Q> {
+        let (entities, _, storage) = world.query_parts();
+        let mut scratch = Vec::new();
+        let batches = batches_of::<Q, F>(entities, Store::Split(storage, loaned), &self.shape, &mut scratch, size);
+        Batches(batches.into_iter())
+    }
+
+    /// Several distinct live entities' matches on `world` and the loans in `loaned` (see
+    /// [`QueryBorrow::get_many`](super::QueryBorrow::get_many)).
+    pub(crate) fn get_many_loaned<'a, const N: usize>(
+        &'a mut self,
+        world: &'a World,
+        loaned: Loaned<'a>,
+        entities: [Entity; N],
+    ) -> Result<[Q::Item<'a>; N], QueryOneError> {
+        distinct_and_alive(&entities, |entity| world.is_alive(entity))?;
+        all_match(many::<Q, F, N>(self.split_parts(world, loaned), entities.map(Entity::index)), &entities)
     }
 
     /// The matches on a shared `world`, as an iterator (see [`QueryBorrow::iter`](super::QueryBorrow::iter)). The types are
