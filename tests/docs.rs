@@ -1,6 +1,7 @@
 //! The pages say what the code is: the module map in docs/ARCHITECTURE.md names every source file, every test and
-//! every bench (and nothing that is gone), and the simulation's frame there is the schedule's order, stage by stage
-//! and group by group.
+//! every bench (and nothing that is gone), the crates the library needs are the ones it names, and the simulation's
+//! frame there is the schedule's order, stage by stage and group by group; README.md stays within 10 KB and its map
+//! names real folders.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -171,4 +172,24 @@ fn the_frame_on_the_page_is_the_schedules_order() {
     }
     let last = &on_page.iter().find(|(s, _)| s == "Last").expect("Last on the page").1;
     assert_eq!(last, &app.system_names(Stage::Last).map(str::to_string).collect::<Vec<_>>(), "Last");
+}
+
+#[test]
+fn the_readme_is_a_short_page_whose_map_names_real_folders() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.len() <= 10 * 1024, "README.md is {} bytes; a product page stays within 10 KB", readme.len());
+    let map = block_after(&readme, "## How it is built");
+    let folders: Vec<&str> = map
+        .lines()
+        .filter(|line| !line.starts_with(char::is_whitespace))
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert!(folders.len() >= 5, "the README's map lists its folders: {folders:?}");
+    for folder in folders {
+        assert!(
+            folder.ends_with('/') && root.join(folder).is_dir(),
+            "README's map names `{folder}`, not a folder here"
+        );
+    }
 }
