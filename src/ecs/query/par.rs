@@ -20,7 +20,10 @@
 
 use super::data::QueryData;
 use super::filter::Filter;
-use super::run::{candidates, lend_columns, lending, plan, take_columns, take_pools, Lending, Parts, Walk};
+use super::run::{
+    candidates, lane_rows, lend_columns, lending, lock_step_runs, plan, probe_rows, take_columns, take_pools,
+};
+use super::run::{Lending, Parts, Walk};
 use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::entity::Entity;
 use crate::ecs::storage::{dispatch, Layout};
@@ -193,31 +196,17 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
                     let slots = fit::<Q, V>(visit, slots, rows.len().div_ceil(size));
                     let body = |(rows, mut lanes): (&[Entity], Q::Lanes<'_, L>), slot: &mut V::Slot| {
                         visit.start(slot);
-                        for (row, &entity) in rows.iter().enumerate() {
-                            if !F::matches::<L>(&filter, entity.index()) {
-                                continue;
-                            }
-                            if let Some(item) = Q::lane_get::<L>(&mut lanes, row, entity.index()) {
-                                visit.one(slot, entity, item);
-                            }
-                        }
+                        lane_rows::<Q, L, F>(&filter, rows, 0, &mut lanes, |entity, item| visit.one(slot, entity, item));
                     };
                     if Q::lanes_split(driver) {
                         pieces((rows, lanes), slots, size, splits, &cut_lanes::<Q, L>, &body);
                     } else {
                         // A written pool is probed: the pieces run in order here, each starting at its own row.
                         let mut lanes = lanes;
-                        for (k, slot) in slots.iter_mut().enumerate() {
+                        for (k, (piece, slot)) in rows.chunks(size).zip(slots.iter_mut()).enumerate() {
                             visit.start(slot);
-                            let first = k * size;
-                            for (row, &entity) in rows.iter().enumerate().skip(first).take(size) {
-                                if !F::matches::<L>(&filter, entity.index()) {
-                                    continue;
-                                }
-                                if let Some(item) = Q::lane_get::<L>(&mut lanes, row, entity.index()) {
-                                    visit.one(slot, entity, item);
-                                }
-                            }
+                            let emit = |entity, item: Q::Item<'_>| visit.one(slot, entity, item);
+                            lane_rows::<Q, L, F>(&filter, piece, k * size, &mut lanes, emit);
                         }
                     }
                 }
@@ -228,15 +217,7 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
                     let body = |found: &[Entity], pools: Q::Pools<'_, L>, slot: &mut V::Slot| {
                         let mut pools = pools;
                         visit.start(slot);
-                        for &entity in found {
-                            let index = entity.index();
-                            if !F::matches::<L>(&filter, index) {
-                                continue;
-                            }
-                            if let Some(item) = Q::probe::<L>(Q::reborrow::<L>(&mut pools), index) {
-                                visit.one(slot, entity, item);
-                            }
-                        }
+                        probe_rows::<Q, L, F>(&filter, found, &mut pools, |entity, item| visit.one(slot, entity, item));
                     };
                     if Q::share::<L>(&pools).is_some() {
                         // Only reads: every piece probes the pools through a handle of its own.
@@ -322,24 +303,7 @@ fn lock_step_piece<Q: QueryData, L: Layout, F: Filter, V: ParVisit<Q>>(
     rows: &[Entity],
     slices: Q::Slices<'_>,
 ) {
-    if F::ALWAYS {
-        visit.run(slot, rows, slices);
-        return;
-    }
-    let (mut rest, mut start, mut cut) = (slices, 0, 0);
-    for row in 0..=rows.len() {
-        if rows.get(row).is_some_and(|e| F::matches::<L>(filter, e.index())) {
-            continue;
-        }
-        if row > start {
-            let (_, tail) = Q::split_front(rest, start - cut);
-            let (run, tail) = Q::split_front(tail, row - start);
-            rest = tail;
-            visit.run(slot, &rows[start..row], run);
-            cut = row;
-        }
-        start = row + 1;
-    }
+    lock_step_runs::<Q, L, F>(filter, rows, slices, |rows, run| visit.run(slot, rows, run));
 }
 
 /// [`QueryBorrow::par_for_each`](super::QueryBorrow::par_for_each)'s visitor: one call per entity, no slot.

@@ -381,45 +381,16 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
         Walk::LockStep => {
             let (rows, slices) = Q::into_packed::<L>(pools);
             let rows = rows.unwrap_or(&[]);
-            let len = rows.len();
             // Cut to the rows' length, so the loop's bounds checks fold away.
-            let mut rest = Q::split_front(slices, len).0;
-            if F::ALWAYS {
-                visit.run(rows, rest);
-                return;
-            }
-            // Runs of matching rows, each row tested once; the end of the rows ends the last run. `rest` holds
-            // the rows from `cut` on.
-            let (mut start, mut cut) = (0, 0);
-            for row in 0..=len {
-                if rows.get(row).is_some_and(|e| F::matches::<L>(&filter, e.index())) {
-                    continue;
-                }
-                if row > start {
-                    let (_, tail) = Q::split_front(rest, start - cut);
-                    let (run, tail) = Q::split_front(tail, row - start);
-                    rest = tail;
-                    visit.run(&rows[start..row], run);
-                    cut = row;
-                }
-                start = row + 1;
-            }
+            let slices = Q::split_front(slices, rows.len()).0;
+            lock_step_runs::<Q, L, F>(&filter, rows, slices, |rows, run| visit.run(rows, run));
             return;
         }
         // The driver's own values come by row, and only the other pools are probed by index (the textbook
         // movement system).
         Walk::Lanes(driver) => {
             let (rows, mut lanes) = Q::into_lanes::<L>(pools, driver);
-            let rows = rows.unwrap_or(&[]);
-            for (row, &entity) in rows.iter().enumerate() {
-                let index = entity.index();
-                if !F::matches::<L>(&filter, index) {
-                    continue;
-                }
-                if let Some(item) = Q::lane_get::<L>(&mut lanes, row, index) {
-                    visit.one(entity, item);
-                }
-            }
+            lane_rows::<Q, L, F>(&filter, rows.unwrap_or(&[]), 0, &mut lanes, |entity, item| visit.one(entity, item));
             return;
         }
         Walk::Probe(smallest) => smallest,
@@ -427,13 +398,76 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
     // Otherwise (a `With` filter is smallest, or the layout does not pack): copy the driver's handles to the
     // scratch buffer and probe every pool by index.
     candidates::<Q, L, F>(&pools, &filter, smallest, entities, scratch);
-    for &entity in scratch.iter() {
-        let index = entity.index();
-        if !F::matches::<L>(&filter, index) {
+    probe_rows::<Q, L, F>(&filter, scratch, &mut pools, |entity, item| visit.one(entity, item));
+}
+
+/// A lock-step walk's rows handed to `emit` in runs between the rows the filter refuses (all of them in one run when
+/// the filter passes every row), each row tested once. The serial and the parallel loops' one copy of it.
+#[inline(always)]
+pub(super) fn lock_step_runs<'w, Q: QueryData, L: Layout, F: Filter>(
+    filter: &F::Pools<'_, L>,
+    rows: &[Entity],
+    slices: Q::Slices<'w>,
+    mut emit: impl FnMut(&[Entity], Q::Slices<'w>),
+) {
+    if F::ALWAYS {
+        emit(rows, slices);
+        return;
+    }
+    // The end of the rows ends the last run. `rest` holds the rows from `cut` on.
+    let (mut rest, mut start, mut cut) = (slices, 0, 0);
+    for row in 0..=rows.len() {
+        if rows.get(row).is_some_and(|e| F::matches::<L>(filter, e.index())) {
             continue;
         }
-        if let Some(item) = Q::probe::<L>(Q::reborrow::<L>(&mut pools), index) {
-            visit.one(entity, item);
+        if row > start {
+            let (_, tail) = Q::split_front(rest, start - cut);
+            let (run, tail) = Q::split_front(tail, row - start);
+            rest = tail;
+            emit(&rows[start..row], run);
+            cut = row;
+        }
+        start = row + 1;
+    }
+}
+
+/// A packed driver's rows (numbered from `first`): each passing the filter and holding every term goes to `emit`,
+/// the driver's value by row and the others probed. The serial and the parallel loops' one copy of it.
+#[inline(always)]
+pub(super) fn lane_rows<Q: QueryData, L: Layout, F: Filter>(
+    filter: &F::Pools<'_, L>,
+    rows: &[Entity],
+    first: usize,
+    lanes: &mut Q::Lanes<'_, L>,
+    mut emit: impl FnMut(Entity, Q::Item<'_>),
+) {
+    for (row, &entity) in rows.iter().enumerate() {
+        let index = entity.index();
+        if !F::matches::<L>(filter, index) {
+            continue;
+        }
+        if let Some(item) = Q::lane_get::<L>(lanes, first + row, index) {
+            emit(entity, item);
+        }
+    }
+}
+
+/// The candidates `found`: each passing the filter and holding every term goes to `emit`, every pool probed. The
+/// serial and the parallel loops' one copy of it.
+#[inline(always)]
+pub(super) fn probe_rows<Q: QueryData, L: Layout, F: Filter>(
+    filter: &F::Pools<'_, L>,
+    found: &[Entity],
+    pools: &mut Q::Pools<'_, L>,
+    mut emit: impl FnMut(Entity, Q::Item<'_>),
+) {
+    for &entity in found {
+        let index = entity.index();
+        if !F::matches::<L>(filter, index) {
+            continue;
+        }
+        if let Some(item) = Q::probe::<L>(Q::reborrow::<L>(pools), index) {
+            emit(entity, item);
         }
     }
 }
