@@ -296,8 +296,8 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     }
 
     /// The matches cut into batches of at most `batch_size` rows (hecs's `iter_batched`), to hand to threads of the
-    /// caller's own: the batches borrow disjoint rows, all at once. A run of rows (pools walked in lock-step, an
-    /// archetype table) is cut into slices, so a batch never spans two tables; matches found by probing are
+    /// caller's own: the batches borrow disjoint rows, all at once. A run of rows (pools walked in lock-step, between
+    /// rows a filter refuses; an archetype table) is cut into slices, so a batch never spans two runs; matches found by probing are
     /// gathered first (every pool hands out all the values asked for at once) and the list is cut. Batches come
     /// in the storage's order, as [`QueryBorrow::for_each`] visits: code that must give the same world whatever that
     /// order is records its structural changes in [`World::commands`] and applies them after.

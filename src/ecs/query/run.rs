@@ -404,11 +404,11 @@ pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
 /// A lock-step walk's rows handed to `emit` in runs between the rows the filter refuses (all of them in one run when
 /// the filter passes every row), each row tested once. The serial and the parallel loops' one copy of it.
 #[inline(always)]
-pub(super) fn lock_step_runs<'w, Q: QueryData, L: Layout, F: Filter>(
+pub(super) fn lock_step_runs<'r, 'w, Q: QueryData, L: Layout, F: Filter>(
     filter: &F::Pools<'_, L>,
-    rows: &[Entity],
+    rows: &'r [Entity],
     slices: Q::Slices<'w>,
-    mut emit: impl FnMut(&[Entity], Q::Slices<'w>),
+    mut emit: impl FnMut(&'r [Entity], Q::Slices<'w>),
 ) {
     if F::ALWAYS {
         emit(rows, slices);
@@ -512,8 +512,8 @@ pub(super) fn refresh<F: Filter>(storage: &Store<'_>, shape: &mut Shape) {
     }
 }
 
-/// Query `(Q, F)`'s matches, cut into batches of at most `size` rows: a run (lock-step pools, an archetype table)
-/// is cut into slices; any other match is gathered (the pools hand out every value asked for at once,
+/// Query `(Q, F)`'s matches, cut into batches of at most `size` rows: a run (lock-step pools, between rows a filter
+/// refuses; an archetype table) is cut into slices; any other match is gathered (the pools hand out every value asked for at once,
 /// [`QueryData::probe_each`]) and the list cut. The shape's tables must be up to date ([`refresh`]).
 pub(super) fn batches_of<'w, Q: QueryData, F: Filter>(
     entities: &Entities,
@@ -528,16 +528,11 @@ pub(super) fn batches_of<'w, Q: QueryData, F: Filter>(
             let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else { return out };
             match plan::<Q, L, F>(&pools, &filter) {
                 Walk::Nothing => {}
-                Walk::LockStep if F::ALWAYS => {
-                    let (rows, slices) = Q::into_packed::<L>(pools);
-                    cut_run::<Q>(rows.unwrap_or(&[]), slices, size, &mut out);
-                }
                 Walk::LockStep => {
                     let (rows, slices) = Q::into_packed::<L>(pools);
                     let rows = rows.unwrap_or(&[]);
-                    let items = rows.iter().zip(Q::rows(Q::split_front(slices, rows.len()).0));
-                    let items = items.filter(|(e, _)| F::matches::<L>(&filter, e.index())).map(|(&e, item)| (e, item));
-                    cut_gathered::<Q>(items.collect(), size, &mut out);
+                    let slices = Q::split_front(slices, rows.len()).0;
+                    lock_step_runs::<Q, L, F>(&filter, rows, slices, |rows, run| cut_run::<Q>(rows, run, size, &mut out));
                 }
                 Walk::Lanes(driver) => {
                     scratch.clear();
