@@ -20,7 +20,7 @@ use super::error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::iter::QueryIter;
 use super::par::{par_run, with_pieces, ParCommands, ParEach, ParFold};
-use super::run::{batches_of, many, one, refresh, run, Each, Loaned, Parts, QueryContext, Runs, Store, WithCommands};
+use super::run::{batches, batches_of, many, one, run, Each, Loaned, Parts, QueryContext, Runs, Store, WithCommands};
 use super::term::Lent;
 use super::{all_match, distinct_and_alive};
 use crate::ecs::commands::{CommandQueue, Commands};
@@ -49,43 +49,38 @@ impl Lease {
 
     /// The loan of type `id`, borrowed for one query run; `None` if the system does not hold it.
     fn borrow(&self, id: ComponentId) -> Option<RefMut<'_, Loan>> {
-        let (_, cell) = self.loans.iter().find(|(held, _)| *held == id)?;
-        match cell.try_borrow_mut() {
-            Ok(loan) => Some(loan),
-            Err(_) => panic!("{}", held_elsewhere(id)),
-        }
+        Some(self.cell(id)?.try_borrow_mut().unwrap_or_else(|_| panic!("{}", held_elsewhere(id))))
     }
 
-    /// The loan of type `id`, shared, for a read-only query's iterator; `None` if the system does not hold it.
-    fn borrow_shared(&self, id: ComponentId) -> Option<Ref<'_, Loan>> {
-        let (_, cell) = self.loans.iter().find(|(held, _)| *held == id)?;
-        match cell.try_borrow() {
-            Ok(loan) => Some(loan),
-            Err(_) => panic!("{}", held_elsewhere(id)),
-        }
+    /// The cell of the loan of type `id`, if the system holds it.
+    fn cell(&self, id: ComponentId) -> Option<&RefCell<Loan>> {
+        self.loans.iter().find(|(held, _)| *held == id).map(|(_, cell)| cell)
     }
 
-    /// The loans of the types `ids` names (`None` for a type the system does not hold), kept by the caller for as
-    /// long as its iterator or item lives.
+    /// What `take` gives for each of the types `ids` names that the system holds (`None` for the others), kept by
+    /// the caller for as long as its loop, iterator or item lives.
+    fn hold_each<'l, G>(
+        &'l self,
+        ids: &[ComponentId],
+        take: impl Fn(ComponentId) -> Option<G>,
+    ) -> [Option<G>; MAX_QUERY_TYPES] {
+        let mut held: [Option<G>; MAX_QUERY_TYPES] = Default::default();
+        if !self.is_empty() {
+            for (slot, &id) in held.iter_mut().zip(ids) {
+                *slot = take(id);
+            }
+        }
+        held
+    }
+
+    /// The loans of the types `ids` names, exclusively (see [`Lease::hold_each`]).
     pub(crate) fn hold<'l>(&'l self, ids: &[ComponentId]) -> Held<'l> {
-        let mut held: Held<'l> = Default::default();
-        if !self.is_empty() {
-            for (slot, &id) in held.iter_mut().zip(ids) {
-                *slot = self.borrow(id);
-            }
-        }
-        held
+        self.hold_each(ids, |id| self.borrow(id))
     }
 
-    /// The loans of the types `ids` names, shared ([`Lease::hold`] for a read-only query).
+    /// The loans of the types `ids` names, shared, for a read-only query's iterators (see [`Lease::hold_each`]).
     pub(crate) fn hold_shared<'l>(&'l self, ids: &[ComponentId]) -> HeldShared<'l> {
-        let mut held: HeldShared<'l> = Default::default();
-        if !self.is_empty() {
-            for (slot, &id) in held.iter_mut().zip(ids) {
-                *slot = self.borrow_shared(id);
-            }
-        }
-        held
+        self.hold_each(ids, |id| Some(self.cell(id)?.try_borrow().unwrap_or_else(|_| panic!("{}", held_elsewhere(id)))))
     }
 
     pub(crate) fn push(&mut self, loan: Loan) {
@@ -170,12 +165,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
     /// The matches on `world` and the loans in `loaned`, as an iterator. The tables must be up to date
     /// ([`QueryState::refresh`]).
     pub(crate) fn iter_loaned<'a>(&'a self, world: &'a World, loaned: Loaned<'a>) -> QueryIter<'a, Q> {
-        let (entities, _, storage) = world.query_parts();
-        // Only a probing walk over an index-only layout copies handles: then this buffer grows.
-        let mut scratch = Vec::new();
-        let batches =
-            batches_of::<Q, F>(entities, Store::Split(storage, loaned), &self.shape, &mut scratch, usize::MAX);
-        QueryIter::new(batches)
+        QueryIter::new(self.batches_loaned(world, loaned, usize::MAX).0.collect())
     }
 
     /// One entity's match on `world` and the loans in `loaned` (`None` if it does not match); the handle must be
@@ -193,6 +183,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
     /// [`QueryBorrow::iter_batched`](super::QueryBorrow::iter_batched)). The tables must be up to date.
     pub(crate) fn batches_loaned<'a>(&'a self, world: &'a World, loaned: Loaned<'a>, size: usize) -> Batches<'a, Q> {
         let (entities, _, storage) = world.query_parts();
+        // Only a probing walk over an index-only layout copies handles: then this buffer grows.
         let mut scratch = Vec::new();
         let batches = batches_of::<Q, F>(entities, Store::Split(storage, loaned), &self.shape, &mut scratch, size);
         Batches(batches.into_iter())
@@ -222,15 +213,19 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
 
     /// The matches on a mutable `world`, as an iterator that may write (see [`QueryBorrow::iter`](super::QueryBorrow::iter)).
     pub fn iter_mut<'a>(&'a mut self, world: &'a mut World) -> QueryIter<'a, Q> {
+        QueryIter::new(batches::<Q, F>(self.exclusive_parts(world), usize::MAX))
+    }
+
+    /// The parts of a mutable `world`, its storage lent whole and exclusively: the types the query writes are
+    /// marked written (they may receive a deferred handle) and the storage has a pool for every registered type.
+    fn exclusive_parts<'a>(&'a mut self, world: &'a mut World) -> Parts<'a, 'a> {
         let QueryContext { entities, storage, components, written, .. } = world.query_context();
-        // A term written here may receive a deferred handle.
         for id in self.shape.access.writes() {
             written.insert(id);
         }
         storage.catch_up(components);
         let storage = Store::Whole(Lent::Exclusive(storage));
-        refresh::<F>(&storage, &mut self.shape);
-        QueryIter::new(batches_of::<Q, F>(entities, storage, &self.shape, &mut self.scratch, usize::MAX))
+        Parts { entities, storage, shape: &mut self.shape, scratch: &mut self.scratch }
     }
 
     /// Calls `f` with each matching entity and its components (see [`QueryBorrow::for_each`](super::QueryBorrow::for_each)).
@@ -311,17 +306,6 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         if !world.settle(entity) {
             return Err(QueryOneError::NoSuchEntity(entity));
         }
-        let QueryContext { entities, storage, components, written, .. } = world.query_context();
-        for id in self.shape.access.writes() {
-            written.insert(id);
-        }
-        storage.catch_up(components);
-        let parts = Parts {
-            entities,
-            storage: Store::Whole(Lent::Exclusive(storage)),
-            shape: &mut self.shape,
-            scratch: &mut self.scratch,
-        };
-        one::<Q, F>(parts, entity.index()).ok_or(QueryOneError::Unsatisfied(entity))
+        one::<Q, F>(self.exclusive_parts(world), entity.index()).ok_or(QueryOneError::Unsatisfied(entity))
     }
 }
