@@ -292,6 +292,35 @@ fn a_panic_in_a_piece_reaches_the_caller_and_leaves_the_world_whole() {
     }
 }
 
+/// A parallel loop over several archetype tables takes each table's piece buffers as it comes to it: a panic in
+/// the first table's pieces, after a loop that used more buffers, must join only the pieces that were numbered.
+#[test]
+fn a_panic_in_the_first_pieces_joins_only_the_pieces_numbered() {
+    for backend in Backend::ALL {
+        let mut world = world(backend);
+        world.set_piece_rows(16);
+        pool(2).install(|| {
+            world.query::<&Pos>().par_for_each_with_commands(|e, _, commands| commands.insert(e, Spark(0)))
+        });
+        let first = world.apply_commands();
+        assert!(first.applied > 100, "{backend}");
+        let outcome = pool(2).install(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                world.query::<&Pos>().par_for_each_with_commands(|e, _, commands| {
+                    commands.insert(e, Spark(1));
+                    panic!("early trouble");
+                })
+            }))
+        });
+        let message = outcome.expect_err("the panic reaches the caller");
+        assert_eq!(message.downcast_ref::<&str>(), Some(&"early trouble"), "{backend}");
+        let recorded = world.commands().len();
+        let stats = world.apply_commands();
+        assert_eq!((stats.applied as usize, stats.skipped), (recorded, 0), "{backend}");
+        world.assert_invariants();
+    }
+}
+
 #[test]
 fn one_thread_runs_the_pieces_here() {
     let mut world = world(Backend::SparseSet);

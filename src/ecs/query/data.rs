@@ -14,7 +14,7 @@ use crate::ecs::storage::{ErasedPool, Layout};
 
 /// What a query fetches: a term (`&T`, `&mut T`), an optional query (`Option<Q>`), or a tuple of queries. Each
 /// method is one step of a loop, applied to every term (a tuple only hands it on to its elements); the loops
-/// themselves are ordinary generic code, the same for every query (`run_pools`, `run_tables`).
+/// themselves are ordinary generic code, the same for every query (the walk in `run.rs`).
 ///
 /// Mutable and shared worlds run a query through the same methods: the world lends each term its pool or columns
 /// (`Lent`), exclusively or shared, and a `&T` reads from either.
@@ -180,8 +180,6 @@ pub trait QueryData {
         indices: &[u32],
         bases: &mut [u32],
     ) -> (Option<Self::Slices<'w>>, Self::Columns<'w>);
-    #[doc(hidden)]
-    fn reborrow_columns<'a>(columns: &'a mut Self::Columns<'_>) -> Self::Columns<'a>;
     #[doc(hidden)]
     /// The first `n` rows of each slice, and the rest.
     fn split_front<'w>(slices: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>);
@@ -428,11 +426,6 @@ macro_rules! impl_query_data {
                 (slices, columns)
             }
 
-            #[inline(always)]
-            fn reborrow_columns<'a>(columns: &'a mut Self::Columns<'_>) -> Self::Columns<'a> {
-                let ($($T,)*) = columns;
-                ($($T::reborrow_columns($T),)*)
-            }
 
             #[inline]
             fn split_front<'w>(slices: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>) {
@@ -769,10 +762,6 @@ macro_rules! __delegate_query {
                 bases: &mut [u32],
             ) -> (::core::option::Option<Self::Slices<'__w>>, Self::Columns<'__w>) {
                 <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::split_table(columns, indices, bases)
-            }
-            #[inline(always)]
-            fn reborrow_columns<'__a>(columns: &'__a mut Self::Columns<'_>) -> Self::Columns<'__a> {
-                <$crate::ecs::__private::TupleOf<Self> as $crate::ecs::QueryData>::reborrow_columns(columns)
             }
             #[inline]
             fn split_front<'__w>(slices: Self::Slices<'__w>, n: usize) -> (Self::Slices<'__w>, Self::Slices<'__w>) {

@@ -20,13 +20,10 @@
 
 use super::data::QueryData;
 use super::filter::Filter;
-use super::run::{
-    candidates, lane_rows, lend_columns, lending, lock_step_runs, plan, probe_rows, take_columns, take_pools,
-};
-use super::run::{Lending, Parts, Walk};
+use super::run::{lane_rows, lock_step_runs, probe_rows, refresh, walk, Parts, Sink};
 use crate::ecs::commands::{CommandQueue, Commands};
-use crate::ecs::entity::Entity;
-use crate::ecs::storage::{dispatch, Layout};
+use crate::ecs::entity::{Entities, Entity};
+use crate::ecs::storage::Layout;
 use crate::ecs::world::World;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -77,8 +74,8 @@ impl World {
 pub(super) trait ParVisit<Q: QueryData>: Sync {
     /// Each piece's own state, kept by the caller between loops (so its memory is reused).
     type Slot: Default + Send;
-    /// The slots of a loop's pieces, in piece order, before any piece starts.
-    fn number(&self, _slots: &mut [Self::Slot]) {}
+    /// Slots of a loop's pieces, in piece order, before any of them starts: the first is piece `first`.
+    fn number(&self, _slots: &mut [Self::Slot], _first: usize) {}
     /// A piece starts on `slot`.
     fn start(&self, slot: &mut Self::Slot);
     /// One entity, found by probing.
@@ -114,14 +111,6 @@ fn join_noting<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce(bo
 /// the profiler compares it before and after a system to tell whether the system ran on several threads.
 pub fn halves_moved() -> u64 {
     MOVED.load(Relaxed)
-}
-
-/// `slots` cut or grown to `n` (grown slots are new; kept ones keep their memory), numbered by `visit`.
-fn fit<'s, Q: QueryData, V: ParVisit<Q>>(visit: &V, slots: &'s mut Vec<V::Slot>, n: usize) -> &'s mut [V::Slot] {
-    slots.truncate(n);
-    slots.resize_with(n, V::Slot::default);
-    visit.number(slots);
-    slots
 }
 
 /// Runs `body` on each piece of `work` (`size` rows a piece, one slot each), halving the pieces. While `splits`
@@ -161,7 +150,7 @@ fn pieces<T: Send, S: Send>(
 }
 
 /// Runs query `(Q, F)` on `parts` in pieces (see the module doc); `slots` ends with one slot per piece, in piece
-/// order.
+/// order (kept slots keep their memory; unwinding, the slots of the pieces numbered so far).
 pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
     parts: Parts<'_, '_>,
     split: Pieces,
@@ -169,103 +158,114 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
     slots: &mut Vec<V::Slot>,
 ) {
     let Parts { entities, storage, shape, scratch } = parts;
-    let size = split.rows.max(1);
+    refresh::<F>(&storage, shape);
     let splits = if split.parallel { rayon::current_num_threads() } else { 0 };
-    match lending(storage) {
-        Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else {
-                slots.clear();
-                return;
-            };
-            match plan::<Q, L, F>(&pools, &filter) {
-                Walk::Nothing => slots.clear(),
-                Walk::LockStep => {
-                    let (rows, slices) = Q::into_packed::<L>(pools);
-                    let rows = rows.unwrap_or(&[]);
-                    let slices = Q::split_front(slices, rows.len()).0;
-                    let slots = fit::<Q, V>(visit, slots, rows.len().div_ceil(size));
-                    let body = |(rows, slices): (&[Entity], Q::Slices<'_>), slot: &mut V::Slot| {
-                        visit.start(slot);
-                        lock_step_piece::<Q, L, F, V>(visit, slot, &filter, rows, slices);
-                    };
-                    pieces((rows, slices), slots, size, splits, &cut_run::<Q>, &body);
-                }
-                Walk::Lanes(driver) => {
-                    let (rows, lanes) = Q::into_lanes::<L>(pools, driver);
-                    let rows = rows.unwrap_or(&[]);
-                    let slots = fit::<Q, V>(visit, slots, rows.len().div_ceil(size));
-                    let body = |(rows, mut lanes): (&[Entity], Q::Lanes<'_, L>), slot: &mut V::Slot| {
-                        visit.start(slot);
-                        lane_rows::<Q, L, F>(&filter, rows, 0, &mut lanes, |entity, item| visit.one(slot, entity, item));
-                    };
-                    if Q::lanes_split(driver) {
-                        pieces((rows, lanes), slots, size, splits, &cut_lanes::<Q, L>, &body);
-                    } else {
-                        // A written pool is probed: the pieces run in order here, each starting at its own row.
-                        let mut lanes = lanes;
-                        for (k, (piece, slot)) in rows.chunks(size).zip(slots.iter_mut()).enumerate() {
-                            visit.start(slot);
-                            let emit = |entity, item: Q::Item<'_>| visit.one(slot, entity, item);
-                            lane_rows::<Q, L, F>(&filter, piece, k * size, &mut lanes, emit);
-                        }
-                    }
-                }
-                Walk::Probe(smallest) => {
-                    candidates::<Q, L, F>(&pools, &filter, smallest, entities, scratch);
-                    let found: &[Entity] = scratch;
-                    let slots = fit::<Q, V>(visit, slots, found.len().div_ceil(size));
-                    let body = |found: &[Entity], pools: Q::Pools<'_, L>, slot: &mut V::Slot| {
-                        let mut pools = pools;
-                        visit.start(slot);
-                        probe_rows::<Q, L, F>(&filter, found, &mut pools, |entity, item| visit.one(slot, entity, item));
-                    };
-                    if Q::share::<L>(&pools).is_some() {
-                        // Only reads: every piece probes the pools through a handle of its own.
-                        let shared = &pools;
-                        let body = |found: &[Entity], slot: &mut V::Slot| {
-                            body(found, Q::share::<L>(shared).expect("read-only pools share"), slot)
-                        };
-                        pieces(found, slots, size, splits, &cut_list, &body);
-                    } else {
-                        let mut pools = pools;
-                        for (found, slot) in found.chunks(size).zip(slots.iter_mut()) {
-                            body(found, Q::reborrow::<L>(&mut pools), slot);
-                        }
-                    }
-                }
-            }
-        }),
-        Lending::Tables(archetypes) => {
-            shape.tables.update::<F>(archetypes.as_ref(), &shape.access);
-            let (tables, columns) = lend_columns(archetypes);
-            let Some(mut columns) = take_columns::<Q>(columns, shape) else {
-                slots.clear();
-                return;
-            };
-            let found = &shape.tables.found;
-            let total = found.iter().map(|(table, _)| tables[*table as usize].entities().len().div_ceil(size)).sum();
-            let mut slots = &mut fit::<Q, V>(visit, slots, total)[..];
-            let body = |(rows, slices): (&[Entity], Q::Slices<'_>), slot: &mut V::Slot| {
+    let mut sink = InPieces { visit, slots, used: 0, size: split.rows.max(1), splits };
+    walk::<Q, F, _>(entities, storage, shape, scratch, &mut sink);
+}
+
+/// The parallel loop's sink: each strategy's rows cut into pieces of `size` rows, the next unused slots numbered and
+/// handed to them, the pieces run on the pool while `splits` lasts.
+struct InPieces<'v, V, S> {
+    visit: &'v V,
+    slots: &'v mut Vec<S>,
+    /// Slots handed to pieces so far.
+    used: usize,
+    size: usize,
+    splits: usize,
+}
+
+impl<V, S> Drop for InPieces<'_, V, S> {
+    /// The loop is over, or unwinding: the slots are the pieces' that were numbered, no others.
+    fn drop(&mut self) {
+        self.slots.truncate(self.used);
+    }
+}
+
+impl<V, S: Default> InPieces<'_, V, S> {
+    /// The slots of the pieces of `rows` rows (new ones made as needed), and the number of the first.
+    fn take(&mut self, rows: usize) -> (&mut [S], usize) {
+        let (first, end) = (self.used, self.used + rows.div_ceil(self.size));
+        if self.slots.len() < end {
+            self.slots.resize_with(end, S::default);
+        }
+        self.used = end;
+        (&mut self.slots[first..end], first)
+    }
+}
+
+impl<'w, Q: QueryData, V: ParVisit<Q>> Sink<'w, Q> for InPieces<'_, V, V::Slot> {
+    fn lock_step<L: Layout, F: Filter>(&mut self, filter: &F::Pools<'w, L>, rows: &'w [Entity], slices: Q::Slices<'w>) {
+        let (visit, size, splits) = (self.visit, self.size, self.splits);
+        let (slots, first) = self.take(rows.len());
+        visit.number(slots, first);
+        let body = |(rows, slices): (&[Entity], Q::Slices<'_>), slot: &mut V::Slot| {
+            visit.start(slot);
+            lock_step_runs::<Q, L, F>(filter, rows, slices, |rows, run| visit.run(slot, rows, run));
+        };
+        pieces((rows, slices), slots, size, splits, &cut_run::<Q>, &body);
+    }
+
+    fn lanes<L: Layout, F: Filter>(
+        &mut self,
+        filter: &F::Pools<'w, L>,
+        pools: Q::Pools<'w, L>,
+        driver: usize,
+        _: &Entities,
+        _: &mut Vec<Entity>,
+    ) {
+        let (visit, size, splits) = (self.visit, self.size, self.splits);
+        let (rows, mut lanes) = Q::into_lanes::<L>(pools, driver);
+        let rows = rows.unwrap_or(&[]);
+        let (slots, first) = self.take(rows.len());
+        visit.number(slots, first);
+        if Q::lanes_split(driver) {
+            let body = |(rows, mut lanes): (&[Entity], Q::Lanes<'_, L>), slot: &mut V::Slot| {
                 visit.start(slot);
-                visit.run(slot, rows, slices);
+                lane_rows::<Q, L, F>(filter, rows, 0, &mut lanes, |entity, item| visit.one(slot, entity, item));
             };
-            // Tables in ascending order take ascending columns of every type (as in `batches`).
-            let mut bases = [0; super::error::MAX_QUERY_TYPES];
-            for (table, indices) in found {
-                let rows = tables[*table as usize].entities();
-                let (slices, tail) = Q::split_table(columns, indices, &mut bases);
-                columns = tail;
-                let (mine, rest) = std::mem::take(&mut slots).split_at_mut(rows.len().div_ceil(size));
-                slots = rest;
-                match slices {
-                    Some(slices) => {
-                        let slices = Q::split_front(slices, rows.len()).0;
-                        pieces((rows, slices), mine, size, splits, &cut_run::<Q>, &body);
-                    }
-                    None => mine.iter_mut().for_each(|slot| visit.start(slot)),
-                }
+            pieces((rows, lanes), slots, size, splits, &cut_lanes::<Q, L>, &body);
+        } else {
+            // A written pool is probed: the pieces run in order here, each starting at its own row.
+            for (k, (piece, slot)) in rows.chunks(size).zip(slots.iter_mut()).enumerate() {
+                visit.start(slot);
+                let emit = |entity, item: Q::Item<'_>| visit.one(slot, entity, item);
+                lane_rows::<Q, L, F>(filter, piece, k * size, &mut lanes, emit);
             }
         }
+    }
+
+    fn probe<L: Layout, F: Filter>(&mut self, filter: &F::Pools<'w, L>, mut pools: Q::Pools<'w, L>, found: &[Entity]) {
+        let (visit, size, splits) = (self.visit, self.size, self.splits);
+        let (slots, first) = self.take(found.len());
+        visit.number(slots, first);
+        let body = |found: &[Entity], mut pools: Q::Pools<'_, L>, slot: &mut V::Slot| {
+            visit.start(slot);
+            probe_rows::<Q, L, F>(filter, found, &mut pools, |entity, item| visit.one(slot, entity, item));
+        };
+        if Q::share::<L>(&pools).is_some() {
+            // Only reads: every piece probes the pools through a handle of its own.
+            let shared = &pools;
+            let body = |found: &[Entity], slot: &mut V::Slot| {
+                body(found, Q::share::<L>(shared).expect("read-only pools share"), slot)
+            };
+            pieces(found, slots, size, splits, &cut_list, &body);
+        } else {
+            for (found, slot) in found.chunks(size).zip(slots.iter_mut()) {
+                body(found, Q::reborrow::<L>(&mut pools), slot);
+            }
+        }
+    }
+
+    fn table(&mut self, rows: &'w [Entity], slices: Q::Slices<'w>) {
+        let (visit, size, splits) = (self.visit, self.size, self.splits);
+        let (slots, first) = self.take(rows.len());
+        visit.number(slots, first);
+        let body = |(rows, slices): (&[Entity], Q::Slices<'_>), slot: &mut V::Slot| {
+            visit.start(slot);
+            visit.run(slot, rows, slices);
+        };
+        pieces((rows, slices), slots, size, splits, &cut_run::<Q>, &body);
     }
 }
 
@@ -292,18 +292,6 @@ fn cut_lanes<'w, Q: QueryData, L: Layout>(
 /// A list of candidates cut at `at`.
 fn cut_list(found: &[Entity], at: usize) -> (&[Entity], &[Entity]) {
     found.split_at(at)
-}
-
-/// One piece of a lock-step walk: its rows handed on in runs between rows the filter refuses.
-#[inline]
-fn lock_step_piece<Q: QueryData, L: Layout, F: Filter, V: ParVisit<Q>>(
-    visit: &V,
-    slot: &mut V::Slot,
-    filter: &F::Pools<'_, L>,
-    rows: &[Entity],
-    slices: Q::Slices<'_>,
-) {
-    lock_step_runs::<Q, L, F>(filter, rows, slices, |rows, run| visit.run(slot, rows, run));
 }
 
 /// [`QueryBorrow::par_for_each`](super::QueryBorrow::par_for_each)'s visitor: one call per entity, no slot.
@@ -376,9 +364,9 @@ where
     Func: for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync,
 {
     type Slot = CommandQueue;
-    fn number(&self, slots: &mut [CommandQueue]) {
+    fn number(&self, slots: &mut [CommandQueue], first: usize) {
         for (k, slot) in slots.iter_mut().enumerate() {
-            slot.number_piece(self.first_piece, k);
+            slot.number_piece(self.first_piece, first + k);
         }
     }
     fn start(&self, slot: &mut CommandQueue) {

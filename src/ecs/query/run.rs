@@ -174,18 +174,86 @@ fn take_loan<'w>(loaned: &mut Loaned<'w>, id: u32) -> Option<Lent<'w, Loan>> {
     loaned.iter_mut().find(|loan| loan.as_ref().is_some_and(|loan| loan.as_ref().id() == id))?.take()
 }
 
-/// Runs query `(Q, F)` on `parts`, handing the matches to `visit`: the one storage dispatch, then a loop
-/// monomorphized for the layout.
+/// Runs query `(Q, F)` on `parts`, handing the matches to `visit` in the walk's order.
 #[inline]
 pub(super) fn run<Q: QueryData, F: Filter, V: Visit<Q>>(parts: Parts<'_, '_>, visit: &mut V) {
     let Parts { entities, storage, shape, scratch } = parts;
+    refresh::<F>(&storage, shape);
+    walk::<Q, F, _>(entities, storage, shape, scratch, &mut Serial(visit));
+}
+
+/// Where a walk hands what it finds ([`walk`]): each strategy's material, once per query run (a table's rows once per
+/// table). The serial loop ([`Serial`]), the parallel loop ([`super::par`]) and the batches ([`Cut`]) are the
+/// sinks; a new strategy is a branch of [`walk`] and a method here.
+pub(super) trait Sink<'w, Q: QueryData> {
+    /// Rows of pools packed in the same order, walked in lock-step (the filter not yet applied): `rows[k]` owns row
+    /// `k` of every slice, which hold exactly as many rows.
+    fn lock_step<L: Layout, F: Filter>(&mut self, filter: &F::Pools<'w, L>, rows: &'w [Entity], slices: Q::Slices<'w>);
+    /// The fetched term at `driver` drives by walking its packed arrays ([`QueryData::into_lanes`]); the other
+    /// pools are probed. `entities` and `scratch` are there to copy the driver's handles.
+    fn lanes<L: Layout, F: Filter>(
+        &mut self,
+        filter: &F::Pools<'w, L>,
+        pools: Q::Pools<'w, L>,
+        driver: usize,
+        entities: &Entities,
+        scratch: &mut Vec<Entity>,
+    );
+    /// The candidates `found`, each to be tested by the filter and probed in every pool.
+    fn probe<L: Layout, F: Filter>(&mut self, filter: &F::Pools<'w, L>, pools: Q::Pools<'w, L>, found: &[Entity]);
+    /// A matching archetype table's rows, none empty: `rows[k]` owns row `k` of every slice.
+    fn table(&mut self, rows: &'w [Entity], slices: Q::Slices<'w>);
+}
+
+/// The one walk of query `(Q, F)` over `storage`: the storage dispatch, the strategy [`plan`] picks for a
+/// per-component layout, or the matching archetype tables in order, handed to `sink`. The shape's tables must be up
+/// to date ([`refresh`]).
+#[inline]
+pub(super) fn walk<'w, Q: QueryData, F: Filter, S: Sink<'w, Q>>(
+    entities: &Entities,
+    storage: Store<'w>,
+    shape: &Shape,
+    scratch: &mut Vec<Entity>,
+    sink: &mut S,
+) {
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            if let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) {
-                run_pools::<Q, L, F, V>(pools, filter, entities, scratch, visit);
+            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else { return };
+            match plan::<Q, L, F>(&pools, &filter) {
+                Walk::Nothing => {}
+                Walk::LockStep => {
+                    let (rows, slices) = Q::into_packed::<L>(pools);
+                    let rows = rows.unwrap_or(&[]);
+                    // Cut to the rows' length, so the loops' bounds checks fold away.
+                    sink.lock_step::<L, F>(&filter, rows, Q::split_front(slices, rows.len()).0);
+                }
+                Walk::Lanes(driver) => sink.lanes::<L, F>(&filter, pools, driver, entities, scratch),
+                // A `With` filter is smallest, or the layout does not pack: the driver's handles are copied to the
+                // scratch buffer and every pool is probed by index.
+                Walk::Probe(smallest) => {
+                    candidates::<Q, L, F>(&pools, &filter, smallest, entities, scratch);
+                    sink.probe::<L, F>(&filter, pools, scratch);
+                }
             }
         }),
-        Lending::Tables(archetypes) => run_tables::<Q, F, V>(archetypes, shape, visit),
+        Lending::Tables(archetypes) => {
+            if shape.tables.found.is_empty() {
+                return;
+            }
+            let (tables, columns) = lend_columns(archetypes);
+            let Some(mut columns) = take_columns::<Q>(columns, shape) else { return };
+            // The matching tables come in ascending order, so each one's columns are split off the front of the
+            // rest.
+            let mut bases = [0; MAX_QUERY_TYPES];
+            for (table, indices) in &shape.tables.found {
+                let (slices, tail) = Q::split_table(columns, indices, &mut bases);
+                columns = tail;
+                let rows = tables[*table as usize].entities();
+                if let Some(slices) = slices.filter(|_| !rows.is_empty()) {
+                    sink.table(rows, Q::split_front(slices, rows.len()).0);
+                }
+            }
+        }
     }
 }
 
@@ -367,40 +435,6 @@ pub(super) fn plan<Q: QueryData, L: Layout, F: Filter>(pools: &Q::Pools<'_, L>, 
     }
 }
 
-/// The loop over a per-component layout, given the query's pools and its filter's: the walk [`plan`] picks.
-#[inline]
-pub(super) fn run_pools<'w, Q: QueryData, L: Layout, F: Filter, V: Visit<Q>>(
-    mut pools: Q::Pools<'w, L>,
-    filter: F::Pools<'w, L>,
-    entities: &Entities,
-    scratch: &mut Vec<Entity>,
-    visit: &mut V,
-) {
-    let smallest = match plan::<Q, L, F>(&pools, &filter) {
-        Walk::Nothing => return,
-        Walk::LockStep => {
-            let (rows, slices) = Q::into_packed::<L>(pools);
-            let rows = rows.unwrap_or(&[]);
-            // Cut to the rows' length, so the loop's bounds checks fold away.
-            let slices = Q::split_front(slices, rows.len()).0;
-            lock_step_runs::<Q, L, F>(&filter, rows, slices, |rows, run| visit.run(rows, run));
-            return;
-        }
-        // The driver's own values come by row, and only the other pools are probed by index (the textbook
-        // movement system).
-        Walk::Lanes(driver) => {
-            let (rows, mut lanes) = Q::into_lanes::<L>(pools, driver);
-            lane_rows::<Q, L, F>(&filter, rows.unwrap_or(&[]), 0, &mut lanes, |entity, item| visit.one(entity, item));
-            return;
-        }
-        Walk::Probe(smallest) => smallest,
-    };
-    // Otherwise (a `With` filter is smallest, or the layout does not pack): copy the driver's handles to the
-    // scratch buffer and probe every pool by index.
-    candidates::<Q, L, F>(&pools, &filter, smallest, entities, scratch);
-    probe_rows::<Q, L, F>(&filter, scratch, &mut pools, |entity, item| visit.one(entity, item));
-}
-
 /// A lock-step walk's rows handed to `emit` in runs between the rows the filter refuses (all of them in one run when
 /// the filter passes every row), each row tested once. The serial and the parallel loops' one copy of it.
 #[inline(always)]
@@ -512,9 +546,8 @@ pub(super) fn refresh<F: Filter>(storage: &Store<'_>, shape: &mut Shape) {
     }
 }
 
-/// Query `(Q, F)`'s matches, cut into batches of at most `size` rows: a run (lock-step pools, between rows a filter
-/// refuses; an archetype table) is cut into slices; any other match is gathered (the pools hand out every value asked for at once,
-/// [`QueryData::probe_each`]) and the list cut. The shape's tables must be up to date ([`refresh`]).
+/// Query `(Q, F)`'s matches, cut into batches of at most `size` rows (see [`Cut`]). The shape's tables must be up
+/// to date ([`refresh`]).
 pub(super) fn batches_of<'w, Q: QueryData, F: Filter>(
     entities: &Entities,
     storage: Store<'w>,
@@ -522,44 +555,42 @@ pub(super) fn batches_of<'w, Q: QueryData, F: Filter>(
     scratch: &mut Vec<Entity>,
     size: usize,
 ) -> Vec<Batch<'w, Q>> {
-    let mut out = Vec::new();
-    match lending(storage) {
-        Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else { return out };
-            match plan::<Q, L, F>(&pools, &filter) {
-                Walk::Nothing => {}
-                Walk::LockStep => {
-                    let (rows, slices) = Q::into_packed::<L>(pools);
-                    let rows = rows.unwrap_or(&[]);
-                    let slices = Q::split_front(slices, rows.len()).0;
-                    lock_step_runs::<Q, L, F>(&filter, rows, slices, |rows, run| cut_run::<Q>(rows, run, size, &mut out));
-                }
-                Walk::Lanes(driver) => {
-                    scratch.clear();
-                    Q::collect::<L>(&pools, driver, entities, scratch);
-                    cut_gathered::<Q>(gather::<Q, L, F>(pools, &filter, scratch), size, &mut out);
-                }
-                Walk::Probe(smallest) => {
-                    candidates::<Q, L, F>(&pools, &filter, smallest, entities, scratch);
-                    cut_gathered::<Q>(gather::<Q, L, F>(pools, &filter, scratch), size, &mut out);
-                }
-            }
-        }),
-        Lending::Tables(archetypes) => {
-            let (tables, columns) = lend_columns(archetypes);
-            let Some(mut columns) = take_columns::<Q>(columns, shape) else { return out };
-            // Tables in ascending order take ascending columns of every type (as in `many`).
-            let mut bases = [0; MAX_QUERY_TYPES];
-            for (table, indices) in &shape.tables.found {
-                let (slices, tail) = Q::split_table(columns, indices, &mut bases);
-                columns = tail;
-                if let Some(slices) = slices {
-                    cut_run::<Q>(tables[*table as usize].entities(), slices, size, &mut out);
-                }
-            }
-        }
+    let mut cut = Cut { size, out: Vec::new() };
+    walk::<Q, F, _>(entities, storage, shape, scratch, &mut cut);
+    cut.out
+}
+
+/// The sink of the batches: a run (lock-step pools, between rows a filter refuses; an archetype table) is cut into
+/// slices; any other match is gathered (the pools hand out every value asked for at once,
+/// [`QueryData::probe_each`]) and the list cut.
+struct Cut<'w, Q: QueryData> {
+    size: usize,
+    out: Vec<Batch<'w, Q>>,
+}
+
+impl<'w, Q: QueryData> Sink<'w, Q> for Cut<'w, Q> {
+    fn lock_step<L: Layout, F: Filter>(&mut self, filter: &F::Pools<'w, L>, rows: &'w [Entity], slices: Q::Slices<'w>) {
+        let Cut { size, out } = self;
+        lock_step_runs::<Q, L, F>(filter, rows, slices, |rows, run| cut_run::<Q>(rows, run, *size, out));
     }
-    out
+    fn lanes<L: Layout, F: Filter>(
+        &mut self,
+        filter: &F::Pools<'w, L>,
+        pools: Q::Pools<'w, L>,
+        driver: usize,
+        entities: &Entities,
+        scratch: &mut Vec<Entity>,
+    ) {
+        scratch.clear();
+        Q::collect::<L>(&pools, driver, entities, scratch);
+        self.probe::<L, F>(filter, pools, scratch);
+    }
+    fn probe<L: Layout, F: Filter>(&mut self, filter: &F::Pools<'w, L>, pools: Q::Pools<'w, L>, found: &[Entity]) {
+        cut_gathered::<Q>(gather::<Q, L, F>(pools, filter, found), self.size, &mut self.out);
+    }
+    fn table(&mut self, rows: &'w [Entity], slices: Q::Slices<'w>) {
+        cut_run::<Q>(rows, slices, self.size, &mut self.out);
+    }
 }
 
 /// The matches among `candidates` (each passing the filter and holding every fetched term), their values all
@@ -600,33 +631,6 @@ fn term_position<Q: QueryData, L: Layout>(pools: &Q::Pools<'_, L>, test: impl Fn
     found
 }
 
-/// The loop over archetype tables: every matching table is one run of column slices. Each term's columns (all
-/// tables' columns of its type) are downcast once per query; the shape's cache lists the matching tables with the
-/// index of each term's column among its type's columns (brought up to date with the tables made since), so a
-/// table costs an emptiness test, a split per term and the visit: no set test, slot lookup or dynamic call per
-/// table.
-fn run_tables<Q: QueryData, F: Filter, V: Visit<Q>>(archetypes: TablesLent<'_>, shape: &mut Shape, visit: &mut V) {
-    shape.tables.update::<F>(archetypes.as_ref(), &shape.access);
-    if shape.tables.found.is_empty() {
-        return;
-    }
-    let (tables, columns) = lend_columns(archetypes);
-    let Some(mut columns) = take_columns::<Q>(columns, shape) else {
-        return;
-    };
-    // The matching tables come in ascending order, so each one's columns are split off the front of the rest.
-    for (table, indices) in &shape.tables.found {
-        let rows = tables[*table as usize].entities();
-        if rows.is_empty() {
-            continue;
-        }
-        let (slices, _) = Q::split_table(Q::reborrow_columns(&mut columns), indices, &mut [0; MAX_QUERY_TYPES]);
-        if let Some(slices) = slices {
-            visit.run(rows, Q::split_front(slices, rows.len()).0);
-        }
-    }
-}
-
 /// What a query loop hands its matches to: runs of packed rows as parallel slices (a lock-step walk, an archetype
 /// table), or single entities (found by probing).
 pub trait Visit<Q: QueryData + ?Sized> {
@@ -634,6 +638,38 @@ pub trait Visit<Q: QueryData + ?Sized> {
     fn one(&mut self, entity: Entity, item: Q::Item<'_>);
     /// A run of rows: `entities[k]` owns row `k` of every slice.
     fn run(&mut self, entities: &[Entity], slices: Q::Slices<'_>);
+}
+
+/// The serial loop's sink: every strategy's rows handed to one visitor, in order.
+pub(super) struct Serial<'v, V>(pub(super) &'v mut V);
+
+impl<'w, Q: QueryData, V: Visit<Q>> Sink<'w, Q> for Serial<'_, V> {
+    #[inline(always)]
+    fn lock_step<L: Layout, F: Filter>(&mut self, filter: &F::Pools<'w, L>, rows: &'w [Entity], slices: Q::Slices<'w>) {
+        lock_step_runs::<Q, L, F>(filter, rows, slices, |rows, run| self.0.run(rows, run));
+    }
+    // The driver's own values come by row, and only the other pools are probed by index (the textbook movement
+    // system).
+    #[inline(always)]
+    fn lanes<L: Layout, F: Filter>(
+        &mut self,
+        filter: &F::Pools<'w, L>,
+        pools: Q::Pools<'w, L>,
+        driver: usize,
+        _: &Entities,
+        _: &mut Vec<Entity>,
+    ) {
+        let (rows, mut lanes) = Q::into_lanes::<L>(pools, driver);
+        lane_rows::<Q, L, F>(filter, rows.unwrap_or(&[]), 0, &mut lanes, |entity, item| self.0.one(entity, item));
+    }
+    #[inline(always)]
+    fn probe<L: Layout, F: Filter>(&mut self, filter: &F::Pools<'w, L>, mut pools: Q::Pools<'w, L>, found: &[Entity]) {
+        probe_rows::<Q, L, F>(filter, found, &mut pools, |entity, item| self.0.one(entity, item));
+    }
+    #[inline(always)]
+    fn table(&mut self, rows: &'w [Entity], slices: Q::Slices<'w>) {
+        self.0.run(rows, slices);
+    }
 }
 
 /// [`QueryBorrow::for_each`]'s visitor: one call per entity either way. (The per-entity method is forced inline: as a

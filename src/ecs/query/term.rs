@@ -182,10 +182,6 @@ impl<T: Component> QueryData for &T {
             }
         }
     }
-    #[inline(always)]
-    fn reborrow_columns<'a>(columns: &'a mut Self::Columns<'_>) -> Self::Columns<'a> {
-        columns
-    }
     #[inline]
     fn split_front<'w>(slice: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>) {
         slice.split_at(n)
@@ -310,10 +306,6 @@ impl<T: Component> QueryData for &mut T {
                 (Some(&mut head[at as usize]), tail)
             }
         }
-    }
-    #[inline(always)]
-    fn reborrow_columns<'a>(columns: &'a mut Self::Columns<'_>) -> Self::Columns<'a> {
-        columns
     }
     #[inline]
     fn split_front<'w>(slice: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>) {
@@ -469,10 +461,6 @@ impl<Q: QueryData> QueryData for Option<Q> {
             }
             None => (Some(None), None),
         }
-    }
-    #[inline(always)]
-    fn reborrow_columns<'a>(columns: &'a mut Self::Columns<'_>) -> Self::Columns<'a> {
-        columns.as_mut().map(Q::reborrow_columns)
     }
     #[inline]
     fn split_front<'w>(slices: Self::Slices<'w>, n: usize) -> (Self::Slices<'w>, Self::Slices<'w>) {
