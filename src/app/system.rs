@@ -51,8 +51,8 @@ use crate::ecs::__private::Lent;
 use crate::ecs::holders::MapValue;
 use crate::ecs::smaller_tuples_too;
 use crate::ecs::{
-    Batches, CommandQueue, Commands, ComponentId, Entities, Entity, Filter, Lease, QueryData, QueryIter, QueryOneError,
-    QueryState, ReadOnlyQueryData, Resource, World,
+    Batches, CommandQueue, Commands, ComponentId, Entities, Entity, Filter, Lease, OnLoan, Prepared, QueryBorrow,
+    QueryData, QueryIter, QueryOneError, QueryState, ReadOnlyQueryData, Resource, World,
 };
 use crate::ecs::{Held, HeldShared, Loaned};
 use std::any::{type_name, Any};
@@ -144,17 +144,32 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         self.held_shared = OnceCell::new();
     }
 
+    /// Runs `body` on the query over the system's loans, recording into `commands` if it is a buffer: the loans
+    /// are held for the loop only.
+    fn looped<C, R>(&mut self, commands: C, body: impl FnOnce(OnLoanQuery<'_, Q, F, C>) -> R) -> R {
+        self.release();
+        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
+        let out = body(self.state.on_loan(self.context.world, loaned, commands));
+        self.release();
+        out
+    }
+
+    /// The query over the system's loans, held until the query's next use (for what it hands out).
+    fn held(&mut self) -> OnLoanQuery<'_, Q, F, ()> {
+        self.release();
+        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
+        self.state.on_loan(self.context.world, loaned, ())
+    }
+
     /// Calls `f` with each matching entity and its components (as [`swarm::ecs::QueryBorrow::for_each`](crate::ecs::QueryBorrow::for_each)).
     pub fn for_each(&mut self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
-        self.release();
-        self.state.for_each(self.context.world, self.context.lease, f)
+        self.looped((), |query| query.for_each(f))
     }
 
     /// Calls `f` with runs of matches as parallel slices (as
     /// [`swarm::ecs::QueryBorrow::for_each_run`](crate::ecs::QueryBorrow::for_each_run)).
     pub fn for_each_run(&mut self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
-        self.release();
-        self.state.for_each_run(self.context.world, self.context.lease, f)
+        self.looped((), |query| query.for_each_run(f))
     }
 
     /// Like [`Query::for_each`], recording into the system's `commands`, keyed by the visited entity (as
@@ -165,16 +180,14 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         commands: &mut Commands<'_>,
         f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
     ) {
-        self.release();
-        self.state.for_each_with_commands(self.context.world, self.context.lease, commands, f)
+        self.looped(commands.queue(), |query| query.for_each_with_commands(f))
     }
 
     /// Calls `f` with each matching entity and its components, in pieces on the app's thread pool (as
     /// [`swarm::ecs::QueryBorrow::par_for_each`](crate::ecs::QueryBorrow::par_for_each)): the same world for every thread
     /// count.
     pub fn par_for_each(&mut self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
-        self.release();
-        self.state.par_for_each(self.context.world, self.context.lease, f)
+        self.looped((), |query| query.par_for_each(f))
     }
 
     /// Like [`Query::par_for_each`], with a value per piece, in piece order (as
@@ -185,8 +198,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         start: impl Fn(&mut A) + Sync,
         f: impl for<'a> Fn(&mut A, Entity, Q::Item<'a>) + Sync,
     ) {
-        self.release();
-        self.state.par_fold(self.context.world, self.context.lease, out, start, f)
+        self.looped((), |query| query.par_fold(out, start, f))
     }
 
     /// Like [`Query::par_for_each`], recording into the system's `commands`, keyed by the visited entity (as
@@ -197,8 +209,7 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         commands: &mut Commands<'_>,
         f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync,
     ) {
-        self.release();
-        self.state.par_for_each_with_commands(self.context.world, self.context.lease, commands, f)
+        self.looped(commands.queue(), |query| query.par_for_each_with_commands(f))
     }
 
     /// The matches as an iterator (as [`swarm::ecs::QueryBorrow::iter`](crate::ecs::QueryBorrow::iter)), through `&self`:
@@ -219,29 +230,20 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
 
     /// The matches as an iterator whose items may write (as [`swarm::ecs::QueryBorrow::iter`](crate::ecs::QueryBorrow::iter)).
     pub fn iter_mut(&mut self) -> QueryIter<'_, Q> {
-        self.release();
-        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
-        self.state.iter_loaned(self.context.world, loaned)
+        self.held().iter()
     }
 
     /// One entity's components, if it matches (as [`swarm::ecs::QueryBorrow::get`](crate::ecs::QueryBorrow::get)): the item,
     /// borrowed until the query's next use.
     pub fn get(&mut self, entity: Entity) -> Result<Q::Item<'_>, QueryOneError> {
-        if !self.context.world.is_alive(entity) {
-            return Err(QueryOneError::NoSuchEntity(entity));
-        }
-        self.release();
-        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
-        self.state.get_loaned(self.context.world, loaned, entity).ok_or(QueryOneError::Unsatisfied(entity))
+        self.held().get(entity)
     }
 
     /// Several distinct entities' components at once (as
     /// [`swarm::ecs::QueryBorrow::get_many`](crate::ecs::QueryBorrow::get_many)), borrowed until the query's next
     /// use.
     pub fn get_many<const N: usize>(&mut self, entities: [Entity; N]) -> Result<[Q::Item<'_>; N], QueryOneError> {
-        self.release();
-        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
-        self.state.get_many_loaned(self.context.world, loaned, entities)
+        self.held().get_many(entities)
     }
 
     /// The matches in batches of at most `batch_size` rows, to hand to threads of the system's own (as
@@ -251,19 +253,17 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
     /// # Panics
     /// If `batch_size` is 0.
     pub fn iter_batched(&mut self, batch_size: usize) -> Batches<'_, Q> {
-        assert!(batch_size > 0, "iter_batched: a batch holds at least one row (batch_size is 0)");
-        self.release();
-        let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
-        self.state.batches_loaned(self.context.world, loaned, batch_size)
+        self.held().iter_batched(batch_size)
     }
 
     /// Number of matching entities.
     pub fn count(&mut self) -> usize {
-        let mut n = 0;
-        self.for_each_run(|entities, _| n += entities.len());
-        n
+        self.looped((), |query| query.count())
     }
 }
+
+/// A system's query over its loans, as the [`swarm::ecs::QueryBorrow`](crate::ecs::QueryBorrow) whose loops it offers.
+type OnLoanQuery<'a, Q, F, C> = QueryBorrow<Prepared<'a, Q, F, OnLoan<'a, C>>, Q, F>;
 
 /// Takes the loans of the types `ids` names from the system's lease into `held` (released first by the caller),
 /// lent exclusively for as long as `held` is borrowed.

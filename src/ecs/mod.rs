@@ -43,8 +43,9 @@ pub use hierarchy::{Children, HierarchyError, Parent};
 pub use holders::HoldsEntities;
 pub(crate) use query::smaller_tuples_too;
 pub use query::{
-    halves_moved, join, Batch, Batches, Filter, Lease, Or, QueryAccess, QueryBorrow, QueryData, QueryError, QueryIter,
-    QueryOneError, QueryRef, QueryState, ReadOnlyQueryData, With, Without, MAX_QUERY_TYPES,
+    halves_moved, join, Batch, Batches, Filter, Lease, OnLoan, Or, Prepared, QueryAccess, QueryBorrow, QueryData,
+    QueryError, QueryIter, QueryOneError, QueryRef, QueryState, ReadOnlyQueryData, Recording, Source, With, Without,
+    MAX_QUERY_TYPES,
 };
 pub(crate) use query::{Held, HeldShared, Loaned};
 pub use snapshot::{checksum, Format, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION};

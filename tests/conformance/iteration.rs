@@ -126,6 +126,84 @@ fn prepared_get_returns_the_item(backend: Backend) {
     assert!(look.get(&w, red).is_err(), "a dead handle");
 }
 
+/// Every loop of a world's query is a prepared query's too, with the same result: `for_each`, `for_each_run`,
+/// `count`, `get_many`, `iter_batched`, the parallel loops, and the loops that record (the same buffer, so the same
+/// world after applying it), on twin worlds.
+fn prepared_queries_offer_every_loop(backend: Backend) {
+    let (mut a, _) = mixed(backend);
+    let (mut b, _) = mixed(backend);
+    let mut state = QueryState::<(&mut Pos, &Vel), Without<Blue>>::new(&mut b).unwrap();
+    let mut seen_a = Vec::new();
+    a.query::<(&mut Pos, &Vel)>().without::<Blue>().for_each(|e, (p, v)| {
+        p.0 += v.0;
+        seen_a.push(e)
+    });
+    let mut seen_b = Vec::new();
+    state.query(&mut b).for_each(|e, (p, v)| {
+        p.0 += v.0;
+        seen_b.push(e)
+    });
+    assert_eq!(seen_a, seen_b, "for_each");
+    let runs = |w: &mut World| {
+        let mut lens = Vec::new();
+        w.query::<(&mut Pos, &Vel)>().without::<Blue>().for_each_run(|e, _| lens.push(e.len()));
+        lens
+    };
+    let mut lens = Vec::new();
+    state.query(&mut b).for_each_run(|e, _| lens.push(e.len()));
+    assert_eq!(lens, runs(&mut a), "for_each_run");
+    assert_eq!(state.query(&mut b).count(), seen_a.len(), "count");
+    let pair = [seen_a[3], seen_a[1]];
+    let [(p, _), (q, _)] = state.query(&mut b).get_many(pair).unwrap();
+    (p.1, q.1) = (7.0, 8.0);
+    let [(p, _), (q, _)] = a.query::<(&mut Pos, &Vel)>().without::<Blue>().get_many(pair).unwrap();
+    (p.1, q.1) = (7.0, 8.0);
+    let sizes: Vec<usize> = state.query(&mut b).iter_batched(16).map(|batch| batch.len()).collect();
+    let expected: Vec<usize> =
+        a.query::<(&mut Pos, &Vel)>().without::<Blue>().iter_batched(16).map(|batch| batch.len()).collect();
+    assert_eq!(sizes, expected, "iter_batched");
+    a.set_piece_rows(5);
+    b.set_piece_rows(5);
+    a.query::<(&mut Pos, &Vel)>().without::<Blue>().par_for_each(|_, (p, v)| p.1 += v.0 * 2.0);
+    state.query(&mut b).par_for_each(|_, (p, v)| p.1 += v.0 * 2.0);
+    let mut sums_a = Vec::new();
+    a.query::<(&mut Pos, &Vel)>().without::<Blue>().par_fold(&mut sums_a, |s| *s = 0.0, |s, _, (p, _)| *s += p.0);
+    let mut sums_b = Vec::new();
+    state.query(&mut b).par_fold(&mut sums_b, |s| *s = 0.0, |s, _, (p, _)| *s += p.0);
+    assert_eq!(sums_a, sums_b, "par_fold");
+    a.query::<(&mut Pos, &Vel)>().without::<Blue>().for_each_with_commands(|e, (p, _), commands| {
+        if p.0 > 10.0 {
+            commands.insert(e, Red);
+        }
+    });
+    state.query(&mut b).for_each_with_commands(|e, (p, _), commands| {
+        if p.0 > 10.0 {
+            commands.insert(e, Red);
+        }
+    });
+    a.query::<(&mut Pos, &Vel)>().without::<Blue>().par_for_each_with_commands(|e, (p, _), commands| {
+        if p.1 > 3.0 {
+            commands.despawn(e);
+        }
+    });
+    state.query(&mut b).par_for_each_with_commands(|e, (p, _), commands| {
+        if p.1 > 3.0 {
+            commands.despawn(e);
+        }
+    });
+    assert_eq!(a.commands().len(), b.commands().len());
+    assert!(!a.commands().is_empty(), "the loops recorded");
+    a.apply_commands();
+    b.apply_commands();
+    let everything = |w: &World| -> Vec<(Entity, f32, f32, bool)> {
+        w.query_ref::<(&Pos, Option<&Red>)>().iter().map(|(e, (p, r))| (e, p.0, p.1, r.is_some())).collect()
+    };
+    assert_eq!(everything(&a), everything(&b), "the same world after every loop");
+    let mut look = QueryState::<&Pos, With<Red>>::new(&mut b).unwrap();
+    let shared = &b;
+    assert_eq!(look.query_ref(shared).count(), shared.query_ref::<&Pos>().with::<Red>().count(), "query_ref");
+}
+
 mod every_backend {
     use crate::backends;
 
@@ -134,5 +212,6 @@ mod every_backend {
         for_loops_write_through,
         adapters_and_early_break,
         prepared_get_returns_the_item,
+        prepared_queries_offer_every_loop,
     }
 }

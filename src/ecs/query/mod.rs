@@ -57,16 +57,17 @@ pub use par::{halves_moved, join};
 pub(crate) use run::Loaned;
 pub(crate) use run::QueryContext;
 pub(crate) use state::{Held, HeldShared};
-pub use state::{Lease, QueryState};
+pub use state::{Lease, OnLoan, Prepared, QueryState};
 #[doc(hidden)]
 pub use term::Lent;
 
+use crate::ecs::commands::CommandQueue;
 use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;
 use crate::ecs::world::World;
 use crate::ecs::Component;
 use par::{par_run, with_pieces, ParCommands, ParEach, ParFold};
-use run::{batches, exclusive, many, one, run, shared, Parts};
+use run::{batches, exclusive, exclusive_pieces, many, one, run, shared, Parts};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
 
@@ -116,12 +117,14 @@ pub struct QueryBorrow<W, Q: QueryData, F: Filter = ()> {
 /// ```
 pub type QueryRef<'w, Q, F = ()> = QueryBorrow<&'w World, Q, F>;
 
-/// The world a query runs on: borrowed mutably (any terms; the named pools are borrowed apart while the loop
-/// runs) or shared (read-only terms). Both lend their storage to the same loops.
-pub trait Source<'w, Q: QueryData> {
+/// What a query runs on: a world borrowed mutably (any terms; the named pools are borrowed apart while the loop
+/// runs) or shared (read-only terms), or a prepared query's own shape on a world ([`Prepared`]: a
+/// [`QueryState`]'s, or a system's [`Query`](crate::app::Query) parameter on the system's loans). Every source
+/// lends its storage to the same loops: [`QueryBorrow`]'s methods are the loops of every front.
+pub trait Source<'w, Q: QueryData, F: Filter> {
     #[doc(hidden)]
     /// Runs `body` on what query `(Q, F)` runs on, or says why it is refused.
-    fn with_parts<F: Filter, R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError>;
+    fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError>;
     #[doc(hidden)]
     /// Whether `entity` is alive (a mutable world applies its command buffer first if `entity` was reserved).
     fn settle(&mut self, entity: Entity) -> bool;
@@ -130,9 +133,21 @@ pub trait Source<'w, Q: QueryData> {
     fn pieces(&self) -> Pieces;
 }
 
-impl<'w, Q: QueryData> Source<'w, Q> for &'w mut World {
+/// A [`Source`] with a command buffer, for the loops that record ([`QueryBorrow::for_each_with_commands`]): a
+/// mutable world's own buffer, or the one a system's query is handed.
+pub trait Recording<'w, Q: QueryData, F: Filter>: Source<'w, Q, F> {
+    #[doc(hidden)]
+    /// Runs `body` on what query `(Q, F)` runs on, the buffer to record into and the pieces' reused buffers.
+    #[allow(clippy::type_complexity)]
+    fn with_commands<R>(
+        self,
+        body: impl for<'s> FnOnce(Parts<'w, 's>, &'s mut CommandQueue, &'s mut Vec<CommandQueue>) -> R,
+    ) -> Result<R, QueryError>;
+}
+
+impl<'w, Q: QueryData, F: Filter> Source<'w, Q, F> for &'w mut World {
     #[inline]
-    fn with_parts<F: Filter, R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError> {
+    fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError> {
         Ok(body(exclusive::<Q, F>(self)?.0))
     }
     fn settle(&mut self, entity: Entity) -> bool {
@@ -143,8 +158,18 @@ impl<'w, Q: QueryData> Source<'w, Q> for &'w mut World {
     }
 }
 
-impl<'w, Q: ReadOnlyQueryData> Source<'w, Q> for &'w World {
-    fn with_parts<F: Filter, R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError> {
+impl<'w, Q: QueryData, F: Filter> Recording<'w, Q, F> for &'w mut World {
+    fn with_commands<R>(
+        self,
+        body: impl for<'s> FnOnce(Parts<'w, 's>, &'s mut CommandQueue, &'s mut Vec<CommandQueue>) -> R,
+    ) -> Result<R, QueryError> {
+        let (parts, commands, pieces) = exclusive_pieces::<Q, F>(self)?;
+        Ok(body(parts, commands, pieces))
+    }
+}
+
+impl<'w, Q: ReadOnlyQueryData, F: Filter> Source<'w, Q, F> for &'w World {
+    fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError> {
         shared::<Q, F, R>(self, body)
     }
     fn settle(&mut self, entity: Entity) -> bool {
@@ -155,11 +180,20 @@ impl<'w, Q: ReadOnlyQueryData> Source<'w, Q> for &'w World {
     }
 }
 
-impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
+/// A world a query borrows whole ([`World::query`], [`World::query_ref`]): its filter may still be added to.
+#[doc(hidden)]
+pub trait WorldSource {}
+impl WorldSource for &mut World {}
+impl WorldSource for &World {}
+
+impl<W, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     pub(crate) fn new(world: W) -> Self {
         Self { world, _marker: PhantomData }
     }
+}
 
+/// The filters of a query on a world (a prepared query's filter is part of its shape).
+impl<W: WorldSource, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// Also requires `T`.
     pub fn with<T: Component>(self) -> QueryBorrow<W, Q, (F, With<T>)> {
         QueryBorrow::new(self.world)
@@ -175,7 +209,10 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     pub fn filter<G: Filter>(self) -> QueryBorrow<W, Q, (F, G)> {
         QueryBorrow::new(self.world)
     }
+}
 
+/// The loops, for every source.
+impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// Calls `f` with each matching entity and its components.
     ///
     /// # Panics
@@ -188,7 +225,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
 
     /// Calls `f` with each matching entity and its components, or says why the query is refused.
     pub fn try_for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
-        self.world.with_parts::<F, _>(|parts| run::<Q, F, _>(parts, &mut Each(f)))
+        self.world.with_parts(|parts| run::<Q, F, _>(parts, &mut Each(f)))
     }
 
     /// Calls `f` with runs of matching entities and their components as parallel slices (`entities[k]` owns
@@ -218,7 +255,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// # Panics
     /// If the query is refused, like [`QueryBorrow::for_each`].
     pub fn for_each_run(self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
-        if let Err(error) = self.world.with_parts::<F, _>(|parts| run::<Q, F, _>(parts, &mut Runs(f))) {
+        if let Err(error) = self.world.with_parts(|parts| run::<Q, F, _>(parts, &mut Runs(f))) {
             panic!("{error}");
         }
     }
@@ -254,7 +291,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
         if !self.world.settle(entity) {
             return Err(QueryOneError::NoSuchEntity(entity));
         }
-        let item = self.world.with_parts::<F, _>(|parts| one::<Q, F>(parts, entity.index()));
+        let item = self.world.with_parts(|parts| one::<Q, F>(parts, entity.index()));
         item.map_err(QueryOneError::Refused)?.ok_or(QueryOneError::Unsatisfied(entity))
     }
 
@@ -292,7 +329,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
 
     /// The matches as an iterator ([`QueryBorrow::iter`]), or why the query is refused.
     pub fn try_iter(self) -> Result<QueryIter<'w, Q>, QueryError> {
-        self.world.with_parts::<F, _>(|parts| QueryIter::new(batches::<Q, F>(parts, usize::MAX)))
+        self.world.with_parts(|parts| QueryIter::new(batches::<Q, F>(parts, usize::MAX)))
     }
 
     /// The matches cut into batches of at most `batch_size` rows (hecs's `iter_batched`), to hand to threads of the
@@ -325,7 +362,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// If `batch_size` is 0, or if the query is refused, like [`QueryBorrow::for_each`].
     pub fn iter_batched(self, batch_size: usize) -> Batches<'w, Q> {
         assert!(batch_size > 0, "iter_batched: a batch holds at least one row (batch_size is 0)");
-        match self.world.with_parts::<F, _>(|parts| batches::<Q, F>(parts, batch_size)) {
+        match self.world.with_parts(|parts| batches::<Q, F>(parts, batch_size)) {
             Ok(batches) => Batches(batches.into_iter()),
             Err(error) => panic!("{error}"),
         }
@@ -357,9 +394,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     pub fn par_for_each(self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
         let pieces = self.world.pieces();
         let mut slots = Vec::new(); // of `()`: never allocates
-        if let Err(error) =
-            self.world.with_parts::<F, _>(|parts| par_run::<Q, F, _>(parts, pieces, &ParEach(f), &mut slots))
-        {
+        if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, &ParEach(f), &mut slots)) {
             panic!("{error}");
         }
     }
@@ -399,7 +434,7 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     ) {
         let pieces = self.world.pieces();
         let visit = ParFold { start, f, _slot: PhantomData };
-        if let Err(error) = self.world.with_parts::<F, _>(|parts| par_run::<Q, F, _>(parts, pieces, &visit, out)) {
+        if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, &visit, out)) {
             panic!("{error}");
         }
     }
@@ -412,27 +447,28 @@ impl<'w, W: Source<'w, Q>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     }
 }
 
-impl<'w, Q: QueryData, F: Filter> IntoIterator for QueryBorrow<&'w mut World, Q, F> {
-    type Item = (Entity, Q::Item<'w>);
-    type IntoIter = QueryIter<'w, Q>;
+/// A query on each kind of source is [`IntoIterator`] ([`QueryBorrow::iter`]).
+macro_rules! into_iter {
+    ($([$($g:tt)*] $source:ty;)*) => {$(
+        impl<'w, $($g)*> IntoIterator for QueryBorrow<$source, Q, F> {
+            type Item = (Entity, Q::Item<'w>);
+            type IntoIter = QueryIter<'w, Q>;
 
-    /// [`QueryBorrow::iter`].
-    fn into_iter(self) -> QueryIter<'w, Q> {
-        self.iter()
-    }
+            /// [`QueryBorrow::iter`].
+            fn into_iter(self) -> QueryIter<'w, Q> {
+                self.iter()
+            }
+        }
+    )*};
 }
 
-impl<'w, Q: ReadOnlyQueryData, F: Filter> IntoIterator for QueryBorrow<&'w World, Q, F> {
-    type Item = (Entity, Q::Item<'w>);
-    type IntoIter = QueryIter<'w, Q>;
-
-    /// [`QueryBorrow::iter`].
-    fn into_iter(self) -> QueryIter<'w, Q> {
-        self.iter()
-    }
+into_iter! {
+    [Q: QueryData, F: Filter] &'w mut World;
+    [Q: ReadOnlyQueryData, F: Filter] &'w World;
 }
 
-impl<Q: QueryData, F: Filter> QueryBorrow<&mut World, Q, F> {
+/// The loops that record, for every source with a command buffer.
+impl<'w, W: Recording<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// Like [`QueryBorrow::for_each`], with a [`Commands`] to record structural changes for the row being visited: the
     /// way to spawn, despawn, insert and remove while iterating.
     ///
@@ -506,13 +542,14 @@ impl<Q: QueryData, F: Filter> QueryBorrow<&mut World, Q, F> {
     /// If the query is refused, like [`QueryBorrow::for_each`]. If `f` panics, once every piece already started has
     /// finished: the commands every piece recorded so far stay in the buffer (sorted, as above).
     pub fn par_for_each_with_commands(self, f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync) {
-        let pieces = World::pieces(self.world);
-        let (parts, commands, queues) = match run::exclusive_pieces::<Q, F>(self.world) {
-            Ok(lent) => lent,
-            Err(error) => panic!("{error}"),
-        };
-        let visit = ParCommands::new(f, commands);
-        with_pieces(commands, queues, |queues| par_run::<Q, F, _>(parts, pieces, &visit, queues));
+        let pieces = self.world.pieces();
+        let outcome = self.world.with_commands(|parts, commands, queues| {
+            let visit = ParCommands::new(f, commands);
+            with_pieces(commands, queues, |queues| par_run::<Q, F, _>(parts, pieces, &visit, queues));
+        });
+        if let Err(error) = outcome {
+            panic!("{error}");
+        }
     }
 
     /// [`QueryBorrow::for_each_with_commands`], or says why the query is refused.
@@ -520,13 +557,13 @@ impl<Q: QueryData, F: Filter> QueryBorrow<&mut World, Q, F> {
         self,
         f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
     ) -> Result<(), QueryError> {
-        let (parts, commands) = exclusive::<Q, F>(self.world)?;
-        run::<Q, F, _>(parts, &mut WithCommands { f, commands: Commands::keyed(commands) });
-        Ok(())
+        self.world.with_commands(|parts, commands, _| {
+            run::<Q, F, _>(parts, &mut WithCommands { f, commands: Commands::keyed(commands) })
+        })
     }
 }
 
-impl<'w, Q: QueryData, F: Filter> QueryBorrow<&'w mut World, Q, F> {
+impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// Several distinct entities' components at once, mutably (hecs's `query_many_mut`): e.g. a hunter writes its
     /// own velocity while it reads its target's position. Refused with [`QueryOneError::Aliased`] if an entity is
     /// named twice, which would hand out two references to one value; otherwise the first entity that is not
@@ -543,10 +580,10 @@ impl<'w, Q: QueryData, F: Filter> QueryBorrow<&'w mut World, Q, F> {
     /// assert_eq!(world.get::<Vel>(hunter).unwrap().0, 1.0);
     /// assert_eq!(world.query::<(&mut Vel,)>().get_many([prey, prey]).err(), Some(QueryOneError::Aliased(prey)));
     /// ```
-    pub fn get_many<const N: usize>(self, entities: [Entity; N]) -> Result<[Q::Item<'w>; N], QueryOneError> {
+    pub fn get_many<const N: usize>(mut self, entities: [Entity; N]) -> Result<[Q::Item<'w>; N], QueryOneError> {
         distinct_and_alive(&entities, |entity| self.world.settle(entity))?;
-        let (parts, _) = exclusive::<Q, F>(self.world).map_err(QueryOneError::Refused)?;
-        all_match(many::<Q, F, N>(parts, entities.map(Entity::index)), &entities)
+        let items = self.world.with_parts(|parts| many::<Q, F, N>(parts, entities.map(Entity::index)));
+        all_match(items.map_err(QueryOneError::Refused)?, &entities)
     }
 }
 

@@ -12,18 +12,17 @@
 //! type).
 
 use super::access::QueryAccess;
-use super::batch::Batches;
 use super::cache::Shape;
 use super::data::QueryData;
 use super::data::ReadOnlyQueryData;
 use super::error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::iter::QueryIter;
-use super::par::{par_run, with_pieces, ParCommands, ParEach, ParFold};
-use super::run::{batches, batches_of, many, one, run, Each, Loaned, Parts, QueryContext, Runs, Store, WithCommands};
+use super::par::Pieces;
+use super::run::{batches_of, Loaned, Parts, QueryContext, Store};
 use super::term::Lent;
-use super::{all_match, distinct_and_alive};
-use crate::ecs::commands::{CommandQueue, Commands};
+use super::{QueryBorrow, Recording, Source};
+use crate::ecs::commands::CommandQueue;
 use crate::ecs::component::ComponentId;
 use crate::ecs::entity::Entity;
 use crate::ecs::storage::Storage;
@@ -135,17 +134,27 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         &self.access
     }
 
-    /// Runs `body` on the world's parts, the types of `lease` this query names taken from the lease.
-    fn parts<R>(&mut self, world: &World, lease: &Lease, body: impl FnOnce(Parts<'_, '_>) -> R) -> R {
-        let mut guards = lease.hold(self.shape.access.ids());
-        let loaned: Loaned<'_> = guards.each_mut().map(|guard| guard.as_deref_mut().map(Lent::Exclusive));
-        body(self.split_parts(world, loaned))
-    }
-
     /// The parts of the shared `world`, with the types in `loaned` taken from there.
     fn split_parts<'a>(&'a mut self, world: &'a World, loaned: Loaned<'a>) -> Parts<'a, 'a> {
         let (entities, _, storage) = world.query_parts();
         Parts { entities, storage: Store::Split(storage, loaned), shape: &mut self.shape, scratch: &mut self.scratch }
+    }
+
+    /// The parts of a mutable `world`, its storage lent whole and exclusively, its command buffer and its pieces'
+    /// buffers: the types the query writes are marked written (they may receive a deferred handle) and the storage
+    /// has a pool for every registered type.
+    #[allow(clippy::type_complexity)]
+    fn exclusive_parts<'a>(
+        &'a mut self,
+        world: &'a mut World,
+    ) -> (Parts<'a, 'a>, &'a mut CommandQueue, &'a mut Vec<CommandQueue>) {
+        let QueryContext { entities, storage, components, written, commands, pieces, .. } = world.query_context();
+        for id in self.shape.access.writes() {
+            written.insert(id);
+        }
+        storage.catch_up(components);
+        let storage = Store::Whole(Lent::Exclusive(storage));
+        (Parts { entities, storage, shape: &mut self.shape, scratch: &mut self.scratch }, commands, pieces)
     }
 
     /// Brings the list of matching archetype tables up to date with `world`'s (a system's queries do it before
@@ -162,150 +171,154 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         self.shape.access.ids()
     }
 
-    /// The matches on `world` and the loans in `loaned`, as an iterator. The tables must be up to date
-    /// ([`QueryState::refresh`]).
+    /// The matches on `world` and the loans in `loaned`, as an iterator, through `&self` (a system's read-only
+    /// query hands out several at once). The tables must be up to date ([`QueryState::refresh`]).
     pub(crate) fn iter_loaned<'a>(&'a self, world: &'a World, loaned: Loaned<'a>) -> QueryIter<'a, Q> {
-        QueryIter::new(self.batches_loaned(world, loaned, usize::MAX).0.collect())
-    }
-
-    /// One entity's match on `world` and the loans in `loaned` (`None` if it does not match); the handle must be
-    /// alive.
-    pub(crate) fn get_loaned<'a>(
-        &'a mut self,
-        world: &'a World,
-        loaned: Loaned<'a>,
-        entity: Entity,
-    ) -> Option<Q::Item<'a>> {
-        one::<Q, F>(self.split_parts(world, loaned), entity.index())
-    }
-
-    /// The matches on `world` and the loans in `loaned`, in batches of at most `size` (see
-    /// [`QueryBorrow::iter_batched`](super::QueryBorrow::iter_batched)). The tables must be up to date.
-    pub(crate) fn batches_loaned<'a>(&'a self, world: &'a World, loaned: Loaned<'a>, size: usize) -> Batches<'a, Q> {
         let (entities, _, storage) = world.query_parts();
         // Only a probing walk over an index-only layout copies handles: then this buffer grows.
         let mut scratch = Vec::new();
-        let batches = batches_of::<Q, F>(entities, Store::Split(storage, loaned), &self.shape, &mut scratch, size);
-        Batches(batches.into_iter())
+        let storage = Store::Split(storage, loaned);
+        QueryIter::new(batches_of::<Q, F>(entities, storage, &self.shape, &mut scratch, usize::MAX))
     }
 
-    /// Several distinct live entities' matches on `world` and the loans in `loaned` (see
-    /// [`QueryBorrow::get_many`](super::QueryBorrow::get_many)).
-    pub(crate) fn get_many_loaned<'a, const N: usize>(
+    /// The query on a mutable `world`: every loop of [`QueryBorrow`] (`for_each`, `iter`, `get`, the parallel
+    /// loops, the loops that record into the world's command buffer), on this query's shape, worked out once.
+    ///
+    /// ```
+    /// use swarm::ecs::{QueryState, With, World};
+    /// struct Pos(f32); struct Vel(f32); struct Red;
+    /// let mut world = World::new();
+    /// world.spawn((Pos(0.0), Vel(1.0), Red)).unwrap();
+    /// world.spawn((Pos(0.0), Vel(1.0))).unwrap();
+    /// let mut movers = QueryState::<(&mut Pos, &Vel), With<Red>>::new(&mut world).unwrap();
+    /// for _frame in 0..3 {
+    ///     movers.query(&mut world).for_each(|_, (pos, vel)| pos.0 += vel.0);
+    /// }
+    /// let mut look = QueryState::<&Pos>::new(&mut world).unwrap();
+    /// let xs: Vec<f32> = look.query_ref(&world).iter().map(|(_, p)| p.0).collect();
+    /// assert_eq!(xs, [3.0, 0.0]);
+    /// ```
+    pub fn query<'a>(&'a mut self, world: &'a mut World) -> QueryBorrow<Prepared<'a, Q, F, &'a mut World>, Q, F> {
+        QueryBorrow::new(Prepared { state: self, world })
+    }
+
+    /// The query on a shared `world` (every term only reads): every loop of [`QueryBorrow`] but the ones that
+    /// record.
+    pub fn query_ref<'a>(&'a mut self, world: &'a World) -> QueryBorrow<Prepared<'a, Q, F, OnLoan<'a, ()>>, Q, F>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        self.on_loan(world, Default::default(), ())
+    }
+
+    /// The query on a shared `world` and the loans in `loaned` (a system's run), recording into `commands` if it
+    /// is a buffer.
+    pub(crate) fn on_loan<'a, C>(
         &'a mut self,
         world: &'a World,
         loaned: Loaned<'a>,
-        entities: [Entity; N],
-    ) -> Result<[Q::Item<'a>; N], QueryOneError> {
-        distinct_and_alive(&entities, |entity| world.is_alive(entity))?;
-        all_match(many::<Q, F, N>(self.split_parts(world, loaned), entities.map(Entity::index)), &entities)
+        commands: C,
+    ) -> QueryBorrow<Prepared<'a, Q, F, OnLoan<'a, C>>, Q, F> {
+        QueryBorrow::new(Prepared { state: self, world: OnLoan { world, loaned, commands } })
     }
 
-    /// The matches on a shared `world`, as an iterator (see [`QueryBorrow::iter`](super::QueryBorrow::iter)). The types are
-    /// read where they are (a prepared query outside a system: nothing is on loan).
+    /// The matches on a shared `world`, as an iterator (`self.query_ref(world).iter()`).
     pub fn iter<'a>(&'a mut self, world: &'a World) -> QueryIter<'a, Q>
     where
         Q: ReadOnlyQueryData,
     {
-        self.refresh(world);
-        self.iter_loaned(world, Default::default())
+        self.query_ref(world).iter()
     }
 
-    /// The matches on a mutable `world`, as an iterator that may write (see [`QueryBorrow::iter`](super::QueryBorrow::iter)).
+    /// The matches on a mutable `world`, as an iterator that may write (`self.query(world).iter()`).
     pub fn iter_mut<'a>(&'a mut self, world: &'a mut World) -> QueryIter<'a, Q> {
-        QueryIter::new(batches::<Q, F>(self.exclusive_parts(world), usize::MAX))
+        self.query(world).iter()
     }
 
-    /// The parts of a mutable `world`, its storage lent whole and exclusively: the types the query writes are
-    /// marked written (they may receive a deferred handle) and the storage has a pool for every registered type.
-    fn exclusive_parts<'a>(&'a mut self, world: &'a mut World) -> Parts<'a, 'a> {
-        let QueryContext { entities, storage, components, written, .. } = world.query_context();
-        for id in self.shape.access.writes() {
-            written.insert(id);
-        }
-        storage.catch_up(components);
-        let storage = Store::Whole(Lent::Exclusive(storage));
-        Parts { entities, storage, shape: &mut self.shape, scratch: &mut self.scratch }
-    }
-
-    /// Calls `f` with each matching entity and its components (see [`QueryBorrow::for_each`](super::QueryBorrow::for_each)).
-    pub fn for_each(&mut self, world: &World, lease: &Lease, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) {
-        self.parts(world, lease, |parts| run::<Q, F, _>(parts, &mut Each(f)))
-    }
-
-    /// Calls `f` with runs of matches as parallel slices (see [`QueryBorrow::for_each_run`](super::QueryBorrow::for_each_run)).
-    pub fn for_each_run(&mut self, world: &World, lease: &Lease, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
-        self.parts(world, lease, |parts| run::<Q, F, _>(parts, &mut Runs(f)))
-    }
-
-    /// Like [`QueryState::for_each`], recording into `commands` keyed by the visited entity (see
-    /// [`QueryBorrow::for_each_with_commands`](super::QueryBorrow::for_each_with_commands)).
-    pub fn for_each_with_commands(
-        &mut self,
-        world: &World,
-        lease: &Lease,
-        commands: &mut Commands<'_>,
-        f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
-    ) {
-        let commands = Commands::keyed(commands.queue());
-        self.parts(world, lease, |parts| run::<Q, F, _>(parts, &mut WithCommands { f, commands }))
-    }
-
-    /// Calls `f` with each match, in pieces on the thread pool (see [`QueryBorrow::par_for_each`](super::QueryBorrow::par_for_each)).
-    pub fn par_for_each(&mut self, world: &World, lease: &Lease, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
-        let (pieces, mut slots) = (world.pieces(), Vec::new());
-        self.parts(world, lease, |parts| par_run::<Q, F, _>(parts, pieces, &ParEach(f), &mut slots))
-    }
-
-    /// A value per piece, in piece order (see [`QueryBorrow::par_fold`](super::QueryBorrow::par_fold)).
-    pub fn par_fold<A: Default + Send>(
-        &mut self,
-        world: &World,
-        lease: &Lease,
-        out: &mut Vec<A>,
-        start: impl Fn(&mut A) + Sync,
-        f: impl for<'a> Fn(&mut A, Entity, Q::Item<'a>) + Sync,
-    ) {
-        let (pieces, visit) = (world.pieces(), ParFold { start, f, _slot: PhantomData });
-        self.parts(world, lease, |parts| par_run::<Q, F, _>(parts, pieces, &visit, out))
-    }
-
-    /// Like [`QueryState::par_for_each`], recording into `commands` keyed by the visited entity (see
-    /// [`QueryBorrow::par_for_each_with_commands`](super::QueryBorrow::par_for_each_with_commands)).
-    pub fn par_for_each_with_commands(
-        &mut self,
-        world: &World,
-        lease: &Lease,
-        commands: &mut Commands<'_>,
-        f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync,
-    ) {
-        let pieces = world.pieces();
-        let into = commands.queue();
-        let visit = ParCommands::new(f, into);
-        let mut queues = std::mem::take(&mut self.pieces);
-        with_pieces(into, &mut queues, |queues| {
-            self.parts(world, lease, |parts| par_run::<Q, F, _>(parts, pieces, &visit, queues))
-        });
-        self.pieces = queues;
-    }
-
-    /// One entity's components on a shared `world`, if it matches (see [`QueryBorrow::get`](super::QueryBorrow::get)).
+    /// One entity's components on a shared `world`, if it matches (`self.query_ref(world).get(entity)`).
     pub fn get<'a>(&'a mut self, world: &'a World, entity: Entity) -> Result<Q::Item<'a>, QueryOneError>
     where
         Q: ReadOnlyQueryData,
     {
-        if !world.is_alive(entity) {
-            return Err(QueryOneError::NoSuchEntity(entity));
-        }
-        self.get_loaned(world, Default::default(), entity).ok_or(QueryOneError::Unsatisfied(entity))
+        self.query_ref(world).get(entity)
     }
 
-    /// One entity's components on a mutable `world`, if it matches (see [`QueryBorrow::get`](super::QueryBorrow::get)): a
-    /// handle reserved by the command buffer applies the buffer first.
+    /// One entity's components on a mutable `world`, if it matches (`self.query(world).get(entity)`): a handle
+    /// reserved by the command buffer applies the buffer first.
     pub fn get_mut<'a>(&'a mut self, world: &'a mut World, entity: Entity) -> Result<Q::Item<'a>, QueryOneError> {
-        if !world.settle(entity) {
-            return Err(QueryOneError::NoSuchEntity(entity));
-        }
-        one::<Q, F>(self.exclusive_parts(world), entity.index()).ok_or(QueryOneError::Unsatisfied(entity))
+        self.query(world).get(entity)
+    }
+}
+
+/// A prepared query on a world ([`QueryState::query`], [`QueryState::query_ref`], a system's
+/// [`Query`](crate::app::Query)): the [`Source`] of a [`QueryBorrow`] whose shape is the state's.
+pub struct Prepared<'a, Q: QueryData, F: Filter, W> {
+    state: &'a mut QueryState<Q, F>,
+    world: W,
+}
+
+/// A shared world with the types a system holds on loan for its run (none for [`QueryState::query_ref`]), and the
+/// command buffer its query records into (`()`: none).
+#[doc(hidden)]
+pub struct OnLoan<'a, C> {
+    world: &'a World,
+    loaned: Loaned<'a>,
+    commands: C,
+}
+
+impl<'a, Q: QueryData, F: Filter> Source<'a, Q, F> for Prepared<'a, Q, F, &'a mut World> {
+    fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'a, 's>) -> R) -> Result<R, QueryError> {
+        Ok(body(self.state.exclusive_parts(self.world).0))
+    }
+    fn settle(&mut self, entity: Entity) -> bool {
+        World::settle(self.world, entity)
+    }
+    fn pieces(&self) -> Pieces {
+        World::pieces(self.world)
+    }
+}
+
+impl<'a, Q: QueryData, F: Filter> Recording<'a, Q, F> for Prepared<'a, Q, F, &'a mut World> {
+    fn with_commands<R>(
+        self,
+        body: impl for<'s> FnOnce(Parts<'a, 's>, &'s mut CommandQueue, &'s mut Vec<CommandQueue>) -> R,
+    ) -> Result<R, QueryError> {
+        let (parts, commands, pieces) = self.state.exclusive_parts(self.world);
+        Ok(body(parts, commands, pieces))
+    }
+}
+
+impl<'a, Q: QueryData, F: Filter, C> Source<'a, Q, F> for Prepared<'a, Q, F, OnLoan<'a, C>> {
+    fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'a, 's>) -> R) -> Result<R, QueryError> {
+        let OnLoan { world, loaned, .. } = self.world;
+        Ok(body(self.state.split_parts(world, loaned)))
+    }
+    fn settle(&mut self, entity: Entity) -> bool {
+        self.world.world.is_alive(entity)
+    }
+    fn pieces(&self) -> Pieces {
+        World::pieces(self.world.world)
+    }
+}
+
+impl<'a, 'c: 'a, Q: QueryData, F: Filter> Recording<'a, Q, F> for Prepared<'a, Q, F, OnLoan<'a, &'c mut CommandQueue>> {
+    fn with_commands<R>(
+        self,
+        body: impl for<'s> FnOnce(Parts<'a, 's>, &'s mut CommandQueue, &'s mut Vec<CommandQueue>) -> R,
+    ) -> Result<R, QueryError> {
+        let OnLoan { world, loaned, commands } = self.world;
+        let (entities, _, storage) = world.query_parts();
+        let QueryState { shape, scratch, pieces, .. } = self.state;
+        Ok(body(Parts { entities, storage: Store::Split(storage, loaned), shape, scratch }, commands, pieces))
+    }
+}
+
+impl<'a, Q: QueryData, F: Filter> IntoIterator for QueryBorrow<Prepared<'a, Q, F, &'a mut World>, Q, F> {
+    type Item = (Entity, Q::Item<'a>);
+    type IntoIter = QueryIter<'a, Q>;
+
+    /// [`QueryBorrow::iter`].
+    fn into_iter(self) -> QueryIter<'a, Q> {
+        self.iter()
     }
 }
