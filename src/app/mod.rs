@@ -522,6 +522,8 @@ impl App {
         let Self { world, profiler, apply_id, .. } = self;
         profiler.time("apply_commands", *apply_id, || world.apply_commands());
         self.settle_handles();
+        // The world's own queries and trackers answer "since the last frame" (systems have their own moment).
+        self.world.clear_trackers();
         self.frames += 1;
     }
 

@@ -182,6 +182,17 @@ impl SystemAccess {
         }
     }
 
+    /// Adds a change tracker parameter `Tracker<T>`, registering `T` in `world`: it looks at `T`'s stamps, so a
+    /// system writing `T` cannot run beside it.
+    pub fn add_tracker<T: crate::ecs::Component>(&mut self, world: &mut World) -> Result<ComponentId, AccessError> {
+        let id = world.register::<T>();
+        let mut access = QueryAccess::default();
+        access.filtered.insert(id);
+        let name = format!("Tracker<{}>", short_name(type_name::<T>()));
+        self.add_named(Param { name, touch: Touch::Components(access) }, Some(world))?;
+        Ok(id)
+    }
+
     /// Adds a resource parameter: `Res<R>` (`write` false) or `ResMut<R>`.
     pub fn add_resource<R: Resource>(&mut self, write: bool) -> Result<(), AccessError> {
         let name = resource_param_name::<R>(write);

@@ -52,9 +52,9 @@ use crate::ecs::holders::MapValue;
 use crate::ecs::smaller_tuples_too;
 use crate::ecs::{
     Batches, CommandQueue, Commands, ComponentId, Entities, Entity, Filter, Lease, OnLoan, Prepared, QueryBorrow,
-    QueryData, QueryIter, QueryOneError, QueryState, ReadOnlyQueryData, Resource, World,
+    QueryData, QueryIter, QueryOneError, QueryState, ReadOnlyQueryData, Resource, Tracker, World,
 };
-use crate::ecs::{Held, HeldShared, Loaned};
+use crate::ecs::{Component, Held, HeldShared, Loaned};
 use std::any::{type_name, Any};
 use std::cell::OnceCell;
 use std::marker::PhantomData;
@@ -65,6 +65,10 @@ use std::ops::{Deref, DerefMut};
 pub struct SystemContext<'w> {
     world: &'w World,
     lease: &'w Lease,
+    /// The tick the system last ran with (0: never): its change filters compare against it.
+    last_run: u64,
+    /// This run's tick: its writes are stamped with it.
+    this_run: u64,
 }
 
 /// A system could not be prepared: a resource it needs is missing.
@@ -149,7 +153,8 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
     fn looped<C, R>(&mut self, commands: C, body: impl FnOnce(OnLoanQuery<'_, Q, F, C>) -> R) -> R {
         self.release();
         let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
-        let out = body(self.state.on_loan(self.context.world, loaned, commands));
+        let since = Some(self.state.since());
+        let out = body(self.state.on_loan(self.context.world, loaned, commands, since));
         self.release();
         out
     }
@@ -158,7 +163,8 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
     fn held(&mut self) -> OnLoanQuery<'_, Q, F, ()> {
         self.release();
         let loaned = hold_exclusive(&mut self.held, self.context, self.state.ids());
-        self.state.on_loan(self.context.world, loaned, ())
+        let since = Some(self.state.since());
+        self.state.on_loan(self.context.world, loaned, (), since)
     }
 
     /// Calls `f` with each matching entity and its components (as [`swarm::ecs::QueryBorrow::for_each`](crate::ecs::QueryBorrow::for_each)).
@@ -313,10 +319,51 @@ impl<Q: QueryData + 'static, F: Filter + 'static> SystemParam for Query<'_, '_, 
         }
         Ok(())
     }
+    /// The rows the run handed out as `&mut` of tracked types are stamped with the run's tick.
+    fn finish(state: &mut Self::State, world: &mut World) {
+        state.flush_stamps(world);
+    }
     fn fetch<'w, 's>(state: &'s mut Self::State, context: SystemContext<'w>) -> Self::Item<'w, 's> {
         // The run's iterators read the shape through `&self`.
         state.refresh(context.world);
+        state.start_run(context.last_run, context.this_run);
         Query { context, state, held: Default::default(), held_shared: OnceCell::new() }
+    }
+}
+
+/// Change detection of `T` as a system parameter: since the system last ran (its first run sees every value as
+/// added). `T` must be tracked ([`World::track`]). The system cannot run beside one that writes `T`.
+///
+/// ```
+/// use swarm::app::{App, Query, ResMut, Stage};
+/// use swarm::ecs::{Changed, Tracker};
+/// struct Health(i32);
+/// fn hurt(mut all: Query<&mut Health>) {
+///     all.for_each(|_, health| if health.0 > 5 { health.0 -= 1 });
+/// }
+/// fn watch(hurt: Query<&Health, Changed<Health>>, health: Tracker<Health>, mut seen: ResMut<Vec<usize>>) {
+///     seen.push(hurt.iter().count() + health.removed().count());
+/// }
+/// let mut app = App::new();
+/// app.world.track::<Health>();
+/// app.world.insert_resource(Vec::<usize>::new());
+/// for h in [3, 9] {
+///     app.world.spawn((Health(h),)).unwrap();
+/// }
+/// app.add_systems(Stage::Update, hurt).add_systems(Stage::Last, watch);
+/// app.update(); // both added
+/// app.update(); // `hurt` hands both out as `&mut`
+/// assert_eq!(app.world.resource::<Vec<usize>>(), &[2, 2]);
+/// ```
+impl<T: Component> SystemParam for Tracker<'_, T> {
+    type State = ComponentId;
+    type Item<'w, 's> = Tracker<'w, T>;
+
+    fn init(world: &mut World, access: &mut SystemAccess) -> Result<ComponentId, AccessError> {
+        access.add_tracker::<T>(world)
+    }
+    fn fetch<'w, 's>(state: &'s mut ComponentId, context: SystemContext<'w>) -> Tracker<'w, T> {
+        Tracker::new(context.world.changes(), Some(*state), context.last_run)
     }
 }
 
@@ -656,6 +703,9 @@ pub struct FunctionSystem<Marker, F: SystemParamFunction<Marker>> {
     state: Option<<F::Param as SystemParam>::State>,
     lease: Lease,
     lend: Vec<ComponentId>,
+    /// The change ticks of the last run (0: never ran) and of this one.
+    last_run: u64,
+    this_run: u64,
     _marker: PhantomData<fn() -> Marker>,
 }
 
@@ -685,11 +735,12 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
         self.lend.clear();
         F::Param::prepare(state, world, &mut self.lend)?;
         world.lend(&self.lend, &mut self.lease);
+        self.this_run = world.take_tick();
         Ok(())
     }
     fn run_shared(&mut self, world: &World) {
         let state = self.state.as_mut().expect("a system is initialised when added");
-        let context = SystemContext { world, lease: &self.lease };
+        let context = SystemContext { world, lease: &self.lease, last_run: self.last_run, this_run: self.this_run };
         self.f.call(F::Param::fetch(state, context));
     }
     fn finish(&mut self, world: &mut World) {
@@ -697,6 +748,8 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
         if let Some(state) = self.state.as_mut() {
             F::Param::finish(state, world);
         }
+        // The next run's change filters see what changed after this one's start, but not its own writes.
+        self.last_run = self.this_run;
     }
     fn flush(&mut self, world: &mut World) {
         if let Some(state) = self.state.as_mut() {
@@ -744,6 +797,8 @@ impl<M: 'static, F: SystemParamFunction<M>> IntoSystem<IsFunction<M>> for F {
             state: None,
             lease: Lease::default(),
             lend: Vec::new(),
+            last_run: 0,
+            this_run: 0,
             _marker: PhantomData,
         })
     }

@@ -177,6 +177,11 @@ impl<D: TypeData, G: Copy> Components<D, G> {
         self.ids.get(&TypeId::of::<T>()).copied()
     }
 
+    /// The id of the type `type_id`, if the registry has met it.
+    pub fn id_of(&self, type_id: TypeId) -> Option<ComponentId> {
+        self.ids.get(&type_id).copied()
+    }
+
     /// The id of `T`, registering it if new. The second value says whether it was new.
     ///
     /// # Panics

@@ -12,6 +12,7 @@
 
 mod builder;
 mod bundle;
+mod change;
 mod commands;
 mod component;
 mod entity;
@@ -31,6 +32,9 @@ mod world;
 pub use builder::EntityBuilder;
 pub use bundle::Bundle;
 #[doc(hidden)]
+pub use change::ChangeView;
+pub use change::Tracker;
+#[doc(hidden)]
 pub use commands::CommandQueue;
 pub use commands::{ApplyStats, CommandTotals, Commands};
 pub use component::{Component, ComponentId, ComponentInfo, ComponentSet, Resource, MAX_BUNDLE, MAX_COMPONENTS};
@@ -43,9 +47,9 @@ pub use hierarchy::{Children, HierarchyError, Parent};
 pub use holders::HoldsEntities;
 pub(crate) use query::smaller_tuples_too;
 pub use query::{
-    halves_moved, join, Batch, Batches, Filter, Lease, OnLoan, Or, Prepared, QueryAccess, QueryBorrow, QueryData,
-    QueryError, QueryIter, QueryOneError, QueryRef, QueryState, ReadOnlyQueryData, Recording, Source, With, Without,
-    MAX_QUERY_TYPES,
+    halves_moved, join, Added, Batch, Batches, Changed, Filter, Lease, OnLoan, Or, Prepared, QueryAccess, QueryBorrow,
+    QueryData, QueryError, QueryIter, QueryOneError, QueryRef, QueryState, ReadOnlyQueryData, Recording, Source, With,
+    Without, MAX_QUERY_TYPES,
 };
 pub(crate) use query::{Held, HeldShared, Loaned};
 pub use snapshot::{checksum, Format, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION};

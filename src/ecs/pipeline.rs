@@ -47,6 +47,8 @@ impl HookSet {
     pub(crate) const TREE: HookSet = HookSet(2);
     /// Types whose values hold entity handles: their writes are noted ([`crate::ecs::holders`]).
     pub(crate) const HOLDS: HookSet = HookSet(4);
+    /// Change detection of tracked types ([`crate::ecs::change`]).
+    pub(crate) const TRACK: HookSet = HookSet(8);
 
     /// Whether any hook watches.
     #[inline(always)]
@@ -144,6 +146,7 @@ impl World {
         self.events.mark(&mut table);
         self.tree.mark(&mut table);
         self.holders.mark(&mut table, &self.components);
+        self.changes.mark(&mut table);
         self.hooks = table;
     }
 
@@ -244,6 +247,11 @@ impl World {
     pub(crate) fn after_spawn(&mut self, set: &ComponentSet, entities: &[Entity]) {
         if self.hooks.spawn.has(HookSet::HOLDS) {
             self.holders.wrote_any(set);
+        }
+        if self.hooks.spawn.has(HookSet::TRACK) && set.intersects(&self.changes.tracked) {
+            for &entity in entities {
+                self.changes.put(set, entity);
+            }
         }
         if self.hooks.spawn.has(HookSet::EVENTS) {
             for &entity in entities {
@@ -374,6 +382,9 @@ impl World {
             if self.hooks.insert(id).has(HookSet::HOLDS) {
                 self.holders.written.insert(id);
             }
+            if self.hooks.insert(id).has(HookSet::TRACK) && self.entities.is_alive(entity) {
+                self.changes.inserted(id, entity);
+            }
             if self.hooks.insert(id).has(HookSet::EVENTS) && self.entities.is_alive(entity) {
                 self.fire(EventKind::Insert(id), entity);
             }
@@ -403,6 +414,11 @@ impl World {
         for &id in ids {
             if self.hooks.remove(id).has(HookSet::TREE) {
                 self.untie(id, entity);
+            }
+        }
+        for &id in ids {
+            if self.hooks.remove(id).has(HookSet::TRACK) {
+                self.changes.removed(id, entity);
             }
         }
     }
@@ -512,6 +528,9 @@ impl World {
                         } else {
                             despawned += 1;
                         }
+                        if hooks.has(HookSet::TRACK) {
+                            self.changes.despawned(entity);
+                        }
                         let (storage, entities) = (&mut self.storage, &mut self.entities);
                         let gone = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             storage.despawn(entities, entity);
@@ -523,6 +542,11 @@ impl World {
                 }
             } else {
                 self.leaving(&order);
+                if hooks.has(HookSet::TRACK) {
+                    for &entity in order.iter().filter(|&&entity| self.entities.is_alive(entity)) {
+                        self.changes.despawned(entity);
+                    }
+                }
                 self.storage.despawn_batch(&mut self.entities, &order, &mut self.handle_scratch);
             }
         }));

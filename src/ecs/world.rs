@@ -1,6 +1,7 @@
 //! The world: entities, their components in the chosen storage backend, resources and the command buffer.
 
 use super::bundle::Bundle;
+use super::change::Changes;
 use super::commands::{CommandQueue, CommandTotals};
 use super::component::BundleIds;
 use super::component::{ComponentId, ComponentInfo};
@@ -78,6 +79,10 @@ pub struct World {
     pub(super) despawn_order: Vec<Entity>,
     /// The types whose values hold entity handles ([`crate::ecs::holders`]).
     pub(super) holders: Holders,
+    /// Change detection's ticks and tracks ([`crate::ecs::change`]).
+    pub(super) changes: Changes,
+    /// A reused list of the rows a query stamps.
+    pub(super) change_rows: Vec<u32>,
 }
 
 /// The default piece of a parallel query loop: this many matches ([`World::set_piece_rows`]).
@@ -128,6 +133,8 @@ impl World {
             tree: Tree::default(),
             despawn_order: Vec::new(),
             holders: Holders::new(),
+            changes: Changes::default(),
+            change_rows: Vec::new(),
         }
     }
 
@@ -169,7 +176,7 @@ impl World {
     }
 
     #[inline]
-    pub(super) fn register<T: Component>(&mut self) -> ComponentId {
+    pub(crate) fn register<T: Component>(&mut self) -> ComponentId {
         let (id, _) = self.components.register::<T>();
         self.storage.init_component(id, &self.components);
         id
@@ -474,6 +481,7 @@ impl World {
             return None;
         }
         let id = self.components.id::<T>()?;
+        self.note_write(id, entity.index());
         self.store::<T>(id)?.into_mut(entity.index())
     }
 
@@ -690,6 +698,8 @@ impl World {
             queries: &mut self.queries,
             pieces: &mut self.piece_queues,
             written: &mut self.holders.written,
+            changes: &mut self.changes,
+            change_rows: &mut self.change_rows,
         }
     }
 
@@ -746,7 +756,11 @@ impl World {
     /// world's (resources `other` lacks stay). Recorded commands are dropped (their handles named the old world).
     pub(crate) fn replace_contents(&mut self, other: World) {
         // The cache goes with the registry it was worked out for.
-        let World { entities, components, storage, resources, totals, queries, registry_stamp, tree, .. } = other;
+        let World { entities, components, storage, resources, totals, queries, registry_stamp, tree, changes, .. } =
+            other;
+        // The types tracked here stay tracked (by type: the new registry numbers them its own way).
+        let tracked: Vec<std::any::TypeId> =
+            self.changes.tracked.iter().map(|id| self.components.info(id).type_id).collect();
         let old_commands = std::mem::take(&mut self.commands);
         let old_storage = std::mem::replace(&mut self.storage, storage);
         self.entities = entities;
@@ -759,6 +773,12 @@ impl World {
         // The handlers stay with this world; the types they watch have ids in the new registry, and the hook table
         // is rebuilt for it before anything may panic.
         self.rekey_events();
+        self.changes = changes;
+        for type_id in tracked {
+            if let Some(id) = self.components.id_of(type_id) {
+                self.track_id(id);
+            }
+        }
         self.mark_hooks();
         // A deferred handle in a loaded value names a spawn of no buffer of this world: it names nothing. (Every
         // value is new here.)

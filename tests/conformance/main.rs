@@ -29,6 +29,7 @@ macro_rules! panics_on_every_backend {
 }
 
 mod batches;
+mod changes;
 mod commands;
 mod components;
 mod derive;

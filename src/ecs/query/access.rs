@@ -22,6 +22,8 @@ pub struct Access {
     pub required: ComponentSet,
     /// Types that must be absent (`Without`).
     pub excluded: ComponentSet,
+    /// Types a change filter watches ([`Changed`](super::Changed), [`Added`](super::Added)).
+    pub(super) watched: ComponentSet,
     /// Inside an [`Or`](super::Or) or an `Option`: types are named (and checked for conflicts) but neither required nor excluded as such.
     pub(super) neutral: u8,
     /// A required type the world has never met (a query through `&World`, which registers nothing): no entity
@@ -74,6 +76,24 @@ impl Access {
             None if required => self.unmatchable = true,
             _ => {}
         }
+    }
+
+    /// Records a type a change filter watches: required, named for the schedule (a system writing it cannot run
+    /// beside the query), but borrowing nothing, so the query may fetch it too. `None` (a shared world that never
+    /// met the type): nothing can match.
+    pub(super) fn watch(&mut self, id: Option<ComponentId>) {
+        match id {
+            Some(id) => {
+                self.required.insert(id);
+                self.watched.insert(id);
+            }
+            None => self.unmatchable = true,
+        }
+    }
+
+    /// Refuses the query.
+    pub(super) fn refuse(&mut self, error: QueryError) {
+        self.error.get_or_insert(error);
     }
 
     /// The ids, in the order the query names them.
@@ -167,6 +187,9 @@ impl QueryAccess {
             if id != ABSENT {
                 out.filtered.insert(id);
             }
+        }
+        for id in access.watched.iter() {
+            out.filtered.insert(id);
         }
         Ok(out)
     }

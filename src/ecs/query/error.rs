@@ -24,6 +24,9 @@ pub enum QueryError {
         /// The type.
         component: &'static str,
     },
+    /// A change filter ([`Changed`](crate::ecs::Changed), [`Added`](crate::ecs::Added)) inside an
+    /// [`Or`](crate::ecs::Or): change filters drive the loop, which an `Or` cannot.
+    ChangesInOr,
 }
 
 impl fmt::Display for QueryError {
@@ -44,6 +47,11 @@ impl fmt::Display for QueryError {
                 f,
                 "`{component}` is kept by the hierarchy and cannot be written through `&mut`: read it with `&`, \
                  change it with World::add_child, insert_child, remove_child or detach"
+            ),
+            QueryError::ChangesInOr => write!(
+                f,
+                "a change filter (Changed<T>, Added<T>) cannot be inside an Or: change filters drive the loop; \
+                 run one query per filter instead"
             ),
         }
     }

@@ -5,7 +5,9 @@
 #![allow(clippy::needless_lifetimes)]
 
 use super::access::{Access, Names, ABSENT};
+use super::error::QueryError;
 use super::term::Lent;
+use crate::ecs::change::{ChangeView, Track};
 use crate::ecs::component::{ComponentId, ComponentSet};
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::{AnyPool, ErasedPool, Layout, Pool};
@@ -34,7 +36,30 @@ pub trait Filter: 'static {
     /// pool of the type); `None` if no entity can pass. Every part takes its pools, so `lent` stays in step.
     fn pools<'w, L: Layout>(
         lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
+        changes: ChangeView<'w>,
     ) -> Option<Self::Pools<'w, L>>;
+    #[doc(hidden)]
+    /// Whether the filter holds a change filter ([`Added`], [`Changed`]) outside an `Or`: then it drives every walk,
+    /// so the changed rows are visited in handle order, and its cost is theirs.
+    const CHANGES: bool = false;
+    #[doc(hidden)]
+    /// What an archetype walk tests per row: the change filters' stamps (nothing for the others, which a table's
+    /// component set decides).
+    type Rows<'w>: Sync;
+    #[doc(hidden)]
+    /// The per-row state of a change filter.
+    fn rows<'w>(changes: ChangeView<'w>) -> Self::Rows<'w>;
+    #[doc(hidden)]
+    /// Whether row `index` of a table that passes passes too.
+    fn row_passes(rows: &Self::Rows<'_>, index: u32) -> bool;
+    #[doc(hidden)]
+    /// The fewest candidates a change filter offers (`usize::MAX` if none), and (with `out`) the candidates of the
+    /// one offering `len`, ascending, once (`done` guards it).
+    fn row_candidates(
+        rows: &Self::Rows<'_>,
+        len: usize,
+        out: Option<(&mut bool, &Entities, &mut Vec<Entity>)>,
+    ) -> usize;
     #[doc(hidden)]
     /// Whether `index` passes.
     fn matches<L: Layout>(pools: &Self::Pools<'_, L>, index: u32) -> bool;
@@ -62,11 +87,30 @@ fn pool<T: Component, L: Layout>(pool: Lent<'_, dyn ErasedPool>) -> &L::Pool<T> 
     L::pool_ref(AnyPool::<T>::downcast_ref(pool.shared()))
 }
 
+/// The per-row part of a filter decided by a table's component set: nothing to test per row.
+macro_rules! no_rows {
+    () => {
+        type Rows<'w> = ();
+        fn rows<'w>(_: ChangeView<'w>) {}
+        #[inline(always)]
+        fn row_passes(_: &(), _: u32) -> bool {
+            true
+        }
+        fn row_candidates(_: &(), _: usize, _: Option<(&mut bool, &Entities, &mut Vec<Entity>)>) -> usize {
+            usize::MAX
+        }
+    };
+}
+
 impl Filter for () {
     type Pools<'w, L: Layout> = ();
     const ALWAYS: bool = true;
+    no_rows!();
     fn access(_: &mut impl Names, _: &mut Access) {}
-    fn pools<'w, L: Layout>(_: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>) -> Option<()> {
+    fn pools<'w, L: Layout>(
+        _: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
+        _: ChangeView<'w>,
+    ) -> Option<()> {
         Some(())
     }
     #[inline]
@@ -84,12 +128,14 @@ impl Filter for () {
 
 impl<T: Component> Filter for With<T> {
     type Pools<'w, L: Layout> = &'w L::Pool<T>;
+    no_rows!();
     fn access(names: &mut impl Names, access: &mut Access) {
         access.name::<T>(names.id::<T>(), false, true, false);
     }
     #[inline]
     fn pools<'w, L: Layout>(
         lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
+        _: ChangeView<'w>,
     ) -> Option<&'w L::Pool<T>> {
         Some(pool::<T, L>(lent.next().expect("a pool per filter")?))
     }
@@ -115,12 +161,14 @@ impl<T: Component> Filter for With<T> {
 impl<T: Component> Filter for Without<T> {
     /// `None` where the world has no pool of `T` (a shared query): then nothing is excluded.
     type Pools<'w, L: Layout> = Option<&'w L::Pool<T>>;
+    no_rows!();
     fn access(names: &mut impl Names, access: &mut Access) {
         access.name::<T>(names.id::<T>(), false, false, true);
     }
     #[inline]
     fn pools<'w, L: Layout>(
         lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
+        _: ChangeView<'w>,
     ) -> Option<Option<&'w L::Pool<T>>> {
         Some(lent.next().expect("a pool per filter").map(pool::<T, L>))
     }
@@ -141,6 +189,24 @@ impl<T: Component> Filter for Without<T> {
 impl<A: Filter, B: Filter> Filter for (A, B) {
     type Pools<'w, L: Layout> = (A::Pools<'w, L>, B::Pools<'w, L>);
     const ALWAYS: bool = A::ALWAYS && B::ALWAYS;
+    const CHANGES: bool = A::CHANGES || B::CHANGES;
+    type Rows<'w> = (A::Rows<'w>, B::Rows<'w>);
+    fn rows<'w>(changes: ChangeView<'w>) -> Self::Rows<'w> {
+        (A::rows(changes), B::rows(changes))
+    }
+    #[inline]
+    fn row_passes(rows: &Self::Rows<'_>, index: u32) -> bool {
+        A::row_passes(&rows.0, index) && B::row_passes(&rows.1, index)
+    }
+    fn row_candidates(
+        rows: &Self::Rows<'_>,
+        len: usize,
+        mut out: Option<(&mut bool, &Entities, &mut Vec<Entity>)>,
+    ) -> usize {
+        let a = A::row_candidates(&rows.0, len, out.as_mut().map(|(done, e, out)| (&mut **done, *e, &mut **out)));
+        let b = B::row_candidates(&rows.1, len, out);
+        a.min(b)
+    }
     fn access(names: &mut impl Names, access: &mut Access) {
         A::access(names, access);
         B::access(names, access);
@@ -148,9 +214,10 @@ impl<A: Filter, B: Filter> Filter for (A, B) {
     #[inline]
     fn pools<'w, L: Layout>(
         lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
+        changes: ChangeView<'w>,
     ) -> Option<Self::Pools<'w, L>> {
-        let a = A::pools::<L>(lent);
-        let b = B::pools::<L>(lent);
+        let a = A::pools::<L>(lent, changes);
+        let b = B::pools::<L>(lent, changes);
         Some((a?, b?))
     }
     #[inline]
@@ -197,7 +264,11 @@ pub struct Or<A, B>(PhantomData<fn() -> (A, B)>);
 impl<A: Filter, B: Filter> Filter for Or<A, B> {
     /// `None` for a side no entity can pass (a shared query naming a type the world never met in a `With`).
     type Pools<'w, L: Layout> = (Option<A::Pools<'w, L>>, Option<B::Pools<'w, L>>);
+    no_rows!();
     fn access(names: &mut impl Names, access: &mut Access) {
+        if A::CHANGES || B::CHANGES {
+            access.refuse(QueryError::ChangesInOr);
+        }
         access.neutral += 1;
         A::access(names, access);
         B::access(names, access);
@@ -205,9 +276,10 @@ impl<A: Filter, B: Filter> Filter for Or<A, B> {
     }
     fn pools<'w, L: Layout>(
         lent: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
+        changes: ChangeView<'w>,
     ) -> Option<Self::Pools<'w, L>> {
-        let a = A::pools::<L>(lent);
-        let b = B::pools::<L>(lent);
+        let a = A::pools::<L>(lent, changes);
+        let b = B::pools::<L>(lent, changes);
         (a.is_some() || b.is_some()).then_some((a, b))
     }
     #[inline]
@@ -225,3 +297,132 @@ impl<A: Filter, B: Filter> Filter for Or<A, B> {
         a || b
     }
 }
+
+/// Keeps only entities whose `T` changed (or was added) since the moment the query compares against: since the
+/// system last ran, for a system's query; since the last [`World::clear_trackers`](crate::ecs::World::clear_trackers)
+/// for the world's queries. `T` must be tracked ([`World::track`](crate::ecs::World::track)). The changed rows drive
+/// the loop, in handle order, on every backend: a pass costs the rows changed, not the rows tracked. Pair it with
+/// [`With`], [`Without`] and other change filters; inside an [`Or`] it is refused
+/// ([`QueryError::ChangesInOr`](super::QueryError::ChangesInOr)).
+///
+/// ```
+/// use swarm::ecs::{Added, Changed, World};
+/// struct Health(i32);
+/// let mut world = World::new();
+/// world.track::<Health>();
+/// let a = world.spawn((Health(10),)).unwrap();
+/// world.clear_trackers();
+/// let b = world.spawn((Health(5),)).unwrap();
+/// world.query::<&mut Health>().for_each(|_, h| h.0 -= 1); // hands every row out as `&mut`: all changed
+/// let changed: Vec<_> = world.query::<()>().filter::<Changed<Health>>().iter().map(|(e, _)| e).collect();
+/// let added: Vec<_> = world.query::<()>().filter::<Added<Health>>().iter().map(|(e, _)| e).collect();
+/// assert_eq!((changed, added), (vec![a, b], vec![b]));
+/// ```
+pub struct Changed<T>(PhantomData<fn() -> T>);
+
+/// Keeps only entities whose `T` was added since the moment the query compares against (see [`Changed`]): a
+/// spawn with it, an insert of it onto an entity without it.
+pub struct Added<T>(PhantomData<fn() -> T>);
+
+/// A change filter's stamps of its type, the moment it compares against, and which stamps it reads.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct ChangeTerm<'w> {
+    track: &'w Track,
+    since: u64,
+    added: bool,
+}
+
+impl<'w> ChangeTerm<'w> {
+    /// The term of `T`.
+    ///
+    /// # Panics
+    /// If `T` is not tracked: the filter would never pass, which is a mistake, not a query.
+    fn of<T: Component>(changes: ChangeView<'w>, added: bool) -> Self {
+        let track = changes.track_of::<T>().unwrap_or_else(|| {
+            let name = std::any::type_name::<T>();
+            panic!(
+                "{}<{name}>: {name} is not tracked; call world.track::<{name}>() (or App::track) before querying its \
+                 changes",
+                if added { "Added" } else { "Changed" }
+            )
+        });
+        Self { track, since: changes.since, added }
+    }
+
+    #[inline]
+    fn passes(&self, index: u32) -> bool {
+        self.track.changed_since(index, self.since, self.added)
+    }
+
+    fn candidates(&self, len: usize, out: Option<(&mut bool, &Entities, &mut Vec<Entity>)>) -> usize {
+        let newer = self.track.newer_than(self.since);
+        if let Some((done, entities, out)) = out {
+            if !*done && newer == len {
+                *done = true;
+                let mut indices = Vec::new();
+                self.track.since(self.since, self.added, &mut indices);
+                out.extend(indices.into_iter().filter_map(|index| entities.alive_at(index)));
+            }
+        }
+        newer
+    }
+}
+
+macro_rules! change_filter {
+    ($name:ident, $added:expr) => {
+        impl<T: Component> Filter for $name<T> {
+            type Pools<'w, L: Layout> = ChangeTerm<'w>;
+            const CHANGES: bool = true;
+            type Rows<'w> = ChangeTerm<'w>;
+            fn rows<'w>(changes: ChangeView<'w>) -> ChangeTerm<'w> {
+                ChangeTerm::of::<T>(changes, $added)
+            }
+            #[inline]
+            fn row_passes(term: &ChangeTerm<'_>, index: u32) -> bool {
+                term.passes(index)
+            }
+            fn row_candidates(
+                term: &ChangeTerm<'_>,
+                len: usize,
+                out: Option<(&mut bool, &Entities, &mut Vec<Entity>)>,
+            ) -> usize {
+                term.candidates(len, out)
+            }
+            /// `T` is required, and watched (a system writing `T` cannot run beside this query); it may be fetched
+            /// too (`(&mut T, Changed<T>)`), and it borrows no pool.
+            fn access(names: &mut impl Names, access: &mut Access) {
+                access.watch(names.id::<T>());
+            }
+            fn pools<'w, L: Layout>(
+                _: &mut impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
+                changes: ChangeView<'w>,
+            ) -> Option<ChangeTerm<'w>> {
+                Some(ChangeTerm::of::<T>(changes, $added))
+            }
+            #[inline]
+            fn matches<L: Layout>(term: &ChangeTerm<'_>, index: u32) -> bool {
+                term.passes(index)
+            }
+            fn min_len<L: Layout>(term: &ChangeTerm<'_>) -> usize {
+                term.candidates(0, None)
+            }
+            fn collect<L: Layout>(
+                term: &ChangeTerm<'_>,
+                len: usize,
+                done: &mut bool,
+                entities: &Entities,
+                out: &mut Vec<Entity>,
+            ) {
+                term.candidates(len, Some((done, entities, out)));
+            }
+            /// (Required: the access's set says so.)
+            fn table_passes(_: &ComponentSet, _: &mut dyn Iterator<Item = ComponentId>) -> bool {
+                true
+            }
+        }
+    };
+}
+
+change_filter!(Changed, false);
+change_filter!(Added, true);

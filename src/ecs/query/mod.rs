@@ -49,7 +49,7 @@ pub(crate) use data::smaller_tuples_too;
 pub use data::{is_query_data, ComposeQuery, ComposedRows, ComposedRun, TermPool, TermRun, TupleOf};
 pub use data::{QueryData, ReadOnlyQueryData};
 pub use error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
-pub use filter::{Filter, Or, With, Without};
+pub use filter::{Added, Changed, Filter, Or, With, Without};
 pub use iter::QueryIter;
 #[doc(hidden)]
 pub use par::Pieces;
@@ -131,6 +131,11 @@ pub trait Source<'w, Q: QueryData, F: Filter> {
     #[doc(hidden)]
     /// How a parallel loop cuts its work here.
     fn pieces(&self) -> Pieces;
+    #[doc(hidden)]
+    /// Before a loop: stamps the matches it will hand out as `&mut` of a tracked type (with `rows`, only those
+    /// indices that match). Nothing for a read-only source.
+    #[inline(always)]
+    fn stamp(&mut self, _rows: Option<&[u32]>) {}
 }
 
 /// A [`Source`] with a command buffer, for the loops that record ([`QueryBorrow::for_each_with_commands`]): a
@@ -149,6 +154,12 @@ impl<'w, Q: QueryData, F: Filter> Source<'w, Q, F> for &'w mut World {
     #[inline]
     fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError> {
         Ok(body(exclusive::<Q, F>(self)?.0))
+    }
+    #[inline]
+    fn stamp(&mut self, rows: Option<&[u32]>) {
+        if self.tracks_any() {
+            run::stamp_rows::<Q, F>(self, None, rows);
+        }
     }
     fn settle(&mut self, entity: Entity) -> bool {
         World::settle(self, entity)
@@ -224,7 +235,8 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     }
 
     /// Calls `f` with each matching entity and its components, or says why the query is refused.
-    pub fn try_for_each(self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
+    pub fn try_for_each(mut self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
+        self.world.stamp(None);
         self.world.with_parts(|parts| run::<Q, F, _>(parts, &mut Each(f)))
     }
 
@@ -254,7 +266,8 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     ///
     /// # Panics
     /// If the query is refused, like [`QueryBorrow::for_each`].
-    pub fn for_each_run(self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
+    pub fn for_each_run(mut self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
+        self.world.stamp(None);
         if let Err(error) = self.world.with_parts(|parts| run::<Q, F, _>(parts, &mut Runs(f))) {
             panic!("{error}");
         }
@@ -291,6 +304,7 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
         if !self.world.settle(entity) {
             return Err(QueryOneError::NoSuchEntity(entity));
         }
+        self.world.stamp(Some(&[entity.index()]));
         let item = self.world.with_parts(|parts| one::<Q, F>(parts, entity.index()));
         item.map_err(QueryOneError::Refused)?.ok_or(QueryOneError::Unsatisfied(entity))
     }
@@ -328,7 +342,8 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     }
 
     /// The matches as an iterator ([`QueryBorrow::iter`]), or why the query is refused.
-    pub fn try_iter(self) -> Result<QueryIter<'w, Q>, QueryError> {
+    pub fn try_iter(mut self) -> Result<QueryIter<'w, Q>, QueryError> {
+        self.world.stamp(None);
         self.world.with_parts(|parts| QueryIter::new(batches::<Q, F>(parts, usize::MAX)))
     }
 
@@ -360,8 +375,9 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     ///
     /// # Panics
     /// If `batch_size` is 0, or if the query is refused, like [`QueryBorrow::for_each`].
-    pub fn iter_batched(self, batch_size: usize) -> Batches<'w, Q> {
+    pub fn iter_batched(mut self, batch_size: usize) -> Batches<'w, Q> {
         assert!(batch_size > 0, "iter_batched: a batch holds at least one row (batch_size is 0)");
+        self.world.stamp(None);
         match self.world.with_parts(|parts| batches::<Q, F>(parts, batch_size)) {
             Ok(batches) => Batches(batches.into_iter()),
             Err(error) => panic!("{error}"),
@@ -391,7 +407,8 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// # Panics
     /// If the query is refused, like [`QueryBorrow::for_each`]; if `f` panics, once every piece already started has
     /// finished (what they wrote stays written).
-    pub fn par_for_each(self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
+    pub fn par_for_each(mut self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
+        self.world.stamp(None);
         let pieces = self.world.pieces();
         let mut slots = Vec::new(); // of `()`: never allocates
         if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, &ParEach(f), &mut slots)) {
@@ -427,13 +444,14 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// # Panics
     /// As [`QueryBorrow::par_for_each`].
     pub fn par_fold<A: Default + Send>(
-        self,
+        mut self,
         out: &mut Vec<A>,
         start: impl Fn(&mut A) + Sync,
         f: impl for<'a> Fn(&mut A, Entity, Q::Item<'a>) + Sync,
     ) {
         let pieces = self.world.pieces();
         let visit = ParFold { start, f, _slot: PhantomData };
+        self.world.stamp(None);
         if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, &visit, out)) {
             panic!("{error}");
         }
@@ -441,8 +459,12 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
 
     /// Number of matching entities (a lock-step walk counts whole runs, without visiting their rows).
     pub fn count(self) -> usize {
+        // (Through the loop itself: counting hands out nothing, so nothing is stamped.)
         let mut n = 0;
-        self.for_each_run(|entities, _| n += entities.len());
+        let count = |entities: &[Entity], _: Q::Slices<'_>| n += entities.len();
+        if let Err(error) = self.world.with_parts(|parts| run::<Q, F, _>(parts, &mut Runs(count))) {
+            panic!("{error}");
+        }
         n
     }
 }
@@ -541,7 +563,8 @@ impl<'w, W: Recording<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// # Panics
     /// If the query is refused, like [`QueryBorrow::for_each`]. If `f` panics, once every piece already started has
     /// finished: the commands every piece recorded so far stay in the buffer (sorted, as above).
-    pub fn par_for_each_with_commands(self, f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync) {
+    pub fn par_for_each_with_commands(mut self, f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync) {
+        self.world.stamp(None);
         let pieces = self.world.pieces();
         let outcome = self.world.with_commands(|parts, commands, queues| {
             let visit = ParCommands::new(f, commands);
@@ -554,9 +577,10 @@ impl<'w, W: Recording<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
 
     /// [`QueryBorrow::for_each_with_commands`], or says why the query is refused.
     pub fn try_for_each_with_commands(
-        self,
+        mut self,
         f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
     ) -> Result<(), QueryError> {
+        self.world.stamp(None);
         self.world.with_commands(|parts, commands, _| {
             run::<Q, F, _>(parts, &mut WithCommands { f, commands: Commands::keyed(commands) })
         })
@@ -582,6 +606,7 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// ```
     pub fn get_many<const N: usize>(mut self, entities: [Entity; N]) -> Result<[Q::Item<'w>; N], QueryOneError> {
         distinct_and_alive(&entities, |entity| self.world.settle(entity))?;
+        self.world.stamp(Some(&entities.map(Entity::index)));
         let items = self.world.with_parts(|parts| many::<Q, F, N>(parts, entities.map(Entity::index)));
         all_match(items.map_err(QueryOneError::Refused)?, &entities)
     }

@@ -157,11 +157,11 @@ pub(super) fn par_run<Q: QueryData, F: Filter, V: ParVisit<Q>>(
     visit: &V,
     slots: &mut Vec<V::Slot>,
 ) {
-    let Parts { entities, storage, shape, scratch } = parts;
+    let Parts { entities, storage, shape, scratch, changes } = parts;
     refresh::<F>(&storage, shape);
     let splits = if split.parallel { rayon::current_num_threads() } else { 0 };
     let mut sink = InPieces { visit, slots, used: 0, size: split.rows.max(1), splits };
-    walk::<Q, F, _>(entities, storage, shape, scratch, &mut sink);
+    walk::<Q, F, _>(entities, storage, shape, scratch, changes, &mut sink);
 }
 
 /// The parallel loop's sink: each strategy's rows cut into pieces of `size` rows, the next unused slots numbered and
@@ -253,6 +253,20 @@ impl<'w, Q: QueryData, V: ParVisit<Q>> Sink<'w, Q> for InPieces<'_, V, V::Slot> 
         } else {
             for (found, slot) in found.chunks(size).zip(slots.iter_mut()) {
                 body(found, Q::reborrow::<L>(&mut pools), slot);
+            }
+        }
+    }
+
+    /// (In order on this thread: a change filter's gathered rows.)
+    fn gathered(&mut self, items: Vec<(Entity, Q::Item<'w>)>) {
+        let (visit, size) = (self.visit, self.size);
+        let (slots, first) = self.take(items.len());
+        visit.number(slots, first);
+        let mut items = items.into_iter();
+        for slot in slots {
+            visit.start(slot);
+            for (entity, item) in items.by_ref().take(size) {
+                visit.one(slot, entity, item);
             }
         }
     }

@@ -12,8 +12,9 @@ use super::data::{QueryData, TermPool};
 use super::error::{QueryError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::term::Lent;
+use crate::ecs::change::{ChangeView, Changes};
 use crate::ecs::commands::{CommandQueue, Commands};
-use crate::ecs::component::ComponentSet;
+use crate::ecs::component::{ComponentId, ComponentSet};
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::archetype::{Archetypes, Table, TypeColumns};
 use crate::ecs::storage::sparse_set::PackedOrder;
@@ -40,6 +41,9 @@ pub(crate) struct QueryContext<'w> {
     pub(crate) pieces: &'w mut Vec<CommandQueue>,
     /// The types written since the kept handles were last settled ([`crate::ecs::holders`]).
     pub(crate) written: &'w mut ComponentSet,
+    /// Change detection's ticks and tracks, and a reused list of the rows a query stamps.
+    pub(crate) changes: &'w mut Changes,
+    pub(crate) change_rows: &'w mut Vec<u32>,
 }
 
 /// What a query runs on, from a mutable world or a shared one: the storage lent exclusively or shared, the
@@ -52,6 +56,22 @@ pub struct Parts<'w, 's> {
     pub(super) storage: Store<'w>,
     pub(super) shape: &'s mut Shape,
     pub(super) scratch: &'s mut Vec<Entity>,
+    /// What change filters compare against.
+    pub(super) changes: ChangeView<'w>,
+}
+
+impl Parts<'_, '_> {
+    /// The parts again, for a shorter borrow.
+    pub(super) fn reborrow(&mut self) -> Parts<'_, '_> {
+        let storage = match &mut self.storage {
+            Store::Whole(Lent::Exclusive(storage)) => Store::Whole(Lent::Exclusive(&mut **storage)),
+            Store::Whole(Lent::Shared(storage)) => Store::Whole(Lent::Shared(*storage)),
+            Store::Split(storage, loaned) => {
+                Store::Split(storage, loaned.each_mut().map(|loan| loan.as_mut().map(Lent::reborrow)))
+            }
+        };
+        Parts { entities: self.entities, storage, shape: self.shape, scratch: self.scratch, changes: self.changes }
+    }
 }
 
 /// The parts of a mutable world for query `(Q, F)`, and its command buffer. The shape comes from the world's
@@ -70,7 +90,7 @@ pub(super) fn exclusive<'w, Q: QueryData, F: Filter>(
 pub(super) fn exclusive_pieces<'w, Q: QueryData, F: Filter>(
     world: &'w mut World,
 ) -> Result<(Parts<'w, 'w>, &'w mut CommandQueue, &'w mut Vec<CommandQueue>), QueryError> {
-    let QueryContext { entities, storage, scratch, commands, components, queries, pieces, written } =
+    let QueryContext { entities, storage, scratch, commands, components, queries, pieces, written, changes, .. } =
         world.query_context();
     let shape = queries.shape::<Q, F>(components);
     if let Some(error) = shape.access.refusal() {
@@ -82,7 +102,8 @@ pub(super) fn exclusive_pieces<'w, Q: QueryData, F: Filter>(
     }
     storage.catch_up(components);
     let storage = Store::Whole(Lent::Exclusive(storage));
-    Ok((Parts { entities, storage, shape, scratch }, commands, pieces))
+    let changes = ChangeView { since: changes.last_clear, changes, components };
+    Ok((Parts { entities, storage, shape, scratch, changes }, commands, pieces))
 }
 
 /// Runs `body` on the parts of a shared world for query `(Q, F)`: its shape is worked out now, registering nothing
@@ -92,13 +113,15 @@ pub(super) fn shared<'w, Q: QueryData, F: Filter, R>(
     body: impl for<'s> FnOnce(Parts<'w, 's>) -> R,
 ) -> Result<R, QueryError> {
     let (entities, components, storage) = world.query_parts();
+    let changes = world.change_view(None);
     let mut shape = Shape::new::<Q, F>(&mut Lookup(components));
     if let Some(error) = shape.access.refusal() {
         return Err(error.clone());
     }
     // Only a probing loop over an index-only layout copies handles: then this buffer grows.
     let mut scratch = Vec::new();
-    Ok(body(Parts { entities, storage: Store::Whole(Lent::Shared(storage)), shape: &mut shape, scratch: &mut scratch }))
+    let storage = Store::Whole(Lent::Shared(storage));
+    Ok(body(Parts { entities, storage, shape: &mut shape, scratch: &mut scratch, changes }))
 }
 
 /// The loans a system's query borrows for one run: the pools (or columns) of types moved out of the world for the
@@ -177,9 +200,9 @@ fn take_loan<'w>(loaned: &mut Loaned<'w>, id: u32) -> Option<Lent<'w, Loan>> {
 /// Runs query `(Q, F)` on `parts`, handing the matches to `visit` in the walk's order.
 #[inline]
 pub(super) fn run<Q: QueryData, F: Filter, V: Visit<Q>>(parts: Parts<'_, '_>, visit: &mut V) {
-    let Parts { entities, storage, shape, scratch } = parts;
+    let Parts { entities, storage, shape, scratch, changes } = parts;
     refresh::<F>(&storage, shape);
-    walk::<Q, F, _>(entities, storage, shape, scratch, &mut Serial(visit));
+    walk::<Q, F, _>(entities, storage, shape, scratch, changes, &mut Serial(visit));
 }
 
 /// Where a walk hands what it finds ([`walk`]): each strategy's material, once per query run (a table's rows once per
@@ -203,6 +226,8 @@ pub(super) trait Sink<'w, Q: QueryData> {
     fn probe<L: Layout, F: Filter>(&mut self, filter: &F::Pools<'w, L>, pools: Q::Pools<'w, L>, found: &[Entity]);
     /// A matching archetype table's rows, none empty: `rows[k]` owns row `k` of every slice.
     fn table(&mut self, rows: &'w [Entity], slices: Q::Slices<'w>);
+    /// Matches gathered one by one (a change filter's rows on archetype tables), in handle order.
+    fn gathered(&mut self, items: Vec<(Entity, Q::Item<'w>)>);
 }
 
 /// The one walk of query `(Q, F)` over `storage`: the storage dispatch, the strategy [`plan`] picks for a
@@ -214,11 +239,19 @@ pub(super) fn walk<'w, Q: QueryData, F: Filter, S: Sink<'w, Q>>(
     storage: Store<'w>,
     shape: &Shape,
     scratch: &mut Vec<Entity>,
+    changes: ChangeView<'w>,
     sink: &mut S,
 ) {
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else { return };
+            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape, changes) else { return };
+            // A change filter drives: its rows, in handle order, every pool probed.
+            if F::CHANGES {
+                if changed_candidates::<F>(changes, entities, scratch) {
+                    sink.probe::<L, F>(&filter, pools, scratch);
+                }
+                return;
+            }
             match plan::<Q, L, F>(&pools, &filter) {
                 Walk::Nothing => {}
                 Walk::LockStep => {
@@ -240,6 +273,12 @@ pub(super) fn walk<'w, Q: QueryData, F: Filter, S: Sink<'w, Q>>(
             if shape.tables.found.is_empty() {
                 return;
             }
+            if F::CHANGES {
+                if changed_candidates::<F>(changes, entities, scratch) {
+                    changed_rows::<Q, F, S>(archetypes, shape, scratch, changes, sink);
+                }
+                return;
+            }
             let (tables, columns) = lend_columns(archetypes);
             let Some(mut columns) = take_columns::<Q>(columns, shape) else { return };
             // The matching tables come in ascending order, so each one's columns are split off the front of the
@@ -257,53 +296,121 @@ pub(super) fn walk<'w, Q: QueryData, F: Filter, S: Sink<'w, Q>>(
     }
 }
 
+/// Fills `out` with the live entities a change filter of `F` offers (the one offering the fewest), in handle order;
+/// whether there are any.
+fn changed_candidates<F: Filter>(changes: ChangeView<'_>, entities: &Entities, out: &mut Vec<Entity>) -> bool {
+    let rows = F::rows(changes);
+    let fewest = F::row_candidates(&rows, 0, None);
+    out.clear();
+    if fewest > 0 {
+        F::row_candidates(&rows, fewest, Some((&mut false, entities, out)));
+    }
+    !out.is_empty()
+}
+
+/// The archetype walk of a change filter: the candidates `found` (in handle order) that pass it and sit in a
+/// matching table, their values gathered (tables in ascending order, as `many` splits them) and handed over in
+/// handle order.
+fn changed_rows<'w, Q: QueryData, F: Filter, S: Sink<'w, Q>>(
+    archetypes: TablesLent<'w>,
+    shape: &Shape,
+    found: &[Entity],
+    changes: ChangeView<'w>,
+    sink: &mut S,
+) {
+    let rows = F::rows(changes);
+    let matching = &shape.tables.found;
+    // (position of the table among the matching ones, row, entity), sorted.
+    let mut at: Vec<(usize, usize, Entity)> = found
+        .iter()
+        .filter(|entity| F::row_passes(&rows, entity.index()))
+        .filter_map(|&entity| {
+            let (table, row) = archetypes.as_ref().location(entity.index())?;
+            let position = matching.binary_search_by_key(&table, |(number, _)| *number).ok()?;
+            Some((position, row, entity))
+        })
+        .collect();
+    at.sort_unstable_by_key(|&(position, row, _)| (position, row));
+    let (_, columns) = lend_columns(archetypes);
+    let Some(mut columns) = take_columns::<Q>(columns, shape) else { return };
+    let (mut items, mut bases, mut i) = (Vec::with_capacity(at.len()), [0; MAX_QUERY_TYPES], 0);
+    for (position, (_, indices)) in matching.iter().enumerate() {
+        if i == at.len() {
+            break;
+        }
+        let (slices, tail) = Q::split_table(columns, indices, &mut bases);
+        columns = tail;
+        let (mut rest, mut consumed) = (slices, 0);
+        while i < at.len() && at[i].0 == position {
+            let (_, row, entity) = at[i];
+            if let Some(slices) = rest.take() {
+                let (_, tail) = Q::split_front(slices, row - consumed);
+                let (one, tail) = Q::split_front(tail, 1);
+                items.push((entity, Q::row(one, 0)));
+                (rest, consumed) = (Some(tail), row + 1);
+            }
+            i += 1;
+        }
+    }
+    items.sort_unstable_by_key(|(entity, _)| entity.index());
+    sink.gathered(items);
+}
+
 /// The query's and its filter's typed pools, taken from the world's table all at once (they stay in it, so a
 /// panicking loop body leaves nothing to put back) and downcast once; `None` if no entity can match.
 #[inline]
 pub(super) fn take_pools<'w, Q: QueryData, F: Filter, L: Layout>(
     pools: PoolsLent<'w>,
     shape: &Shape,
+    changes: ChangeView<'w>,
 ) -> Option<(Q::Pools<'w, L>, F::Pools<'w, L>)> {
     // The query's pools, then the filter's, from the pools lent in access order. (Forced inline: each caller lends
     // one way, and inlined the other way's checks fold away.)
     #[inline(always)]
     fn take<'w, Q: QueryData, F: Filter, L: Layout>(
         mut lent: impl Iterator<Item = Option<Lent<'w, dyn ErasedPool>>>,
+        changes: ChangeView<'w>,
     ) -> Option<(Q::Pools<'w, L>, F::Pools<'w, L>)> {
         let pools = Q::pools::<L>(&mut lent);
-        let filter = F::pools::<L>(&mut lent);
+        let filter = F::pools::<L>(&mut lent, changes);
         Some((pools?, filter?))
     }
     let ids = shape.access.ids();
     let pools = match pools {
         // A type the world never met (`ABSENT`) has no pool.
         PoolsLent::Whole(Lent::Shared(pools)) => {
-            return take::<Q, F, L>(ids.iter().map(|&id| pools.get(id as usize).map(|pool| Lent::Shared(&**pool))))
+            return take::<Q, F, L>(
+                ids.iter().map(|&id| pools.get(id as usize).map(|pool| Lent::Shared(&**pool))),
+                changes,
+            )
         }
         // A type on loan comes from the loan; the others are read where they are.
         PoolsLent::Split(pools, mut loaned) => {
-            return take::<Q, F, L>(ids.iter().map(move |&id| match take_loan(&mut loaned, id) {
-                Some(Lent::Exclusive(Loan::Pool(_, pool))) => Some(Lent::Exclusive(&mut **pool)),
-                Some(Lent::Shared(Loan::Pool(_, pool))) => Some(Lent::Shared(&**pool)),
-                Some(_) => unreachable!("a pool layout lends pools"),
-                None => pools.get(id as usize).map(|pool| Lent::Shared(&**pool)),
-            }))
+            return take::<Q, F, L>(
+                ids.iter().map(move |&id| match take_loan(&mut loaned, id) {
+                    Some(Lent::Exclusive(Loan::Pool(_, pool))) => Some(Lent::Exclusive(&mut **pool)),
+                    Some(Lent::Shared(Loan::Pool(_, pool))) => Some(Lent::Shared(&**pool)),
+                    Some(_) => unreachable!("a pool layout lends pools"),
+                    None => pools.get(id as usize).map(|pool| Lent::Shared(&**pool)),
+                }),
+                changes,
+            )
         }
         PoolsLent::Whole(Lent::Exclusive(pools)) => pools,
     };
     let lend = |pool: &'w mut Box<dyn ErasedPool>| Some(Lent::Exclusive(&mut **pool));
     // One or two pools (most systems' queries) are borrowed directly; more are split off in ascending id order.
     match *ids {
-        [a] => take::<Q, F, L>(std::iter::once(lend(&mut pools[a as usize]))),
+        [a] => take::<Q, F, L>(std::iter::once(lend(&mut pools[a as usize])), changes),
         [a, b] => {
             let pair = pools.get_disjoint_mut([a as usize, b as usize]).expect("a query names distinct pools");
-            take::<Q, F, L>(pair.map(lend).into_iter())
+            take::<Q, F, L>(pair.map(lend).into_iter(), changes)
         }
         _ => {
             let mut picked: [Option<&'w mut Box<dyn ErasedPool>>; MAX_QUERY_TYPES] = Default::default();
             let picks = shape.order[..ids.len()].iter().map(|&k| (k as usize, ids[k as usize] as usize));
             split_disjoint(pools, picks, &mut picked);
-            take::<Q, F, L>(picked.into_iter().take(ids.len()).map(|pool| lend(pool.expect("picked above"))))
+            take::<Q, F, L>(picked.into_iter().take(ids.len()).map(|pool| lend(pool.expect("picked above"))), changes)
         }
     }
 }
@@ -529,9 +636,9 @@ pub(super) fn candidates<Q: QueryData, L: Layout, F: Filter>(
 
 /// Query `(Q, F)`'s matches on `parts`, cut into batches of at most `size` rows (see [`batches_of`]).
 pub(super) fn batches<'w, Q: QueryData, F: Filter>(parts: Parts<'w, '_>, size: usize) -> Vec<Batch<'w, Q>> {
-    let Parts { entities, storage, shape, scratch } = parts;
+    let Parts { entities, storage, shape, scratch, changes } = parts;
     refresh::<F>(&storage, shape);
-    batches_of::<Q, F>(entities, storage, shape, scratch, size)
+    batches_of::<Q, F>(entities, storage, shape, scratch, changes, size)
 }
 
 /// Brings the shape's list of matching archetype tables up to date (nothing to do on the other layouts).
@@ -553,10 +660,11 @@ pub(super) fn batches_of<'w, Q: QueryData, F: Filter>(
     storage: Store<'w>,
     shape: &Shape,
     scratch: &mut Vec<Entity>,
+    changes: ChangeView<'w>,
     size: usize,
 ) -> Vec<Batch<'w, Q>> {
     let mut cut = Cut { size, out: Vec::new() };
-    walk::<Q, F, _>(entities, storage, shape, scratch, &mut cut);
+    walk::<Q, F, _>(entities, storage, shape, scratch, changes, &mut cut);
     cut.out
 }
 
@@ -590,6 +698,9 @@ impl<'w, Q: QueryData> Sink<'w, Q> for Cut<'w, Q> {
     }
     fn table(&mut self, rows: &'w [Entity], slices: Q::Slices<'w>) {
         cut_run::<Q>(rows, slices, self.size, &mut self.out);
+    }
+    fn gathered(&mut self, items: Vec<(Entity, Q::Item<'w>)>) {
+        cut_gathered::<Q>(items, self.size, &mut self.out);
     }
 }
 
@@ -631,6 +742,66 @@ fn term_position<Q: QueryData, L: Layout>(pools: &Q::Pools<'_, L>, test: impl Fn
     found
 }
 
+/// Stamps the rows of query `(Q, F)` that a loop will hand out as `&mut` of a tracked type (with `rows`, only
+/// those indices, if they match), before the loop: the world's tracks get them at once, so the loop's own change
+/// filters, and every reader after it, see them. The shape is the world's cached one, or `shape`. Nothing to do if
+/// the query writes no tracked type (or is refused: the loop says why).
+#[inline(never)]
+pub(super) fn stamp_rows<Q: QueryData, F: Filter>(world: &mut World, shape: Option<&mut Shape>, rows: Option<&[u32]>) {
+    let QueryContext { entities, storage, scratch, components, queries, changes, change_rows, .. } =
+        world.query_context();
+    let shape = match shape {
+        Some(shape) => shape,
+        None => queries.shape::<Q, F>(components),
+    };
+    let (ids, n) = tracked_writes(changes, shape);
+    if n == 0 || shape.access.refusal().is_some() {
+        return;
+    }
+    storage.catch_up(components);
+    change_rows.clear();
+    let view = ChangeView { changes: &*changes, components: &*components, since: changes.last_clear };
+    let parts = Parts { entities, storage: Store::Whole(Lent::Exclusive(storage)), shape, scratch, changes: view };
+    record::<Q, F>(parts, rows, change_rows);
+    let tick = changes.tick();
+    changes.stamp_all(&ids[..n], change_rows, tick);
+}
+
+/// The tracked types among those `shape` writes, and how many.
+pub(super) fn tracked_writes(changes: &Changes, shape: &Shape) -> ([ComponentId; MAX_QUERY_TYPES], usize) {
+    let (mut ids, mut n) = ([0; MAX_QUERY_TYPES], 0);
+    for id in shape.access.writes().filter(|&id| changes.is_tracked(id)) {
+        ids[n] = id;
+        n += 1;
+    }
+    (ids, n)
+}
+
+/// Appends to `out` the index of every match of `(Q, F)` on `parts`; with `rows`, those indices if every one of
+/// them matches (a `get` or `get_many` that fails hands out nothing).
+pub(super) fn record<Q: QueryData, F: Filter>(mut parts: Parts<'_, '_>, rows: Option<&[u32]>, out: &mut Vec<u32>) {
+    match rows {
+        None => run::<Q, F, _>(parts, &mut Record(out)),
+        Some(rows) => {
+            if rows.iter().all(|&index| one::<Q, F>(parts.reborrow(), index).is_some()) {
+                out.extend_from_slice(rows);
+            }
+        }
+    }
+}
+
+/// The visitor that notes the matches' indices.
+struct Record<'a>(&'a mut Vec<u32>);
+
+impl<Q: QueryData> Visit<Q> for Record<'_> {
+    fn one(&mut self, entity: Entity, _: Q::Item<'_>) {
+        self.0.push(entity.index());
+    }
+    fn run(&mut self, entities: &[Entity], _: Q::Slices<'_>) {
+        self.0.extend(entities.iter().map(|entity| entity.index()));
+    }
+}
+
 /// What a query loop hands its matches to: runs of packed rows as parallel slices (a lock-step walk, an archetype
 /// table), or single entities (found by probing).
 pub trait Visit<Q: QueryData + ?Sized> {
@@ -669,6 +840,11 @@ impl<'w, Q: QueryData, V: Visit<Q>> Sink<'w, Q> for Serial<'_, V> {
     #[inline(always)]
     fn table(&mut self, rows: &'w [Entity], slices: Q::Slices<'w>) {
         self.0.run(rows, slices);
+    }
+    fn gathered(&mut self, items: Vec<(Entity, Q::Item<'w>)>) {
+        for (entity, item) in items {
+            self.0.one(entity, item);
+        }
     }
 }
 
@@ -736,10 +912,10 @@ impl<Q: QueryData, Func: for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c
 /// One entity's match (`None` if it has not every fetched component, or fails the filter): a probe of each pool,
 /// or its table's columns at its row.
 pub(super) fn one<'w, Q: QueryData, F: Filter>(parts: Parts<'w, '_>, index: u32) -> Option<Q::Item<'w>> {
-    let Parts { storage, shape, .. } = parts;
+    let Parts { storage, shape, changes, .. } = parts;
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            let (pools, filter) = take_pools::<Q, F, L>(pools, shape)?;
+            let (pools, filter) = take_pools::<Q, F, L>(pools, shape, changes)?;
             if !F::matches::<L>(&filter, index) {
                 return None;
             }
@@ -749,7 +925,7 @@ pub(super) fn one<'w, Q: QueryData, F: Filter>(parts: Parts<'w, '_>, index: u32)
             let (table, row) = archetypes.as_ref().location(index)?;
             let (tables, columns) = lend_columns(archetypes);
             let table = &tables[table as usize];
-            if !set_matches::<F>(table.set(), &shape.access) {
+            if !set_matches::<F>(table.set(), &shape.access) || !F::row_passes(&F::rows(changes), index) {
                 return None;
             }
             let columns = take_columns::<Q>(columns, shape)?;
@@ -767,11 +943,12 @@ pub(super) fn many<'w, Q: QueryData, F: Filter, const N: usize>(
     parts: Parts<'w, '_>,
     indices: [u32; N],
 ) -> [Option<Q::Item<'w>>; N] {
-    let Parts { storage, shape, .. } = parts;
+    let Parts { storage, shape, changes, .. } = parts;
     let mut out: [Option<Q::Item<'w>>; N] = std::array::from_fn(|_| None);
+    let rows = F::rows(changes);
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape) else { return out };
+            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape, changes) else { return out };
             for ((slot, item), &index) in out.iter_mut().zip(Q::probe_each::<L>(pools, &indices)).zip(&indices) {
                 *slot = item.filter(|_| F::matches::<L>(&filter, index));
             }
@@ -806,7 +983,7 @@ pub(super) fn many<'w, Q: QueryData, F: Filter, const N: usize>(
                     if let Some(slices) = rest.take() {
                         let (_, tail) = Q::split_front(slices, row - consumed);
                         let (one, tail) = Q::split_front(tail, 1);
-                        out[k] = Some(Q::row(one, 0));
+                        out[k] = Some(Q::row(one, 0)).filter(|_| F::row_passes(&rows, indices[k]));
                         rest = Some(tail);
                         consumed = row + 1;
                     }

@@ -19,9 +19,10 @@ use super::error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::iter::QueryIter;
 use super::par::Pieces;
-use super::run::{batches_of, Loaned, Parts, QueryContext, Store};
+use super::run::{batches_of, record, stamp_rows, tracked_writes, Loaned, Parts, QueryContext, Store};
 use super::term::Lent;
 use super::{QueryBorrow, Recording, Source};
+use crate::ecs::change::ChangeView;
 use crate::ecs::commands::CommandQueue;
 use crate::ecs::component::ComponentId;
 use crate::ecs::entity::Entity;
@@ -116,6 +117,12 @@ pub struct QueryState<Q: QueryData, F: Filter = ()> {
     scratch: Vec<Entity>,
     /// The pieces' command buffers of its parallel loops, reused.
     pieces: Vec<CommandQueue>,
+    /// In a system's run: the rows handed out as `&mut` of the tracked types `stamp_ids` (stamped `tick` when the
+    /// run is over), and the moment its change filters compare against.
+    stamps: Vec<u32>,
+    stamp_ids: Vec<ComponentId>,
+    tick: u64,
+    since: u64,
     _marker: PhantomData<fn() -> (Q, F)>,
 }
 
@@ -126,7 +133,17 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         let shape = Shape::new::<Q, F>(components);
         let access = QueryAccess::of(&shape.access)?;
         storage.catch_up(components);
-        Ok(Self { shape, access, scratch: Vec::new(), pieces: Vec::new(), _marker: PhantomData })
+        Ok(Self {
+            shape,
+            access,
+            scratch: Vec::new(),
+            pieces: Vec::new(),
+            stamps: Vec::new(),
+            stamp_ids: Vec::new(),
+            tick: 0,
+            since: 0,
+            _marker: PhantomData,
+        })
     }
 
     /// What the query reads and writes, requires and excludes.
@@ -135,9 +152,10 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
     }
 
     /// The parts of the shared `world`, with the types in `loaned` taken from there.
-    fn split_parts<'a>(&'a mut self, world: &'a World, loaned: Loaned<'a>) -> Parts<'a, 'a> {
+    fn split_parts<'a>(&'a mut self, world: &'a World, loaned: Loaned<'a>, since: Option<u64>) -> Parts<'a, 'a> {
         let (entities, _, storage) = world.query_parts();
-        Parts { entities, storage: Store::Split(storage, loaned), shape: &mut self.shape, scratch: &mut self.scratch }
+        let (shape, scratch, changes) = (&mut self.shape, &mut self.scratch, world.change_view(since));
+        Parts { entities, storage: Store::Split(storage, loaned), shape, scratch, changes }
     }
 
     /// The parts of a mutable `world`, its storage lent whole and exclusively, its command buffer and its pieces'
@@ -148,13 +166,15 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         &'a mut self,
         world: &'a mut World,
     ) -> (Parts<'a, 'a>, &'a mut CommandQueue, &'a mut Vec<CommandQueue>) {
-        let QueryContext { entities, storage, components, written, commands, pieces, .. } = world.query_context();
+        let QueryContext { entities, storage, components, written, commands, pieces, changes, .. } =
+            world.query_context();
         for id in self.shape.access.writes() {
             written.insert(id);
         }
         storage.catch_up(components);
         let storage = Store::Whole(Lent::Exclusive(storage));
-        (Parts { entities, storage, shape: &mut self.shape, scratch: &mut self.scratch }, commands, pieces)
+        let changes = ChangeView { since: changes.last_clear, changes, components };
+        (Parts { entities, storage, shape: &mut self.shape, scratch: &mut self.scratch, changes }, commands, pieces)
     }
 
     /// Brings the list of matching archetype tables up to date with `world`'s (a system's queries do it before
@@ -177,8 +197,8 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         let (entities, _, storage) = world.query_parts();
         // Only a probing walk over an index-only layout copies handles: then this buffer grows.
         let mut scratch = Vec::new();
-        let storage = Store::Split(storage, loaned);
-        QueryIter::new(batches_of::<Q, F>(entities, storage, &self.shape, &mut scratch, usize::MAX))
+        let (storage, changes) = (Store::Split(storage, loaned), world.change_view(Some(self.since)));
+        QueryIter::new(batches_of::<Q, F>(entities, storage, &self.shape, &mut scratch, changes, usize::MAX))
     }
 
     /// The query on a mutable `world`: every loop of [`QueryBorrow`] (`for_each`, `iter`, `get`, the parallel
@@ -208,18 +228,37 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
     where
         Q: ReadOnlyQueryData,
     {
-        self.on_loan(world, Default::default(), ())
+        self.on_loan(world, Default::default(), (), None)
     }
 
     /// The query on a shared `world` and the loans in `loaned` (a system's run), recording into `commands` if it
-    /// is a buffer.
+    /// is a buffer; its change filters compare against `since`.
     pub(crate) fn on_loan<'a, C>(
         &'a mut self,
         world: &'a World,
         loaned: Loaned<'a>,
         commands: C,
+        since: Option<u64>,
     ) -> QueryBorrow<Prepared<'a, Q, F, OnLoan<'a, C>>, Q, F> {
-        QueryBorrow::new(Prepared { state: self, world: OnLoan { world, loaned, commands } })
+        QueryBorrow::new(Prepared { state: self, world: OnLoan { world, loaned, commands, since } })
+    }
+
+    /// A system's run starts: its change filters compare against `since`, its writes are stamped `tick`.
+    pub(crate) fn start_run(&mut self, since: u64, tick: u64) {
+        (self.since, self.tick) = (since, tick);
+    }
+
+    /// The moment a system's run compares against.
+    pub(crate) fn since(&self) -> u64 {
+        self.since
+    }
+
+    /// A system's run is over: the rows it stamped go to the world's tracks, with the run's tick.
+    pub(crate) fn flush_stamps(&mut self, world: &mut World) {
+        if !self.stamps.is_empty() {
+            world.stamp_rows(&self.stamp_ids, &self.stamps, self.tick);
+            self.stamps.clear();
+        }
     }
 
     /// The matches on a shared `world`, as an iterator (`self.query_ref(world).iter()`).
@@ -264,11 +303,19 @@ pub struct OnLoan<'a, C> {
     world: &'a World,
     loaned: Loaned<'a>,
     commands: C,
+    /// The moment change filters compare against (`None`: the world's last `clear_trackers`).
+    since: Option<u64>,
 }
 
 impl<'a, Q: QueryData, F: Filter> Source<'a, Q, F> for Prepared<'a, Q, F, &'a mut World> {
     fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'a, 's>) -> R) -> Result<R, QueryError> {
         Ok(body(self.state.exclusive_parts(self.world).0))
+    }
+    #[inline]
+    fn stamp(&mut self, rows: Option<&[u32]>) {
+        if self.world.tracks_any() {
+            stamp_rows::<Q, F>(self.world, Some(&mut self.state.shape), rows);
+        }
     }
     fn settle(&mut self, entity: Entity) -> bool {
         World::settle(self.world, entity)
@@ -290,8 +337,24 @@ impl<'a, Q: QueryData, F: Filter> Recording<'a, Q, F> for Prepared<'a, Q, F, &'a
 
 impl<'a, Q: QueryData, F: Filter, C> Source<'a, Q, F> for Prepared<'a, Q, F, OnLoan<'a, C>> {
     fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'a, 's>) -> R) -> Result<R, QueryError> {
-        let OnLoan { world, loaned, .. } = self.world;
-        Ok(body(self.state.split_parts(world, loaned)))
+        let OnLoan { world, loaned, since, .. } = self.world;
+        Ok(body(self.state.split_parts(world, loaned, since)))
+    }
+    /// A system's stamps wait in its query state until the run is over (the world is shared meanwhile).
+    #[inline]
+    fn stamp(&mut self, rows: Option<&[u32]>) {
+        let world = self.world.world;
+        if world.tracks_any() {
+            let (ids, n) = tracked_writes(world.changes(), &self.state.shape);
+            if n > 0 {
+                let mut stamps = std::mem::take(&mut self.state.stamps);
+                let loaned = self.world.loaned.each_mut().map(|loan| loan.as_mut().map(Lent::reborrow));
+                record::<Q, F>(self.state.split_parts(world, loaned, self.world.since), rows, &mut stamps);
+                self.state.stamps = stamps;
+                self.state.stamp_ids.clear();
+                self.state.stamp_ids.extend_from_slice(&ids[..n]);
+            }
+        }
     }
     fn settle(&mut self, entity: Entity) -> bool {
         self.world.world.is_alive(entity)
@@ -306,10 +369,11 @@ impl<'a, 'c: 'a, Q: QueryData, F: Filter> Recording<'a, Q, F> for Prepared<'a, Q
         self,
         body: impl for<'s> FnOnce(Parts<'a, 's>, &'s mut CommandQueue, &'s mut Vec<CommandQueue>) -> R,
     ) -> Result<R, QueryError> {
-        let OnLoan { world, loaned, commands } = self.world;
+        let OnLoan { world, loaned, commands, since } = self.world;
         let (entities, _, storage) = world.query_parts();
         let QueryState { shape, scratch, pieces, .. } = self.state;
-        Ok(body(Parts { entities, storage: Store::Split(storage, loaned), shape, scratch }, commands, pieces))
+        let (storage, changes) = (Store::Split(storage, loaned), world.change_view(since));
+        Ok(body(Parts { entities, storage, shape, scratch, changes }, commands, pieces))
     }
 }
 

@@ -41,6 +41,15 @@ impl<'w, P: ?Sized> Lent<'w, P> {
         }
     }
 
+    /// The loan again, for a shorter borrow.
+    #[inline(always)]
+    pub(crate) fn reborrow(&mut self) -> Lent<'_, P> {
+        match self {
+            Lent::Exclusive(value) => Lent::Exclusive(&mut **value),
+            Lent::Shared(value) => Lent::Shared(*value),
+        }
+    }
+
     /// Write access: only a mutable world lends it, and only its queries have `&mut T` terms.
     #[inline(always)]
     pub(super) fn exclusive(self) -> &'w mut P {
