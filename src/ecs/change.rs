@@ -101,17 +101,30 @@ impl Track {
     }
 
     /// Appends the indices whose value changed (or was added, with `added_only`) after `since`, in ascending order.
+    /// A few are sorted; many (more than one index in 256) are set in a bitmap of the index range and read back in
+    /// order, which costs the changed rows and a sweep of `bound / 64` words instead of a sort.
     pub(crate) fn since(&self, since: u64, added_only: bool, out: &mut Vec<u32>) {
-        let start = out.len();
-        for &(tick, index) in self.log.iter().rev() {
-            if tick <= since {
-                break;
+        let entries = &self.log[self.log.len() - self.newer_than(since)..];
+        let current = entries.iter().filter(|&&(tick, index)| {
+            self.changed[index as usize] == tick && (!added_only || self.added[index as usize] > since)
+        });
+        let bound = self.changed.len();
+        if entries.len() > 64 && entries.len() > bound / 256 {
+            let mut bits = vec![0u64; bound.div_ceil(64)];
+            for &(_, index) in current {
+                bits[index as usize / 64] |= 1 << (index % 64);
             }
-            let current = self.changed[index as usize] == tick;
-            if current && (!added_only || self.added[index as usize] > since) {
-                out.push(index);
+            for (word, &set) in bits.iter().enumerate() {
+                let mut set = set;
+                while set != 0 {
+                    out.push(word as u32 * 64 + set.trailing_zeros());
+                    set &= set - 1;
+                }
             }
+            return;
         }
+        let start = out.len();
+        out.extend(current.map(|&(_, index)| index));
         out[start..].sort_unstable();
         // A value taken and put back within one tick is logged twice.
         let mut kept = start;
