@@ -165,8 +165,9 @@ fn bad_files_are_refused_with_the_reason_and_the_world_is_untouched() {
     assert!(err(&good[..5], &mut target).contains("truncated"));
     assert!(err(&good[..good.len() - 10], &mut target).contains("truncated"));
     let mut newer = good.clone();
-    newer[8..12].copy_from_slice(&2u32.to_le_bytes());
-    assert!(err(&newer, &mut target).contains("version 2 is newer"));
+    let next = swarm::ecs::VERSION + 1;
+    newer[8..12].copy_from_slice(&next.to_le_bytes());
+    assert!(err(&newer, &mut target).contains(&format!("version {next} is newer")));
     let mut flipped = good.clone();
     let last = flipped.len() - 3;
     flipped[last] ^= 0x10;
@@ -291,4 +292,21 @@ fn flipped_and_truncated_bytes_never_panic_and_never_touch_the_world() {
     eprintln!("fuzz: {refused} refused, {loaded} loaded");
     assert!(tree_refused > 0, "no damage to the hierarchy's columns was refused");
     assert!(refused > 1_000, "only {refused} of 1500 damaged files were refused ({loaded} loaded)");
+}
+
+/// A file of format version 1 (written by the build before change detection, `--entities 200 --frames 5 --save`)
+/// still loads: the same world as after saving it again in today's format and loading that, continuing alike.
+#[test]
+fn a_version_1_file_still_loads_and_continues_like_a_resaved_one() {
+    let old = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1.snap")).unwrap();
+    assert_eq!(old[8], 1, "the fixture is a version 1 file");
+    let (mut first, info) = load_app(&old, None, Profiler::new()).unwrap();
+    assert!(info.entities >= 200, "{info:?}");
+    let resaved = save(&first.world, Format::Binary).unwrap();
+    assert_eq!(resaved[8] as u32, swarm::ecs::VERSION);
+    let mut second = load(&resaved, info.saved_on);
+    assert_eq!(digest(&first.world), digest(&second.world));
+    run(&mut first, 20);
+    run(&mut second, 20);
+    assert_eq!(digest(&first.world), digest(&second.world));
 }

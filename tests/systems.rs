@@ -11,9 +11,9 @@ use swarm::ecs::{Backend, Entity, Format, SnapshotSchema, With, Without, World};
 struct Pos(i64);
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Vel(i64);
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Hp(i64);
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Frozen;
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Spark(u32);
@@ -712,9 +712,16 @@ fn handles_kept_by_systems_before_the_apply_name_their_spawns_after_it() {
 #[derive(Default)]
 struct Seen(Vec<(u64, Vec<Entity>, Vec<Entity>, usize)>);
 
-fn poke(mut q: Query<(&mut Hp, &Pos), Without<Frozen>>, mut frame: Local<i64>) {
-    *frame += 1;
-    let frame = *frame;
+/// The frame number, saved with the world.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Frame(i64);
+
+fn next_frame(mut frame: ResMut<Frame>) {
+    frame.0 += 1;
+}
+
+fn poke(mut q: Query<(&mut Hp, &Pos), Without<Frozen>>, frame: Res<Frame>) {
+    let frame = frame.0;
     q.par_for_each(|_, (hp, pos)| {
         if (pos.0 + frame) % 9 == 0 {
             hp.0 += 40;
@@ -757,8 +764,10 @@ fn change_app(backend: Backend, threads: usize) -> App {
     let mut world = world(backend);
     world.track::<Hp>();
     world.insert_resource(Seen::default());
+    world.insert_resource(Frame::default());
     let mut app = App::with_world(world);
     app.set_threads(threads);
+    app.add_systems(Stage::PreUpdate, next_frame);
     app.add_systems(Stage::Update, (poke, clamp)).add_systems(Stage::PostUpdate, cull).add_systems(Stage::Last, watch);
     app
 }
@@ -804,4 +813,50 @@ fn a_system_does_not_see_its_own_writes() {
     app.world.get_mut::<Hp>(e).unwrap().0 = 99;
     app.update();
     assert_eq!(app.world.get::<Hp>(e), Some(&Hp(50)), "a change made between frames is seen");
+}
+
+/// What the watcher saw, without its own frame count.
+fn seen(app: &App) -> Vec<(Vec<Entity>, Vec<Entity>, usize)> {
+    app.world
+        .resource::<Seen>()
+        .0
+        .iter()
+        .map(|(_, changed, removed, added)| (changed.clone(), removed.clone(), *added))
+        .collect()
+}
+
+#[test]
+fn change_state_survives_a_snapshot_on_every_backend_pair() {
+    let schema = SnapshotSchema::new()
+        .component::<Pos>("pos")
+        .component::<Vel>("vel")
+        .component::<Hp>("hp")
+        .component::<Frozen>("frozen")
+        .resource::<Frame>("frame");
+    for from in Backend::ALL {
+        let mut uninterrupted = change_app(from, 1);
+        for _ in 0..5 {
+            uninterrupted.update();
+        }
+        let bytes = schema.save(&uninterrupted.world, Format::Binary).unwrap();
+        let json = schema.save(&uninterrupted.world, Format::Json).unwrap();
+        for _ in 0..8 {
+            uninterrupted.update();
+        }
+        let expected = seen(&uninterrupted)[5..].to_vec();
+        assert!(expected.iter().all(|(changed, _, _)| !changed.is_empty()));
+        for to in Backend::ALL {
+            for file in [&bytes, &json] {
+                let mut loaded = change_app(to, 2);
+                schema.load_into(&mut loaded.world, file, Some(to)).unwrap();
+                // Loading is no change: the world's own queries see none.
+                assert_eq!(loaded.world.query::<()>().filter::<swarm::ecs::Changed<Hp>>().count(), 0);
+                for _ in 0..8 {
+                    loaded.update();
+                }
+                assert_eq!(seen(&loaded), expected, "saved on {from}, loaded on {to}");
+                assert_eq!(contents(&loaded.world), contents(&uninterrupted.world));
+            }
+        }
+    }
 }

@@ -363,7 +363,7 @@ impl<T: Component> SystemParam for Tracker<'_, T> {
         access.add_tracker::<T>(world)
     }
     fn fetch<'w, 's>(state: &'s mut ComponentId, context: SystemContext<'w>) -> Tracker<'w, T> {
-        Tracker::new(context.world.changes(), Some(*state), context.last_run)
+        Tracker::new(context.world, Some(*state), context.last_run)
     }
 }
 
@@ -703,9 +703,10 @@ pub struct FunctionSystem<Marker, F: SystemParamFunction<Marker>> {
     state: Option<<F::Param as SystemParam>::State>,
     lease: Lease,
     lend: Vec<ComponentId>,
-    /// The change ticks of the last run (0: never ran) and of this one.
+    /// The change ticks of the last run (0: never ran) and of this one, and where the world keeps the last run.
     last_run: u64,
     this_run: u64,
+    slot: Option<usize>,
     _marker: PhantomData<fn() -> Marker>,
 }
 
@@ -735,7 +736,8 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
         self.lend.clear();
         F::Param::prepare(state, world, &mut self.lend)?;
         world.lend(&self.lend, &mut self.lease);
-        self.this_run = world.take_tick();
+        let slot = *self.slot.get_or_insert_with(|| world.change_slot());
+        (self.last_run, self.this_run) = world.start_run(slot);
         Ok(())
     }
     fn run_shared(&mut self, world: &World) {
@@ -749,7 +751,9 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
             F::Param::finish(state, world);
         }
         // The next run's change filters see what changed after this one's start, but not its own writes.
-        self.last_run = self.this_run;
+        if let Some(slot) = self.slot.filter(|_| self.this_run != 0) {
+            world.end_run(slot, self.this_run);
+        }
     }
     fn flush(&mut self, world: &mut World) {
         if let Some(state) = self.state.as_mut() {
@@ -799,6 +803,7 @@ impl<M: 'static, F: SystemParamFunction<M>> IntoSystem<IsFunction<M>> for F {
             lend: Vec::new(),
             last_run: 0,
             this_run: 0,
+            slot: None,
             _marker: PhantomData,
         })
     }

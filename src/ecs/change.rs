@@ -19,7 +19,7 @@
 //! not stamped again or emptied since; the log is compacted to its current entries when it doubles.
 
 use super::component::{ComponentId, ComponentSet};
-use super::entity::Entity;
+use super::entity::{Entities, Entity};
 use super::storage::Registry;
 use super::world::World;
 use super::Component;
@@ -167,15 +167,138 @@ pub(crate) struct Changes {
     pub(crate) tracked: ComponentSet,
     /// By component id.
     tracks: Vec<Option<Track>>,
+    /// The tick each function system last ran with, by the slot it took when first prepared (0: never ran).
+    runs: Vec<u64>,
+    /// The next slot to hand out (not saved: an app's systems take slots 0, 1, .. in the order they first run, so
+    /// a snapshot loaded before an app's first frame gives each system its saved last run).
+    pub(crate) next_slot: usize,
 }
 
 impl Default for Changes {
     fn default() -> Self {
-        Self { tick: 1, last_clear: 0, previous_clear: 0, tracked: ComponentSet::EMPTY, tracks: Vec::new() }
+        Self {
+            tick: 1,
+            last_clear: 0,
+            previous_clear: 0,
+            tracked: ComponentSet::EMPTY,
+            tracks: Vec::new(),
+            runs: Vec::new(),
+            next_slot: 0,
+        }
     }
 }
 
+/// A tracked type's stamps as a snapshot keeps them (by the schema's name for the type).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SavedTrack {
+    pub(crate) name: String,
+    /// `(index, added, changed)` of every index holding a value.
+    stamps: Vec<(u32, u64, u64)>,
+    /// The log's current entries, in order.
+    log: Vec<(u64, u32)>,
+    removed: Vec<(u64, Entity)>,
+}
+
+/// A world's change state as a snapshot keeps it: the ticks, the systems' last runs and each tracked type's stamps
+/// (types the schema names; the others are not saved).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SavedChanges {
+    tick: u64,
+    last_clear: u64,
+    previous_clear: u64,
+    runs: Vec<u64>,
+    pub(crate) tracks: Vec<SavedTrack>,
+}
+
 impl Changes {
+    /// The change state to save; `name` names a tracked type in the snapshot (`None`: not saved).
+    pub(crate) fn save(&self, name: impl Fn(ComponentId) -> Option<String>) -> SavedChanges {
+        let tracks = self.tracked.iter().filter_map(|id| {
+            let track = self.track(id)?;
+            let stamps = (0..track.added.len() as u32)
+                .filter(|&index| track.has(index))
+                .map(|index| (index, track.added[index as usize], track.changed[index as usize]))
+                .collect();
+            let log =
+                track.log.iter().copied().filter(|&(tick, index)| track.changed[index as usize] == tick).collect();
+            Some(SavedTrack { name: name(id)?, stamps, log, removed: track.removed.clone() })
+        });
+        SavedChanges {
+            tick: self.tick,
+            last_clear: self.last_clear,
+            previous_clear: self.previous_clear,
+            runs: self.runs.clone(),
+            tracks: tracks.collect(),
+        }
+    }
+
+    /// The change state `saved` describes, its types' ids given by `id`; `bound` is the saved allocator's index
+    /// bound. Refused (with why) if a tick or an index is impossible.
+    pub(crate) fn load(
+        saved: SavedChanges,
+        id: impl Fn(&str) -> Option<ComponentId>,
+        bound: u32,
+    ) -> Result<Changes, String> {
+        let mut changes = Changes {
+            tick: saved.tick,
+            last_clear: saved.last_clear,
+            previous_clear: saved.previous_clear,
+            runs: saved.runs,
+            ..Changes::default()
+        };
+        let late = |tick: u64| tick >= saved.tick;
+        if saved.last_clear >= saved.tick.max(1)
+            || saved.previous_clear > saved.last_clear
+            || changes.runs.iter().any(|&t| late(t))
+        {
+            return Err(format!("impossible change ticks (tick {}, last clear {})", saved.tick, saved.last_clear));
+        }
+        for saved_track in saved.tracks {
+            let name = &saved_track.name;
+            let id = id(name).ok_or_else(|| format!("change state of `{name}`, which the schema does not name"))?;
+            let mut track = Track::default();
+            for &(index, added, changed) in &saved_track.stamps {
+                if index >= bound || added == 0 || changed < added || late(changed) {
+                    return Err(format!("impossible stamps of `{name}` at index {index}"));
+                }
+                track.grow(index);
+                (track.added[index as usize], track.changed[index as usize]) = (added, changed);
+                track.live += 1;
+            }
+            if saved_track.log.windows(2).any(|w| w[0].0 > w[1].0)
+                || saved_track.log.iter().any(|&(tick, index)| track.changed.get(index as usize) != Some(&tick))
+                || saved_track.removed.iter().any(|&(tick, _)| late(tick))
+            {
+                return Err(format!("an impossible change log of `{name}`"));
+            }
+            (track.log, track.removed) = (saved_track.log, saved_track.removed);
+            if changes.tracks.len() <= id as usize {
+                changes.tracks.resize_with(id as usize + 1, || None);
+            }
+            changes.tracks[id as usize] = Some(track);
+            changes.tracked.insert(id);
+        }
+        Ok(changes)
+    }
+
+    /// A slot for a function system's last run.
+    pub(crate) fn new_slot(&mut self) -> usize {
+        self.next_slot += 1;
+        self.next_slot - 1
+    }
+
+    /// The tick the system of `slot` last ran with (0: never).
+    pub(crate) fn last_run(&self, slot: usize) -> u64 {
+        self.runs.get(slot).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn set_last_run(&mut self, slot: usize, tick: u64) {
+        if self.runs.len() <= slot {
+            self.runs.resize(slot + 1, 0);
+        }
+        self.runs[slot] = tick;
+    }
+
     /// Takes a tick: every stamp so far is at or before it, every later one after it.
     pub(crate) fn take_tick(&mut self) -> u64 {
         let tick = self.tick;
@@ -225,6 +348,13 @@ impl Changes {
         }
         self.tracks[id as usize] = Some(track);
         self.tracked.insert(id);
+    }
+
+    /// Every value is gone (a cleared world): the tracks empty, the types stay tracked.
+    pub(crate) fn forget_values(&mut self) {
+        for track in self.tracks.iter_mut().flatten() {
+            *track = Track::default();
+        }
     }
 
     /// Marks the hook of change detection in `table`: spawns and despawns if anything is tracked, and the inserts
@@ -318,13 +448,15 @@ impl<'w> ChangeView<'w> {
 /// [`World::clear_trackers`]) or a system's `Tracker` parameter (since the system last ran).
 pub struct Tracker<'w, T> {
     track: Option<&'w Track>,
+    entities: &'w Entities,
     since: u64,
     _type: std::marker::PhantomData<fn() -> T>,
 }
 
 impl<'w, T: Component> Tracker<'w, T> {
-    pub(crate) fn new(changes: &'w Changes, id: Option<ComponentId>, since: u64) -> Self {
-        Self { track: id.and_then(|id| changes.track(id)), since, _type: std::marker::PhantomData }
+    pub(crate) fn new(world: &'w World, id: Option<ComponentId>, since: u64) -> Self {
+        let track = id.and_then(|id| world.changes.track(id));
+        Self { track, entities: &world.entities, since, _type: std::marker::PhantomData }
     }
 
     /// Whether `T` is tracked at all (if not, nothing is ever added, changed or removed here).
@@ -334,12 +466,14 @@ impl<'w, T: Component> Tracker<'w, T> {
 
     /// Whether `entity`'s `T` was added since the moment (`false` for a dead handle).
     pub fn is_added(&self, entity: Entity) -> bool {
-        self.track.is_some_and(|track| track.changed_since(entity.index(), self.since, true))
+        let alive = self.entities.is_alive(entity);
+        alive && self.track.is_some_and(|track| track.changed_since(entity.index(), self.since, true))
     }
 
-    /// Whether `entity`'s `T` was added or changed since the moment.
+    /// Whether `entity`'s `T` was added or changed since the moment (`false` for a dead handle).
     pub fn is_changed(&self, entity: Entity) -> bool {
-        self.track.is_some_and(|track| track.changed_since(entity.index(), self.since, false))
+        let alive = self.entities.is_alive(entity);
+        alive && self.track.is_some_and(|track| track.changed_since(entity.index(), self.since, false))
     }
 
     /// The entity indices whose `T` changed (or was added) since the moment, ascending (handle order).
@@ -425,7 +559,7 @@ impl World {
     /// Change detection of `T` since the last [`World::clear_trackers`].
     pub fn tracker<T: Component>(&self) -> Tracker<'_, T> {
         let id = self.components.id::<T>();
-        Tracker::new(&self.changes, id, self.changes.last_clear)
+        Tracker::new(self, id, self.changes.last_clear)
     }
 
     /// What the world's own queries' change filters compare against: the last [`World::clear_trackers`], or
@@ -453,9 +587,26 @@ impl World {
         self.changes.stamp_all(ids, indices, tick);
     }
 
-    /// Takes a tick (a system's run starts: its writes are stamped with it).
-    pub(crate) fn take_tick(&mut self) -> u64 {
-        self.changes.take_tick()
+    /// A system's run starts: a tick for its writes, and the tick its last run had (by its `slot`, taken from
+    /// [`World::change_slot`] when it was first added).
+    pub(crate) fn start_run(&mut self, slot: usize) -> (u64, u64) {
+        (self.changes.last_run(slot), self.changes.take_tick())
+    }
+
+    /// A system's run (with `tick`) is over.
+    pub(crate) fn end_run(&mut self, slot: usize, tick: u64) {
+        self.changes.set_last_run(slot, tick);
+    }
+
+    /// Puts a loaded change state in place (its tracked types get their hooks).
+    pub(crate) fn set_changes(&mut self, changes: Changes) {
+        self.changes = changes;
+        self.mark_hooks();
+    }
+
+    /// A slot for a function system's last run, kept in the world (and its snapshots).
+    pub(crate) fn change_slot(&mut self) -> usize {
+        self.changes.new_slot()
     }
 
     /// The current change tick (what a change made now is stamped with).

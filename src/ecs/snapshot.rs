@@ -10,11 +10,12 @@
 //! ```text
 //!  binary file:  "SWARMSNP" | version u32 | payload length u64 | checksum u64 | payload (postcard)
 //!  payload:      saved_on | allocator | command totals | columns [name, entities, values] | resources [name, value]
+//!                | changes [ticks, systems' last runs, tracked types' stamps]   (version 2; version 1 files load)
 //! ```
 //!
 //! Two encodings of one payload: compact binary through [postcard](https://docs.rs/postcard) (a stable, documented
 //! wire format with variable-length integers; column indices are stored as gaps, mostly one byte each), and JSON
-//! for reading by eye (`{"format": "swarm snapshot", "version": 1, "snapshot": {...}}`, absolute indices, handles
+//! for reading by eye (`{"format": "swarm snapshot", "version": 2, "snapshot": {...}}`, absolute indices, handles
 //! as `"12v3"`). Loading tells them apart by the first bytes. Columns and resources are encoded one by one (a
 //! blob per column in binary, a JSON value in JSON), so a schema needs no code per format.
 //!
@@ -41,6 +42,7 @@
 //! assert!(schema.load(&bytes[..bytes.len() - 1], None).is_err()); // truncated: refused, with the reason
 //! ```
 
+use super::change::{Changes, SavedChanges};
 use super::commands::CommandTotals;
 use super::entity::{AllocatorState, Entities, Entity};
 use super::hierarchy::{Children, Parent};
@@ -57,7 +59,7 @@ use std::fmt;
 /// The first 8 bytes of a binary snapshot.
 pub const MAGIC: [u8; 8] = *b"SWARMSNP";
 /// The format version this build writes, and the newest it reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The `format` field of a JSON snapshot.
 pub const JSON_FORMAT: &str = "swarm snapshot";
 /// Bytes before a binary snapshot's payload: magic, version, payload length, checksum.
@@ -344,6 +346,26 @@ struct Payload<V> {
     commands: CommandTotals,
     components: Vec<Column<V>>,
     resources: Vec<Named<V>>,
+    /// Change detection's ticks, the systems' last runs and the tracked types' stamps (since version 2).
+    #[serde(default)]
+    changes: SavedChanges,
+}
+
+/// The payload of format version 1: no change state.
+#[derive(Deserialize)]
+struct PayloadV1<V> {
+    saved_on: String,
+    allocator: AllocatorState,
+    commands: CommandTotals,
+    components: Vec<Column<V>>,
+    resources: Vec<Named<V>>,
+}
+
+impl<V> From<PayloadV1<V>> for Payload<V> {
+    fn from(old: PayloadV1<V>) -> Self {
+        let PayloadV1 { saved_on, allocator, commands, components, resources } = old;
+        Payload { saved_on, allocator, commands, components, resources, changes: SavedChanges::default() }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -681,12 +703,17 @@ impl SnapshotSchema {
         for entry in &self.resources {
             resources.push(Named { name: entry.name.to_string(), value: (C::resource(entry).save)(world)? });
         }
+        let changes = world.changes().save(|id| {
+            let type_id = world.components.info(id).type_id;
+            self.components.iter().find(|entry| entry.type_id == type_id).map(|entry| entry.name.to_string())
+        });
         Ok(Payload {
             saved_on: world.backend().name().to_string(),
             allocator,
             commands: world.command_totals(),
             components,
             resources,
+            changes,
         })
     }
 
@@ -739,7 +766,13 @@ impl SnapshotSchema {
         let (staging, saved_on, format) = match detect(bytes)? {
             Format::Binary => {
                 let body = binary_body(bytes)?;
-                let payload: Payload<serde_bytes::ByteBuf> = match postcard::take_from_bytes(body) {
+                // Version 1 had no change state: nothing was tracked.
+                let decoded = match bytes[8] {
+                    1 => postcard::take_from_bytes::<PayloadV1<serde_bytes::ByteBuf>>(body)
+                        .map(|(payload, rest)| (payload.into(), rest)),
+                    _ => postcard::take_from_bytes(body),
+                };
+                let payload: Payload<serde_bytes::ByteBuf> = match decoded {
                     Ok((payload, [])) => payload,
                     Ok((_, rest)) => {
                         return Err(SnapshotError::Corrupt(format!("{} bytes after the payload", rest.len())))
@@ -843,6 +876,14 @@ impl SnapshotSchema {
         for &(name, check) in &self.checks {
             check(&world).map_err(|why| SnapshotError::OutOfRange { name, why })?;
         }
+        // Last, silently: the load itself is no change.
+        let bound = world.entities().index_bound();
+        let id = |name: &str| {
+            let entry = self.components.iter().find(|entry| entry.name == name)?;
+            world.components.id_of(entry.type_id)
+        };
+        let changes = Changes::load(payload.changes, id, bound).map_err(SnapshotError::Corrupt)?;
+        world.set_changes(changes);
         Ok((world, saved_on))
     }
 }

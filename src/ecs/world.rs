@@ -773,7 +773,10 @@ impl World {
         // The handlers stay with this world; the types they watch have ids in the new registry, and the hook table
         // is rebuilt for it before anything may panic.
         self.rekey_events();
+        // The systems keep their slots; the loaded state's last runs go with them.
+        let next_slot = self.changes.next_slot;
         self.changes = changes;
+        self.changes.next_slot = next_slot;
         for type_id in tracked {
             if let Some(id) = self.components.id_of(type_id) {
                 self.track_id(id);
@@ -806,6 +809,8 @@ impl World {
         }));
         let cleared = self.storage.clear();
         self.entities.clear();
+        // Tracked types stay tracked, with no value anywhere (a clear fires no change and lists no removal).
+        self.changes.forget_values();
         // The first panic goes on; a later one is dropped.
         if let Err(panic) = discarded.and(cleared) {
             std::panic::resume_unwind(panic);

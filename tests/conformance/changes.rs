@@ -236,6 +236,24 @@ fn tracking_starts_with_what_is_there(backend: Backend) {
     assert_eq!(w.query::<()>().filter::<Changed<Hp>>().count(), 0);
 }
 
+/// A cleared world keeps its types tracked with no value anywhere: a spawn at a freed index is added, and the old
+/// handle answers nothing.
+fn clear_forgets_every_value(backend: Backend) {
+    let mut w = world(backend);
+    w.track::<Hp>();
+    let old = w.spawn((Hp(1),)).unwrap();
+    w.clear_trackers();
+    w.get_mut::<Hp>(old).unwrap().0 = 2;
+    w.clear();
+    let new = w.spawn((Hp(3),)).unwrap();
+    assert_eq!(new.index(), old.index(), "the index is reused");
+    let added: Vec<Entity> = w.query::<()>().filter::<Added<Hp>>().iter().map(|(e, _)| e).collect();
+    assert_eq!(added, [new]);
+    let tracker = w.tracker::<Hp>();
+    assert!(tracker.is_added(new) && !tracker.is_changed(old) && !tracker.is_added(old));
+    assert_eq!(tracker.removed().count(), 0, "a clear lists no removal");
+}
+
 mod every_backend {
     use crate::backends;
 
@@ -243,6 +261,7 @@ mod every_backend {
         agrees_with_the_model,
         changes_inside_or_are_refused,
         tracking_starts_with_what_is_there,
+        clear_forgets_every_value,
     }
 
     panics_on_every_backend! {
