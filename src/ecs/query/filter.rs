@@ -342,8 +342,7 @@ impl<'w> ChangeTerm<'w> {
         let track = changes.track_of::<T>().unwrap_or_else(|| {
             let name = std::any::type_name::<T>();
             panic!(
-                "{}<{name}>: {name} is not tracked; call world.track::<{name}>() (or App::track) before querying its \
-                 changes",
+                "{}<{name}>: {name} is not tracked; call world.track::<{name}>() before querying its changes",
                 if added { "Added" } else { "Changed" }
             )
         });
