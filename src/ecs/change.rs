@@ -583,7 +583,7 @@ impl World {
     }
 
     /// Stamps the values of `ids` at `indices` with `tick` (a system's run, over).
-    pub(crate) fn stamp_rows(&mut self, ids: &[ComponentId], indices: &[u32], tick: u64) {
+    pub(crate) fn stamp_all(&mut self, ids: &[ComponentId], indices: &[u32], tick: u64) {
         self.changes.stamp_all(ids, indices, tick);
     }
 

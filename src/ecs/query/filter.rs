@@ -403,18 +403,11 @@ macro_rules! change_filter {
             fn matches<L: Layout>(term: &ChangeTerm<'_>, index: u32) -> bool {
                 term.passes(index)
             }
-            fn min_len<L: Layout>(term: &ChangeTerm<'_>) -> usize {
-                term.candidates(0, None)
+            /// (A change filter drives through [`Filter::row_candidates`]: the walk never asks its pools.)
+            fn min_len<L: Layout>(_: &ChangeTerm<'_>) -> usize {
+                usize::MAX
             }
-            fn collect<L: Layout>(
-                term: &ChangeTerm<'_>,
-                len: usize,
-                done: &mut bool,
-                entities: &Entities,
-                out: &mut Vec<Entity>,
-            ) {
-                term.candidates(len, Some((done, entities, out)));
-            }
+            fn collect<L: Layout>(_: &ChangeTerm<'_>, _: usize, _: &mut bool, _: &Entities, _: &mut Vec<Entity>) {}
             /// (Required: the access's set says so.)
             fn table_passes(_: &ComponentSet, _: &mut dyn Iterator<Item = ComponentId>) -> bool {
                 true

@@ -256,7 +256,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
     /// A system's run is over: the rows it stamped go to the world's tracks, with the run's tick.
     pub(crate) fn flush_stamps(&mut self, world: &mut World) {
         if !self.stamps.is_empty() {
-            world.stamp_rows(&self.stamp_ids, &self.stamps, self.tick);
+            world.stamp_all(&self.stamp_ids, &self.stamps, self.tick);
             self.stamps.clear();
         }
     }
