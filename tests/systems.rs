@@ -760,16 +760,53 @@ fn watch(
     seen.0.push((*frame, changed, removed, added.iter().count()));
 }
 
+/// Hands out every `Hp` as `&mut` and writes it back unchanged.
+fn touch(mut q: Query<&mut Hp>) {
+    q.for_each(|_, hp| hp.0 = hp.0.clamp(i32::MIN as _, i32::MAX as _));
+}
+
 fn change_app(backend: Backend, threads: usize) -> App {
+    change_app_with(backend, threads, false, false)
+}
+
+/// The change app, `Hp` tracked in the exact mode or not, with `touch` after the clamp or not.
+fn change_app_with(backend: Backend, threads: usize, exact: bool, touching: bool) -> App {
     let mut world = world(backend);
-    world.track::<Hp>();
+    match exact {
+        true => world.track_exact::<Hp>(),
+        false => world.track::<Hp>(),
+    }
     world.insert_resource(Seen::default());
     world.insert_resource(Frame::default());
     let mut app = App::with_world(world);
     app.set_threads(threads);
     app.add_systems(Stage::PreUpdate, next_frame);
     app.add_systems(Stage::Update, (poke, clamp)).add_systems(Stage::PostUpdate, cull).add_systems(Stage::Last, watch);
+    if touching {
+        app.add_systems(Stage::PostUpdate, touch);
+    }
     app
+}
+
+#[test]
+fn the_exact_mode_ignores_writes_of_an_equal_value_on_every_backend_and_thread_count() {
+    let frames = |mut app: App| {
+        for _ in 0..12 {
+            app.update();
+        }
+        (seen(&app), contents(&app.world))
+    };
+    let untouched = frames(change_app_with(Backend::SparseSet, 1, true, false));
+    assert!(untouched.0[1..].iter().all(|(changed, _, _)| !changed.is_empty() && changed.len() < 100));
+    for backend in Backend::ALL {
+        for threads in [1, 2, 4] {
+            let touched = frames(change_app_with(backend, threads, true, true));
+            assert_eq!(touched, untouched, "{backend}, {threads} threads: a system writing equal values");
+        }
+    }
+    // Without the exact mode every touched row counts.
+    let plain = frames(change_app_with(Backend::SparseSet, 1, false, true));
+    assert!(plain.0[1..].iter().all(|(changed, _, _)| changed.len() > 200));
 }
 
 #[test]
@@ -833,11 +870,18 @@ fn change_state_survives_a_snapshot_on_every_backend_pair() {
         .component::<Hp>("hp")
         .component::<Frozen>("frozen")
         .resource::<Frame>("frame");
-    for from in Backend::ALL {
-        let mut uninterrupted = change_app(from, 1);
+    for (from, exact) in Backend::ALL.into_iter().flat_map(|b| [(b, false), (b, true)]) {
+        let mut uninterrupted = change_app_with(from, 1, exact, exact);
         for _ in 0..5 {
             uninterrupted.update();
         }
+        if exact {
+            // A write waiting in the exact mode is saved as compared.
+            let first = uninterrupted.world.query::<&Hp>().iter().next().map(|(e, _)| e).unwrap();
+            uninterrupted.world.get_mut::<Hp>(first).unwrap().0 += 1;
+        }
+        let changed_at_save = uninterrupted.world.query::<()>().filter::<swarm::ecs::Changed<Hp>>().count();
+        assert_eq!(changed_at_save, exact as usize);
         let bytes = schema.save(&uninterrupted.world, Format::Binary).unwrap();
         let json = schema.save(&uninterrupted.world, Format::Json).unwrap();
         for _ in 0..8 {
@@ -847,14 +891,15 @@ fn change_state_survives_a_snapshot_on_every_backend_pair() {
         assert!(expected.iter().all(|(changed, _, _)| !changed.is_empty()));
         for to in Backend::ALL {
             for file in [&bytes, &json] {
-                let mut loaded = change_app(to, 2);
+                let mut loaded = change_app_with(to, 2, exact, exact);
                 schema.load_into(&mut loaded.world, file, Some(to)).unwrap();
-                // Loading is no change: the world's own queries see none.
-                assert_eq!(loaded.world.query::<()>().filter::<swarm::ecs::Changed<Hp>>().count(), 0);
+                // Loading is no change: the world's own queries see what the saved world's saw.
+                let changed = loaded.world.query::<()>().filter::<swarm::ecs::Changed<Hp>>().count();
+                assert_eq!(changed, changed_at_save);
                 for _ in 0..8 {
                     loaded.update();
                 }
-                assert_eq!(seen(&loaded), expected, "saved on {from}, loaded on {to}");
+                assert_eq!(seen(&loaded), expected, "saved on {from}, loaded on {to}, exact: {exact}");
                 assert_eq!(contents(&loaded.world), contents(&uninterrupted.world));
             }
         }

@@ -39,7 +39,187 @@ pub(crate) struct Track {
     removed: Vec<(u64, Entity)>,
     /// Entities holding a value.
     live: usize,
+    /// The exact mode's copies and waiting writes ([`World::track_exact`]); `None`: every write counts.
+    exact: Option<Exact>,
 }
+
+/// A copy of each value of one type, by entity index: what the exact mode compares a written value with.
+pub(crate) trait Shadow: Send + Sync {
+    /// Whether the value of type `id` at `index` in `world` differs from the copy (one present, the other not).
+    fn differs(&self, world: &World, id: ComponentId, index: u32) -> bool;
+    /// Copies the value at `index` (or forgets the copy if there is none).
+    fn refresh(&mut self, world: &World, id: ComponentId, index: u32);
+    /// Appends every index holding a value that differs from its copy, in the storage's order, but those `stale`
+    /// names.
+    fn differing(&self, world: &World, stale: &dyn Fn(u32) -> bool, out: &mut Vec<u32>);
+    /// Forgets every copy.
+    fn reset(&mut self);
+    fn clone_box(&self) -> Box<dyn Shadow>;
+}
+
+struct Copies<T>(Vec<Option<T>>);
+
+impl<T: Component + PartialEq + Clone> Copies<T> {
+    fn slot(&mut self, index: u32) -> &mut Option<T> {
+        if self.0.len() <= index as usize {
+            self.0.resize_with((index as usize + 1).next_power_of_two().max(64), || None);
+        }
+        &mut self.0[index as usize]
+    }
+}
+
+impl<T: Component + PartialEq + Clone> Shadow for Copies<T> {
+    fn differs(&self, world: &World, id: ComponentId, index: u32) -> bool {
+        self.0.get(index as usize).and_then(Option::as_ref) != world.storage.get::<T>(id, index)
+    }
+    fn refresh(&mut self, world: &World, id: ComponentId, index: u32) {
+        *self.slot(index) = world.storage.get::<T>(id, index).cloned();
+    }
+    fn differing(&self, world: &World, stale: &dyn Fn(u32) -> bool, out: &mut Vec<u32>) {
+        // One pass over the values in the storage's own order (the copies are read by index).
+        world.query_ref::<&T>().for_each(|entity, value| {
+            let index = entity.index();
+            if self.0.get(index as usize).and_then(Option::as_ref) != Some(value) && !stale(index) {
+                out.push(index);
+            }
+        });
+    }
+    fn reset(&mut self) {
+        self.0.clear();
+    }
+    fn clone_box(&self) -> Box<dyn Shadow> {
+        Box::new(Copies(self.0.clone()))
+    }
+}
+
+/// The exact mode of a tracked type: a write handed out as `&mut` *waits* (with its tick) until the world can
+/// compare the value with its copy; it counts as a change only if they differ. A loop that hands out every value
+/// marks the type whole (one pass over the values compares them all) instead of listing its rows. A value put
+/// (added or replaced) is stamped at once and its copy refreshed at the next comparison.
+///
+/// Every write waiting has the same tick: direct writes take the world's current tick, a system's writes are
+/// compared when its run ends, and the world compares before it takes a tick. So the log stays in tick order.
+pub(crate) struct Exact {
+    shadow: Box<dyn Shadow>,
+    /// Per entity index: the tick of the latest write waiting (0: none), and whether the copy needs refreshing.
+    waiting: Vec<(u64, bool)>,
+    /// The indices with a waiting write or a stale copy, each once.
+    queue: Vec<u32>,
+    /// The tick of a loop that handed out every value (0: none).
+    whole: u64,
+    /// What a comparison found: indices, then `(index, tick)` to stamp (kept, so a steady frame allocates nothing).
+    found: Vec<u32>,
+    pub(crate) settled: Vec<(u32, u64)>,
+}
+
+impl Exact {
+    /// No copies (a shadow with none), nothing waiting.
+    fn empty() -> Self {
+        let shadow: Box<dyn Shadow> = Box::new(Copies::<()>(Vec::new()));
+        Self { shadow, waiting: Vec::new(), queue: Vec::new(), whole: 0, found: Vec::new(), settled: Vec::new() }
+    }
+
+    fn note(&mut self, index: u32, tick: u64, stale: bool) {
+        if self.waiting.len() <= index as usize {
+            self.waiting.resize((index as usize + 1).next_power_of_two().max(64), (0, false));
+        }
+        let slot = &mut self.waiting[index as usize];
+        if *slot == (0, false) {
+            self.queue.push(index);
+        }
+        if stale {
+            slot.1 = true;
+        } else {
+            slot.0 = tick;
+        }
+    }
+
+    fn stale(&self, index: u32) -> bool {
+        self.waiting.get(index as usize).is_some_and(|slot| slot.1)
+    }
+
+    fn waits(&self) -> bool {
+        self.whole != 0 || !self.queue.is_empty()
+    }
+
+    /// The tick of a write waiting at `index` (which holds a value) whose value differs from its copy.
+    fn differing_at(&self, index: u32, seen: Seen<'_>) -> Option<u64> {
+        let (world, id) = seen?;
+        let &(tick, stale) = self.waiting.get(index as usize).unwrap_or(&(0, false));
+        let tick = tick.max(self.whole);
+        (tick != 0 && !stale && self.shadow.differs(world, id, index)).then_some(tick)
+    }
+
+    /// Compares every waiting write of type `id` (whose track is `track`) in `world`: `settled` lists the indices
+    /// whose value differs, each with its write's tick, in stamping order; their copies and the stale ones are
+    /// refreshed. Nothing waits afterwards.
+    fn settle(&mut self, track: &Track, world: &World, id: ComponentId) {
+        self.settled.clear();
+        if self.whole != 0 {
+            let tick = std::mem::take(&mut self.whole);
+            let mut found = std::mem::take(&mut self.found);
+            found.clear();
+            self.shadow.differing(world, &|index| self.stale(index), &mut found);
+            // In index order: the log (and a snapshot of it) is the same on every backend.
+            found.sort_unstable();
+            for &index in &found {
+                self.shadow.refresh(world, id, index);
+                self.settled.push((index, tick));
+            }
+            self.found = found;
+        }
+        for k in 0..self.queue.len() {
+            let index = self.queue[k];
+            let (tick, stale) = std::mem::take(&mut self.waiting[index as usize]);
+            if !track.has(index) {
+                continue;
+            }
+            if stale {
+                self.shadow.refresh(world, id, index);
+            } else if self.shadow.differs(world, id, index) {
+                self.shadow.refresh(world, id, index);
+                self.settled.push((index, tick));
+            }
+        }
+        self.queue.clear();
+    }
+}
+
+impl Clone for Exact {
+    fn clone(&self) -> Self {
+        Self {
+            shadow: self.shadow.clone_box(),
+            waiting: self.waiting.clone(),
+            queue: self.queue.clone(),
+            whole: self.whole,
+            found: Vec::new(),
+            settled: Vec::new(),
+        }
+    }
+}
+
+/// Two exact modes are alike when the same writes wait (the copies follow the values).
+impl PartialEq for Exact {
+    fn eq(&self, other: &Self) -> bool {
+        let mut mine: Vec<_> = self.queue.iter().map(|&i| (i, self.waiting[i as usize])).collect();
+        let mut theirs: Vec<_> = other.queue.iter().map(|&i| (i, other.waiting[i as usize])).collect();
+        mine.sort_unstable();
+        theirs.sort_unstable();
+        mine == theirs && self.whole == other.whole
+    }
+}
+
+impl Eq for Exact {}
+
+impl std::fmt::Debug for Exact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exact").field("waiting", &self.queue.len()).field("whole", &self.whole).finish_non_exhaustive()
+    }
+}
+
+/// Where a reader compares the writes waiting in an exact track: the world and the type's id (`None`: nothing
+/// waits, the world compared them before lending its storage).
+pub(crate) type Seen<'w> = Option<(&'w World, ComponentId)>;
 
 impl Track {
     #[inline]
@@ -72,6 +252,16 @@ impl Track {
         }
     }
 
+    /// The value of `index` (it holds one) was handed out as `&mut` at `tick`: stamped, or in the exact mode left
+    /// waiting for a comparison ([`Track::compare`]).
+    #[inline]
+    pub(crate) fn write(&mut self, index: u32, tick: u64) {
+        match &mut self.exact {
+            None => self.stamp(index, tick),
+            Some(exact) => exact.note(index, tick, false),
+        }
+    }
+
     /// A value was put at `index` at `tick`: added if it had none, else changed (replaced).
     pub(crate) fn put(&mut self, index: u32, tick: u64) {
         self.grow(index);
@@ -80,6 +270,27 @@ impl Track {
             self.live += 1;
         }
         self.stamp(index, tick);
+        if let Some(exact) = &mut self.exact {
+            exact.note(index, tick, true);
+        }
+    }
+
+    /// Whether writes wait for a comparison.
+    #[inline]
+    pub(crate) fn waits(&self) -> bool {
+        self.exact.as_ref().is_some_and(Exact::waits)
+    }
+
+    /// Compares every waiting write of type `id` with its copy, `world` holding the values (this track may be a
+    /// copy of the world's): a value that differs is stamped with its write's tick and copied; one that is equal
+    /// is not a change.
+    pub(crate) fn compare(&mut self, world: &World, id: ComponentId) {
+        let Some(mut exact) = self.exact.take() else { return };
+        exact.settle(self, world, id);
+        for &(index, tick) in &exact.settled {
+            self.stamp(index, tick);
+        }
+        self.exact = Some(exact);
     }
 
     /// `entity`'s value went at `tick` (if it had one).
@@ -103,50 +314,77 @@ impl Track {
     /// Appends the indices whose value changed (or was added, with `added_only`) after `since`, in ascending order.
     /// A few are sorted; many (more than one index in 256) are set in a bitmap of the index range and read back in
     /// order, which costs the changed rows and a sweep of `bound / 64` words instead of a sort.
-    pub(crate) fn since(&self, since: u64, added_only: bool, out: &mut Vec<u32>) {
-        let entries = &self.log[self.log.len() - self.newer_than(since)..];
+    /// Writes waiting in the exact mode count as if compared now, against `seen`.
+    pub(crate) fn since(&self, since: u64, added_only: bool, seen: Seen<'_>, out: &mut Vec<u32>) {
+        let start = out.len();
+        self.logged_since(since, added_only, out);
+        if let (Some(exact), Some((world, _))) = (self.exact.as_ref().filter(|_| !added_only), seen) {
+            let before = out.len();
+            if exact.whole > since {
+                exact.shadow.differing(world, &|index| exact.stale(index), out);
+            }
+            let waiting = exact.queue.iter().copied();
+            out.extend(waiting.filter(|&index| self.waiting_change(index, seen).is_some_and(|tick| tick > since)));
+            if out.len() > before {
+                out[start..].sort_unstable();
+                dedup_from(out, start);
+            }
+        }
+    }
+
+    fn logged_since(&self, since: u64, added_only: bool, out: &mut Vec<u32>) {
+        let entries = &self.log[self.log.partition_point(|&(tick, _)| tick <= since)..];
         let current = entries.iter().filter(|&&(tick, index)| {
             self.changed[index as usize] == tick && (!added_only || self.added[index as usize] > since)
         });
         let bound = self.changed.len();
         if entries.len() > 64 && entries.len() > bound / 256 {
-            let mut bits = vec![0u64; bound.div_ceil(64)];
-            for &(_, index) in current {
-                bits[index as usize / 64] |= 1 << (index % 64);
-            }
-            for (word, &set) in bits.iter().enumerate() {
-                let mut set = set;
-                while set != 0 {
-                    out.push(word as u32 * 64 + set.trailing_zeros());
-                    set &= set - 1;
+            BITS.with_borrow_mut(|bits| {
+                bits.clear();
+                bits.resize(bound.div_ceil(64), 0);
+                for &(_, index) in current {
+                    bits[index as usize / 64] |= 1 << (index % 64);
                 }
-            }
+                for (word, &set) in bits.iter().enumerate() {
+                    let mut set = set;
+                    while set != 0 {
+                        out.push(word as u32 * 64 + set.trailing_zeros());
+                        set &= set - 1;
+                    }
+                }
+            });
             return;
         }
         let start = out.len();
         out.extend(current.map(|&(_, index)| index));
         out[start..].sort_unstable();
         // A value taken and put back within one tick is logged twice.
-        let mut kept = start;
-        for k in start..out.len() {
-            if kept == start || out[kept - 1] != out[k] {
-                out[kept] = out[k];
-                kept += 1;
-            }
-        }
-        out.truncate(kept);
+        dedup_from(out, start);
     }
 
-    /// How many entries of the log are newer than `since` (current or not): what a pass after `since` reads.
+    /// How many entries of the log are newer than `since` (current or not), and writes waiting: what a pass after
+    /// `since` reads.
     pub(crate) fn newer_than(&self, since: u64) -> usize {
-        self.log.len() - self.log.partition_point(|&(tick, _)| tick <= since)
+        let waiting = match &self.exact {
+            Some(exact) if exact.whole != 0 => self.live + exact.queue.len(),
+            Some(exact) => exact.queue.len(),
+            None => 0,
+        };
+        self.log.len() - self.log.partition_point(|&(tick, _)| tick <= since) + waiting
     }
 
-    /// Whether the value of `index` changed (or was added, with `added_only`) after `since`.
+    /// Whether the value of `index` changed (or was added, with `added_only`) after `since`; a write waiting in
+    /// the exact mode counts as if compared now, against `seen`.
     #[inline]
-    pub(crate) fn changed_since(&self, index: u32, since: u64, added_only: bool) -> bool {
+    pub(crate) fn changed_since(&self, index: u32, since: u64, added_only: bool, seen: Seen<'_>) -> bool {
         let stamps = if added_only { &self.added } else { &self.changed };
         stamps.get(index as usize).is_some_and(|&t| t > since)
+            || (!added_only && seen.is_some() && self.waiting_change(index, seen).is_some_and(|t| t > since))
+    }
+
+    /// The tick of a write waiting at `index` (which holds a value) that will count when compared.
+    fn waiting_change(&self, index: u32, seen: Seen<'_>) -> Option<u64> {
+        self.exact.as_ref().filter(|_| self.has(index))?.differing_at(index, seen)
     }
 
     /// Drops the removals at or before `tick`.
@@ -154,6 +392,26 @@ impl Track {
         let keep = self.removed.partition_point(|&(t, _)| t <= tick);
         self.removed.drain(..keep);
     }
+}
+
+thread_local! {
+    /// The bitmap a pass over many changed rows reads back in order, kept for the next pass on this thread (a
+    /// steady frame allocates nothing).
+    static BITS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The indices a change filter's pass lists before they become handles, kept likewise.
+    pub(crate) static INDICES: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Keeps the first of each run of equal values in `out[start..]` (sorted).
+fn dedup_from(out: &mut Vec<u32>, start: usize) {
+    let mut kept = start;
+    for k in start..out.len() {
+        if kept == start || out[kept - 1] != out[k] {
+            out[kept] = out[k];
+            kept += 1;
+        }
+    }
+    out.truncate(kept);
 }
 
 /// A world's change state: the tick, the moment its own queries compare against, and a [`Track`] per tracked type.
@@ -165,6 +423,8 @@ pub(crate) struct Changes {
     pub(crate) last_clear: u64,
     previous_clear: u64,
     pub(crate) tracked: ComponentSet,
+    /// The tracked types in the exact mode.
+    exact: ComponentSet,
     /// By component id.
     tracks: Vec<Option<Track>>,
     /// The tick each function system last ran with, by the slot it took when first prepared (0: never ran).
@@ -181,6 +441,7 @@ impl Default for Changes {
             last_clear: 0,
             previous_clear: 0,
             tracked: ComponentSet::EMPTY,
+            exact: ComponentSet::EMPTY,
             tracks: Vec::new(),
             runs: Vec::new(),
             next_slot: 0,
@@ -211,16 +472,26 @@ pub(crate) struct SavedChanges {
 }
 
 impl Changes {
-    /// The change state to save; `name` names a tracked type in the snapshot (`None`: not saved).
-    pub(crate) fn save(&self, name: impl Fn(ComponentId) -> Option<String>) -> SavedChanges {
+    /// The change state to save (writes waiting in the exact mode compared against `storage`, as they would be
+    /// now); `name` names a tracked type in the snapshot (`None`: not saved).
+    pub(crate) fn save(&self, world: &World, name: impl Fn(ComponentId) -> Option<String>) -> SavedChanges {
         let tracks = self.tracked.iter().filter_map(|id| {
-            let track = self.track(id)?;
+            let compared;
+            let mut track = self.track(id)?;
+            if track.waits() {
+                let mut copy = track.clone();
+                copy.compare(world, id);
+                compared = copy;
+                track = &compared;
+            }
             let stamps = (0..track.added.len() as u32)
                 .filter(|&index| track.has(index))
                 .map(|index| (index, track.added[index as usize], track.changed[index as usize]))
                 .collect();
-            let log =
+            let mut log: Vec<(u64, u32)> =
                 track.log.iter().copied().filter(|&(tick, index)| track.changed[index as usize] == tick).collect();
+            // Within a tick, in index order (a loop stamps in the storage's order): the same bytes on every backend.
+            log.sort_unstable();
             Some(SavedTrack { name: name(id)?, stamps, log, removed: track.removed.clone() })
         });
         SavedChanges {
@@ -246,10 +517,12 @@ impl Changes {
             runs: saved.runs,
             ..Changes::default()
         };
-        let late = |tick: u64| tick >= saved.tick;
+        // A tick taken is before the current one; a change made directly is stamped with the current one.
+        let taken_late = |tick: u64| tick >= saved.tick;
+        let late = |tick: u64| tick > saved.tick;
         if saved.last_clear >= saved.tick.max(1)
             || saved.previous_clear > saved.last_clear
-            || changes.runs.iter().any(|&t| late(t))
+            || changes.runs.iter().any(|&t| taken_late(t))
         {
             return Err(format!("impossible change ticks (tick {}, last clear {})", saved.tick, saved.last_clear));
         }
@@ -323,6 +596,12 @@ impl Changes {
         self.tracked.contains(id)
     }
 
+    /// Whether type `id` is tracked in the exact mode.
+    #[inline]
+    pub(crate) fn is_exact(&self, id: ComponentId) -> bool {
+        self.exact.contains(id)
+    }
+
     /// The track of type `id`, if tracked.
     #[inline]
     pub(crate) fn track(&self, id: ComponentId) -> Option<&Track> {
@@ -350,11 +629,27 @@ impl Changes {
         self.tracked.insert(id);
     }
 
-    /// Every value is gone (a cleared world): the tracks empty, the types stay tracked.
+    /// Every value is gone (a cleared world): the tracks empty, the types stay tracked (exactly, if they were).
     pub(crate) fn forget_values(&mut self) {
         for track in self.tracks.iter_mut().flatten() {
-            *track = Track::default();
+            let exact = track.exact.take().map(|mut exact| {
+                exact.shadow.reset();
+                Exact { shadow: exact.shadow, ..Exact::empty() }
+            });
+            *track = Track { exact, ..Track::default() };
         }
+    }
+
+    /// The types in the exact mode, each with an empty copy of its shadow: what a world keeps when its contents
+    /// are replaced (by type: the new registry numbers them its own way).
+    pub(crate) fn exact_types(&self, components: &Registry) -> Vec<(std::any::TypeId, Box<dyn Shadow>)> {
+        let exact = self.exact.iter().filter_map(|id| Some((id, self.track(id)?.exact.as_ref()?)));
+        let empty = |exact: &Exact| {
+            let mut shadow = exact.shadow.clone_box();
+            shadow.reset();
+            shadow
+        };
+        exact.map(|(id, exact)| (components.info(id).type_id, empty(exact))).collect()
     }
 
     /// Marks the hook of change detection in `table`: spawns and despawns if anything is tracked, and the inserts
@@ -370,12 +665,28 @@ impl Changes {
         }
     }
 
-    /// The values of `ids` at `indices` changed at `tick` (each index holds them all).
+    /// Keeps, of the first `n` of `ids`, the types not in the exact mode (returns how many); every value of the
+    /// others was handed out as `&mut` at `tick`, to be compared in one pass.
+    pub(crate) fn write_whole(&mut self, ids: &mut [ComponentId], n: usize, tick: u64) -> usize {
+        let mut kept = 0;
+        for k in 0..n {
+            match self.track_mut(ids[k]).and_then(|track| track.exact.as_mut()) {
+                Some(exact) => exact.whole = tick,
+                None => {
+                    ids[kept] = ids[k];
+                    kept += 1;
+                }
+            }
+        }
+        kept
+    }
+
+    /// The values of `ids` at `indices` were handed out as `&mut` at `tick` (each index holds them all).
     pub(crate) fn stamp_all(&mut self, ids: &[ComponentId], indices: &[u32], tick: u64) {
         for &id in ids {
             if let Some(track) = self.track_mut(id) {
                 for &index in indices {
-                    track.stamp(index, tick);
+                    track.write(index, tick);
                 }
             }
         }
@@ -433,13 +744,17 @@ pub struct ChangeView<'w> {
     pub(crate) changes: &'w Changes,
     pub(crate) components: &'w Registry,
     pub(crate) since: u64,
+    /// The world writes waiting in an exact track are compared in (`None`: a storage lent exclusively, compared
+    /// before it was lent).
+    pub(crate) world: Option<&'w World>,
 }
 
 impl<'w> ChangeView<'w> {
-    /// The track of `T`, if tracked.
+    /// The track of `T`, if tracked, and where its waiting writes are compared.
     #[inline]
-    pub(crate) fn track_of<T: Component>(&self) -> Option<&'w Track> {
-        self.changes.track(self.components.id::<T>()?)
+    pub(crate) fn track_of<T: Component>(&self) -> Option<(&'w Track, Seen<'w>)> {
+        let id = self.components.id::<T>()?;
+        Some((self.changes.track(id)?, self.world.map(|world| (world, id))))
     }
 }
 
@@ -448,6 +763,7 @@ impl<'w> ChangeView<'w> {
 /// [`World::clear_trackers`]) or a system's `Tracker` parameter (since the system last ran).
 pub struct Tracker<'w, T> {
     track: Option<&'w Track>,
+    seen: Seen<'w>,
     entities: &'w Entities,
     since: u64,
     _type: std::marker::PhantomData<fn() -> T>,
@@ -456,7 +772,8 @@ pub struct Tracker<'w, T> {
 impl<'w, T: Component> Tracker<'w, T> {
     pub(crate) fn new(world: &'w World, id: Option<ComponentId>, since: u64) -> Self {
         let track = id.and_then(|id| world.changes.track(id));
-        Self { track, entities: &world.entities, since, _type: std::marker::PhantomData }
+        let seen = id.map(|id| (world, id));
+        Self { track, seen, entities: &world.entities, since, _type: std::marker::PhantomData }
     }
 
     /// Whether `T` is tracked at all (if not, nothing is ever added, changed or removed here).
@@ -467,20 +784,20 @@ impl<'w, T: Component> Tracker<'w, T> {
     /// Whether `entity`'s `T` was added since the moment (`false` for a dead handle).
     pub fn is_added(&self, entity: Entity) -> bool {
         let alive = self.entities.is_alive(entity);
-        alive && self.track.is_some_and(|track| track.changed_since(entity.index(), self.since, true))
+        alive && self.track.is_some_and(|track| track.changed_since(entity.index(), self.since, true, None))
     }
 
     /// Whether `entity`'s `T` was added or changed since the moment (`false` for a dead handle).
     pub fn is_changed(&self, entity: Entity) -> bool {
         let alive = self.entities.is_alive(entity);
-        alive && self.track.is_some_and(|track| track.changed_since(entity.index(), self.since, false))
+        alive && self.track.is_some_and(|track| track.changed_since(entity.index(), self.since, false, self.seen))
     }
 
     /// The entity indices whose `T` changed (or was added) since the moment, ascending (handle order).
     pub fn changed_indices(&self) -> Vec<u32> {
         let mut out = Vec::new();
         if let Some(track) = self.track {
-            track.since(self.since, false, &mut out);
+            track.since(self.since, false, self.seen, &mut out);
         }
         out
     }
@@ -488,6 +805,12 @@ impl<'w, T: Component> Tracker<'w, T> {
     /// How many entities' `T` changed (or was added) since the moment.
     pub fn changed_count(&self) -> usize {
         self.changed_indices().len()
+    }
+
+    /// How many entities lost their `T` since the moment (as [`Tracker::removed`] counts them).
+    pub fn removed_count(&self) -> usize {
+        self.track
+            .map_or(0, |track| track.removed.len() - track.removed.partition_point(|&(tick, _)| tick <= self.since))
     }
 
     /// The entities that lost their `T` (a removal or a despawn) since the moment, in handle order (the same on
@@ -533,6 +856,81 @@ impl World {
         self.mark_hooks();
     }
 
+    /// Tracks changes of `T` in the exact mode: a value handed out as `&mut` counts as changed only if it differs
+    /// (by `PartialEq`) from the value it had, so a system that writes every row but changes few reports the few.
+    /// The world keeps a copy of each value (`Clone`) and compares the rows a loop or a `get_mut` handed out: a
+    /// system's at the end of its run, the world's own before its next query, tick or read. A write that puts the
+    /// same value back is no change, whatever it wrote in between. Tracks `T` first if it is not yet; already
+    /// exact: nothing.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// #[derive(Clone, PartialEq)]
+    /// struct Health(i32);
+    /// let mut world = World::new();
+    /// world.track_exact::<Health>();
+    /// let a = world.spawn((Health(10),)).unwrap();
+    /// let b = world.spawn((Health(10),)).unwrap();
+    /// world.clear_trackers();
+    /// world.query::<&mut Health>().for_each(|_, h| h.0 = h.0.min(8));
+    /// world.get_mut::<Health>(a).unwrap().0 = 10;
+    /// let tracker = world.tracker::<Health>();
+    /// assert!(tracker.is_changed(b) && !tracker.is_changed(a));
+    /// ```
+    pub fn track_exact<T: Component + PartialEq + Clone>(&mut self) {
+        self.track::<T>();
+        let id = self.register::<T>();
+        self.make_exact(id, Box::new(Copies::<T>(Vec::new())));
+    }
+
+    /// Puts type `id` (tracked) in the exact mode with `shadow` (empty), copying its values.
+    fn make_exact(&mut self, id: ComponentId, mut shadow: Box<dyn Shadow>) {
+        if self.changes.track(id).is_none_or(|track| track.exact.is_some()) {
+            return;
+        }
+        let mut held = Vec::new();
+        shadow.differing(self, &|_| false, &mut held);
+        for index in held {
+            shadow.refresh(self, id, index);
+        }
+        let exact = Exact { shadow, ..Exact::empty() };
+        self.changes.track_mut(id).expect("tracked").exact = Some(exact);
+        self.changes.exact.insert(id);
+    }
+
+    /// Puts the types of `exact` (from [`Changes::exact_types`]) that this world tracks in the exact mode.
+    pub(crate) fn keep_exact(&mut self, exact: Vec<(std::any::TypeId, Box<dyn Shadow>)>) {
+        for (type_id, shadow) in exact {
+            if let Some(id) = self.components.id_of(type_id) {
+                self.make_exact(id, shadow);
+            }
+        }
+    }
+
+    /// Compares the writes waiting in exact tracks (see [`World::track_exact`]): before a tick is taken, the
+    /// storage is lent to a query on the world, or a system's run ends.
+    #[inline]
+    pub(crate) fn compare_changes(&mut self) {
+        if !self.changes.exact.is_empty() {
+            self.compare_waiting();
+        }
+    }
+
+    #[cold]
+    fn compare_waiting(&mut self) {
+        for id in self.changes.exact.iter() {
+            let track = self.changes.track_mut(id).filter(|track| track.waits());
+            let Some(mut exact) = track.and_then(|track| track.exact.take()) else { continue };
+            // The copies leave the track while the values are read through the world.
+            exact.settle(self.changes.track(id).expect("tracked"), self, id);
+            let track = self.changes.track_mut(id).expect("tracked");
+            for &(index, tick) in &exact.settled {
+                track.stamp(index, tick);
+            }
+            track.exact = Some(exact);
+        }
+    }
+
     /// Tracks type `id` (registered), if it is not yet; the caller rebuilds the hook table.
     pub(crate) fn track_id(&mut self, id: ComponentId) {
         if self.changes.is_tracked(id) {
@@ -553,6 +951,7 @@ impl World {
     /// [`Changed`](super::Changed) filters and [`World::tracker`] answer "since this call". An [`App`](crate::app::App)
     /// calls it at the end of each frame; systems have their own moment (their last run) and do not need it.
     pub fn clear_trackers(&mut self) {
+        self.compare_changes();
         self.changes.clear();
     }
 
@@ -569,6 +968,7 @@ impl World {
             changes: &self.changes,
             components: &self.components,
             since: since.unwrap_or(self.changes.last_clear),
+            world: Some(self),
         }
     }
 
@@ -582,14 +982,24 @@ impl World {
         &self.changes
     }
 
-    /// Stamps the values of `ids` at `indices` with `tick` (a system's run, over).
+    /// Stamps the values of `ids` at `indices` with `tick` (a system's run, over; exact types compared now).
     pub(crate) fn stamp_all(&mut self, ids: &[ComponentId], indices: &[u32], tick: u64) {
         self.changes.stamp_all(ids, indices, tick);
+        self.compare_changes();
+    }
+
+    /// Every value of the exact types `ids` was handed out at `tick` (a system's loop; `ids` is emptied): compared
+    /// in one pass at the next comparison.
+    pub(crate) fn stamp_whole(&mut self, ids: &mut Vec<ComponentId>, tick: u64) {
+        let n = ids.len();
+        self.changes.write_whole(ids, n, tick);
+        ids.clear();
     }
 
     /// A system's run starts: a tick for its writes, and the tick its last run had (by its `slot`, taken from
     /// [`World::change_slot`] when it was first added).
     pub(crate) fn start_run(&mut self, slot: usize) -> (u64, u64) {
+        self.compare_changes();
         (self.changes.last_run(slot), self.changes.take_tick())
     }
 
@@ -600,7 +1010,9 @@ impl World {
 
     /// Puts a loaded change state in place (its tracked types get their hooks).
     pub(crate) fn set_changes(&mut self, changes: Changes) {
+        let exact = self.changes.exact_types(&self.components);
         self.changes = changes;
+        self.keep_exact(exact);
         self.mark_hooks();
     }
 
@@ -614,14 +1026,13 @@ impl World {
         self.changes.tick()
     }
 
-    /// Gives a world query's stamps to the tracks.
     /// The value of type `id` at `index` is handed out as `&mut`: stamped if the type is tracked.
     #[inline]
     pub(crate) fn note_write(&mut self, id: ComponentId, index: u32) {
         if self.changes.is_tracked(id) {
             let tick = self.changes.tick();
             if let Some(track) = self.changes.track_mut(id).filter(|track| track.has(index)) {
-                track.stamp(index, tick);
+                track.write(index, tick);
             }
         }
     }

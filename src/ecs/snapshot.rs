@@ -703,7 +703,7 @@ impl SnapshotSchema {
         for entry in &self.resources {
             resources.push(Named { name: entry.name.to_string(), value: (C::resource(entry).save)(world)? });
         }
-        let changes = world.changes().save(|id| {
+        let changes = world.changes().save(world, |id| {
             let type_id = world.components.info(id).type_id;
             self.components.iter().find(|entry| entry.type_id == type_id).map(|entry| entry.name.to_string())
         });

@@ -761,6 +761,7 @@ impl World {
         // The types tracked here stay tracked (by type: the new registry numbers them its own way).
         let tracked: Vec<std::any::TypeId> =
             self.changes.tracked.iter().map(|id| self.components.info(id).type_id).collect();
+        let exact = self.changes.exact_types(&self.components);
         let old_commands = std::mem::take(&mut self.commands);
         let old_storage = std::mem::replace(&mut self.storage, storage);
         self.entities = entities;
@@ -782,6 +783,7 @@ impl World {
                 self.track_id(id);
             }
         }
+        self.keep_exact(exact);
         self.mark_hooks();
         // A deferred handle in a loaded value names a spawn of no buffer of this world: it names nothing. (Every
         // value is new here.)

@@ -25,7 +25,7 @@ enum Sample {
 }
 
 const ENTRIES: [(Sample, &str); 5] = [
-    (Sample::Teams, "red and blue teams; darker when hurt"),
+    (Sample::Teams, "red and blue teams; darker when hurt, white as a hit lands"),
     (Sample::Hunter, "hunter: ringed; line to target; its squad linked"),
     (Sample::Stale, "stale handle caught: the target had died"),
     (Sample::Death, "death: a burst of sparks"),

@@ -22,6 +22,7 @@ use std::time::Instant;
 use swarm::app::profile::{Profiler, SpanStat, TraceFile};
 use swarm::cli::Cli;
 use swarm::ecs::{Backend, Format, World};
+use swarm::sim::lifecycle::Hurt;
 use swarm::sim::play::{Input, Play, Start, ALIGN_EVERY};
 use swarm::sim::recording::Recorder;
 use swarm::sim::{census, digest, snapshot, SimConfig, SimStats, DT};
@@ -721,6 +722,8 @@ fn gather(
     readout.events_per_s = events;
     readout.commands = (totals.applied, totals.skipped);
     readout.stale = stats.stale_caught;
+    let hurt = world.resource::<Hurt>();
+    readout.health_changes = (hurt.hurt.len(), hurt.added, hurt.removed);
     readout.bytes = world.storage_bytes();
     readout.sim_frame = stats.frames;
     readout.refused = stats.spawn_refused + totals.refused;

@@ -117,6 +117,8 @@ pub struct Readout {
     pub commands: (u64, u64),
     /// Stale target handles caught.
     pub stale: u64,
+    /// Health values changed by a hit, added and removed in the last simulation frame (change detection).
+    pub health_changes: (usize, usize, usize),
     /// Storage bytes of the current backend.
     pub bytes: usize,
     /// The last digest taken and the frame it was taken at; `None` until one is asked for.
@@ -402,6 +404,8 @@ pub fn draw(
         r.refused
     );
     say!(white, "commands applied {}  skipped {}   stale handles caught {}", r.commands.0, r.commands.1, r.stale);
+    let (hit, added, removed) = r.health_changes;
+    say!(white, "health changed (exact): hit {hit}  added {added}  removed {removed}");
     text.clear();
     let _ = write!(text, "storage: {:.1} KiB", readout.bytes as f64 / 1024.0);
     if let Some(p) = previous {

@@ -11,6 +11,7 @@ use std::path::Path;
 use swarm::art::Sprite;
 use swarm::ecs::{Parent, World};
 use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Target, Velocity};
+use swarm::sim::lifecycle::Hurt;
 pub use swarm::sim::painter::DrawOrder;
 use swarm::sim::painter::TeamField;
 use swarm::sim::{SimConfig, SimStats, StaleCatches};
@@ -179,6 +180,8 @@ pub struct DrawScratch {
 const RED: u8 = 1;
 const BLUE: u8 = 2;
 const HUNTER: u8 = 4;
+/// Hurt in the last simulation frame ([`Hurt`]): drawn with a white flash.
+const HURT: u8 = 8;
 
 /// A fighter sprite's width in arena units (the camera's closest zoom is set by it).
 pub fn fighter_size(config: &SimConfig) -> f32 {
@@ -203,7 +206,8 @@ pub fn far(fighter_px: f32) -> f32 {
     ((6.0 - fighter_px) / 4.0).clamp(0.0, 1.0)
 }
 
-/// Draws hunters' target lines, squad links (zoomed in), fighters (tinted by team, dimmed as they lose health), hunters (their own sprite
+/// Draws hunters' target lines, squad links (zoomed in), fighters (tinted by team, dimmed as they lose health,
+/// flashing white in the frame a hit lands), hunters (their own sprite
 /// and a ring), then particles over them. `px` is arena units per screen pixel (for lines a pixel or so wide).
 pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, px: f32) {
     let config = world.resource::<SimConfig>();
@@ -213,6 +217,12 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
     world.query_ref::<(&Red,)>().for_each(|e, _| marks[e.index() as usize] |= RED);
     world.query_ref::<(&Blue,)>().for_each(|e, _| marks[e.index() as usize] |= BLUE);
     world.query_ref::<(&Hunter,)>().for_each(|e, _| marks[e.index() as usize] |= HUNTER);
+    // The hurt, from change detection (a list in handle order, not a walk of every fighter).
+    for e in world.get_resource::<Hurt>().map_or(&[][..], |hurt| &hurt.hurt) {
+        if let Some(mark) = marks.get_mut(e.index() as usize) {
+            *mark |= HURT;
+        }
+    }
     let team = |e: swarm::ecs::Entity| if marks[e.index() as usize] & RED != 0 { RED_TINT } else { BLUE_TINT };
 
     // Target lines first, under everyone. A stale handle finds no position (its generation is gone), so only
@@ -238,10 +248,13 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
         });
     }
     let max_health = config.max_health.max(1) as f32;
-    let tint = |e, h: &Health, bright: f32| {
+    let tint = |e: swarm::ecs::Entity, h: &Health, bright: f32| {
         let (r, g, b) = team(e);
         let vigour = bright * (0.35 + 0.65 * (h.0.max(0) as f32 / max_health));
-        Color::new((r * vigour).min(1.0), (g * vigour).min(1.0), (b * vigour).min(1.0), 1.0)
+        let (r, g, b) = ((r * vigour).min(1.0), (g * vigour).min(1.0), (b * vigour).min(1.0));
+        // A hit flashes: most of the way to white, for the frame it landed in.
+        let flash = if marks[e.index() as usize] & HURT != 0 { 0.7 } else { 0.0 };
+        Color::new(r + (1.0 - r) * flash, g + (1.0 - g) * flash, b + (1.0 - b) * flash, 1.0)
     };
     let draw = |texture: &Texture2D, p: &Position, v: &Velocity, s: f32, color: Color| {
         draw_centered(texture, p.0, s, v.0.y.atan2(v.0.x), color);

@@ -1,18 +1,51 @@
 //! Life and death: the dead are marked fallen (the squads' handlers despawn them with a burst of particles);
-//! particles age and disappear.
+//! particles age and disappear; the fighters hurt this frame are noted (change detection of [`Health`], in the
+//! exact mode: the collision pass writes every fighter's health, and only a hit changes it).
 
 use super::collision::Broadphase;
 use super::components::{Health, Lifetime};
 use super::config::{SimConfig, SimStats};
 use super::squads::Fallen;
 use crate::app::{App, Commands, Local, Query, Res, ResMut, Stage};
-use crate::ecs::{Entity, World};
+use crate::ecs::{Changed, Entity, Tracker, World};
 
-/// Adds [`despawn_dead`] and [`age_particles`] to `PostUpdate` in the group "lifecycle", and the frame counter to
-/// `Last`.
+/// Adds [`despawn_dead`] and [`age_particles`] to `PostUpdate` in the group "lifecycle", and the frame counter and
+/// [`note_hurt`] to `Last`; tracks [`Health`] in the exact mode.
 pub fn plugin(app: &mut App) {
-    // `count_frame` is in no group: the frame counter keys the random streams and recordings, so it always runs.
-    app.add_group(Stage::PostUpdate, "lifecycle", (despawn_dead, age_particles)).add_systems(Stage::Last, count_frame);
+    app.world.track_exact::<Health>();
+    app.insert_resource(Hurt::default());
+    // `count_frame` is in no group: the frame counter keys the random streams and recordings, so it always runs;
+    // nor is `note_hurt`, which only reads.
+    app.add_group(Stage::PostUpdate, "lifecycle", (despawn_dead, age_particles))
+        .add_systems(Stage::Last, (count_frame, note_hurt));
+}
+
+/// The fighters whose health changed since [`note_hurt`] last ran (a frame), in handle order, and the counts of
+/// [`Health`] values changed, added and removed: what the window flashes and the overlay counts.
+#[derive(Clone, Debug, Default)]
+pub struct Hurt {
+    /// Hurt: changed, not added (a fighter spawned this frame is not hurt).
+    pub hurt: Vec<Entity>,
+    /// Values changed (hurt or added).
+    pub changed: usize,
+    /// Values added (spawns).
+    pub added: usize,
+    /// Values removed (the fallen).
+    pub removed: usize,
+}
+
+/// Notes the fighters hurt since its last run: only the rows whose health changed, through the `Changed` filter
+/// (the pass costs the changed rows, not the fighters).
+pub fn note_hurt(mut changed: Query<(), Changed<Health>>, health: Tracker<Health>, mut hurt: ResMut<Hurt>) {
+    let Hurt { hurt, changed: n, added, removed } = &mut *hurt;
+    hurt.clear();
+    *added = 0;
+    changed.for_each(|e, ()| match health.is_added(e) {
+        true => *added += 1,
+        false => hurt.push(e),
+    });
+    *n = hurt.len() + *added;
+    *removed = health.removed_count();
 }
 
 /// Marks every fighter at zero health [`Fallen`]; the handlers of the squads module settle its squad, despawn it

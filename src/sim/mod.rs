@@ -3,7 +3,7 @@
 //!
 //! Systems, in frame order: `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `align_pools` -> `integrate_velocity`
 //! -> `keep_formation` -> `build_grid` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles`
-//! (PostUpdate) -> `count_frame` (Last) -> the command buffer is applied, with the squads' lifecycle handler (a
+//! (PostUpdate) -> `count_frame` -> `note_hurt` (Last) -> the command buffer is applied, with the squads' lifecycle handler (a
 //! fallen fighter's squad, its particles and its despawn). (`tests/docs.rs` checks docs/ARCHITECTURE.md's frame
 //! against the schedule.)
 

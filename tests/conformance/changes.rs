@@ -1,42 +1,63 @@
 //! Change detection against a model: random spawns, inserts, removals, despawns and writes (through `get_mut`,
 //! serial and parallel query loops, `get`, `get_many`, iterators and commands), frame after frame; after each frame
 //! `Added<Hp>`, `Changed<Hp>` (alone and with other filters, fetching `Hp` or not) and the tracker's removals are
-//! what the model says, in handle order, on every backend.
+//! what the model says, in handle order, on every backend. The same run in the exact mode, where some writes put
+//! the value back: a write counts only if the value differs, at the points the world compares (its next query, its
+//! clear), from the value it last counted.
 
 use crate::{world, Pos, Red};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use swarm::ecs::{Added, Backend, Changed, Entity, Or, QueryError, QueryState, With, Without, World};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Hp(i64);
 
-/// What the model knows: who holds an `Hp`, and since the last clear, who got one, whose changed, who lost one.
+/// What the model knows: who holds an `Hp`, and since the last clear, who got one, whose changed, who lost one;
+/// in the exact mode, the value each holder last counted with and the writes not compared yet.
 #[derive(Default)]
 struct Model {
+    exact: bool,
     holders: BTreeSet<Entity>,
     added: BTreeSet<Entity>,
     changed: BTreeSet<Entity>,
     removed: Vec<Entity>,
+    copies: BTreeMap<Entity, i64>,
+    waiting: BTreeSet<Entity>,
 }
 
 impl Model {
-    fn put(&mut self, e: Entity) {
+    fn put(&mut self, e: Entity, value: i64) {
         if self.holders.insert(e) {
             self.added.insert(e);
         }
         self.changed.insert(e);
+        self.copies.insert(e, value);
+        self.waiting.remove(&e);
     }
     fn wrote(&mut self, e: Entity) {
         assert!(self.holders.contains(&e));
-        self.changed.insert(e);
+        match self.exact {
+            true => self.waiting.insert(e),
+            false => self.changed.insert(e),
+        };
+    }
+    /// The world compares its waiting writes (before a query on it lends its storage, and at a clear).
+    fn compare(&mut self, w: &World) {
+        for e in std::mem::take(&mut self.waiting) {
+            let value = w.get::<Hp>(e).unwrap().0;
+            if self.copies.insert(e, value) != Some(value) {
+                self.changed.insert(e);
+            }
+        }
     }
     fn take(&mut self, e: Entity) {
         if self.holders.remove(&e) {
             self.added.remove(&e);
             self.changed.remove(&e);
             self.removed.push(e);
+            self.waiting.remove(&e);
         }
     }
     fn clear(&mut self) {
@@ -53,7 +74,11 @@ fn by_index(set: &BTreeSet<Entity>) -> Vec<Entity> {
     v
 }
 
-fn check(w: &mut World, m: &Model, frame: usize) {
+fn check(w: &mut World, m: &mut Model, frame: usize) {
+    // A reader through the shared world sees waiting writes as compared now.
+    m.compare(w);
+    let shared: Vec<Entity> = w.query_ref::<()>().filter::<Changed<Hp>>().iter().map(|(e, _)| e).collect();
+    assert_eq!(shared, by_index(&m.changed), "Changed<Hp> on the shared world, frame {frame}");
     let changed: Vec<Entity> = w.query::<()>().filter::<Changed<Hp>>().iter().map(|(e, _)| e).collect();
     assert_eq!(changed, by_index(&m.changed), "Changed<Hp>, frame {frame}");
     let fetched: Vec<Entity> = w.query::<&Hp>().filter::<Changed<Hp>>().iter().map(|(e, _)| e).collect();
@@ -80,10 +105,21 @@ fn check(w: &mut World, m: &Model, frame: usize) {
 }
 
 fn agrees_with_the_model(backend: Backend) {
+    run_model(backend, false);
+}
+
+fn the_exact_mode_agrees_with_the_model(backend: Backend) {
+    run_model(backend, true);
+}
+
+fn run_model(backend: Backend, exact: bool) {
     let mut w = world(backend);
     w.set_piece_rows(7);
-    w.track::<Hp>();
-    let mut m = Model::default();
+    match exact {
+        true => w.track_exact::<Hp>(),
+        false => w.track::<Hp>(),
+    }
+    let mut m = Model { exact, ..Model::default() };
     let mut rng = Pcg64::seed_from_u64(backend as u64 + 11);
     let mut live: Vec<Entity> = Vec::new();
     for frame in 0..60 {
@@ -93,7 +129,7 @@ fn agrees_with_the_model(backend: Backend) {
                 0..=2 => {
                     let e = if rng.gen_bool(0.7) {
                         let e = w.spawn((Pos(0.0, 0.0), Hp(1))).unwrap();
-                        m.put(e);
+                        m.put(e, 1);
                         e
                     } else {
                         w.spawn((Pos(1.0, 0.0),)).unwrap()
@@ -106,7 +142,7 @@ fn agrees_with_the_model(backend: Backend) {
                 3 if !live.is_empty() => {
                     let e = pick(&mut rng, &live);
                     w.insert(e, Hp(5)).unwrap();
-                    m.put(e);
+                    m.put(e, 5);
                 }
                 4 if !live.is_empty() => {
                     let e = pick(&mut rng, &live);
@@ -122,25 +158,30 @@ fn agrees_with_the_model(backend: Backend) {
                 }
                 6 if !live.is_empty() => {
                     let e = pick(&mut rng, &live);
+                    // Half the writes put the same value back.
+                    let step = rng.gen_range(0..2);
                     if let Some(hp) = w.get_mut::<Hp>(e) {
-                        hp.0 += 1;
+                        hp.0 += step;
                         m.wrote(e);
                     }
                 }
                 7 => {
                     // A serial loop writing the red ones' Hp; a loop reading Hp and writing Pos changes no Hp.
                     let mut seen = Vec::new();
+                    m.compare(&w);
                     w.query::<&mut Hp>().with::<Red>().for_each(|e, hp| {
-                        hp.0 += 1;
+                        hp.0 += (e.index() % 2) as i64;
                         seen.push(e)
                     });
                     seen.into_iter().for_each(|e| m.wrote(e));
+                    m.compare(&w);
                     w.query::<(&Hp, &mut Pos)>().for_each(|_, (hp, pos)| pos.0 = hp.0 as f32);
                 }
                 8 => {
                     let seen = std::sync::Mutex::new(Vec::new());
+                    m.compare(&w);
                     w.query::<(&mut Hp, &Pos)>().without::<Red>().par_for_each(|e, (hp, _)| {
-                        hp.0 -= 1;
+                        hp.0 = (hp.0 - 1).max(0);
                         seen.lock().unwrap().push(e)
                     });
                     seen.into_inner().unwrap().into_iter().for_each(|e| m.wrote(e));
@@ -148,12 +189,14 @@ fn agrees_with_the_model(backend: Backend) {
                 9 if live.len() >= 2 => {
                     let (a, b) = (pick(&mut rng, &live), pick(&mut rng, &live));
                     if a != b {
+                        m.compare(&w);
                         if let Ok([x, y]) = w.query::<&mut Hp>().get_many([a, b]) {
                             std::mem::swap(&mut x.0, &mut y.0);
                             m.wrote(a);
                             m.wrote(b);
                         }
                     }
+                    m.compare(&w);
                     if w.query::<&mut Hp>().get(a).is_ok() {
                         m.wrote(a);
                     }
@@ -161,11 +204,13 @@ fn agrees_with_the_model(backend: Backend) {
                 10 => {
                     // An iterator hands out every match as `&mut`, read or not; a prepared query likewise.
                     let mut state = QueryState::<&mut Hp, With<Red>>::new(&mut w).unwrap();
+                    m.compare(&w);
                     for (e, hp) in state.query(&mut w).iter().take(3) {
                         hp.0 += 2;
                         let _ = e;
                     }
-                    let all: Vec<Entity> = w.query::<()>().with::<Hp>().with::<Red>().iter().map(|(e, _)| e).collect();
+                    let all: Vec<Entity> =
+                        w.query_ref::<()>().with::<Hp>().with::<Red>().iter().map(|(e, _)| e).collect();
                     all.into_iter().for_each(|e| m.wrote(e));
                 }
                 _ if !live.is_empty() => {
@@ -176,7 +221,7 @@ fn agrees_with_the_model(backend: Backend) {
                         w.commands().despawn(b);
                     }
                     w.apply_commands();
-                    m.put(a);
+                    m.put(a, 9);
                     if a != b {
                         live.retain(|&e| e != b);
                         m.take(b);
@@ -185,13 +230,21 @@ fn agrees_with_the_model(backend: Backend) {
                 _ => {}
             }
         }
-        check(&mut w, &m, frame);
+        check(&mut w, &mut m, frame);
         if frame % 7 == 3 {
             // A live switch changes nothing the tracks say.
             let next = Backend::ALL[(Backend::ALL.iter().position(|&b| b == w.backend()).unwrap() + 1) % 5];
             w.set_backend(next);
-            check(&mut w, &m, frame);
+            check(&mut w, &mut m, frame);
             w.set_backend(backend);
+        }
+        if exact && frame % 5 == 1 {
+            // A write left waiting across the clear counts in the frame it was made (the clear compares first).
+            if let Some(&e) = m.holders.iter().next() {
+                w.get_mut::<Hp>(e).unwrap().0 += 3;
+                m.wrote(e);
+                m.compare(&w);
+            }
         }
         w.clear_trackers();
         m.clear();
@@ -259,6 +312,7 @@ mod every_backend {
 
     on_every_backend! {
         agrees_with_the_model,
+        the_exact_mode_agrees_with_the_model,
         changes_inside_or_are_refused,
         tracking_starts_with_what_is_there,
         clear_forgets_every_value,

@@ -7,7 +7,7 @@
 use super::access::{Access, Names, ABSENT};
 use super::error::QueryError;
 use super::term::Lent;
-use crate::ecs::change::{ChangeView, Track};
+use crate::ecs::change::{ChangeView, Seen, Track};
 use crate::ecs::component::{ComponentId, ComponentSet};
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::{AnyPool, ErasedPool, Layout, Pool};
@@ -329,6 +329,7 @@ pub struct Added<T>(PhantomData<fn() -> T>);
 #[derive(Clone, Copy)]
 pub struct ChangeTerm<'w> {
     track: &'w Track,
+    seen: Seen<'w>,
     since: u64,
     added: bool,
 }
@@ -339,19 +340,19 @@ impl<'w> ChangeTerm<'w> {
     /// # Panics
     /// If `T` is not tracked: the filter would never pass, which is a mistake, not a query.
     fn of<T: Component>(changes: ChangeView<'w>, added: bool) -> Self {
-        let track = changes.track_of::<T>().unwrap_or_else(|| {
+        let (track, seen) = changes.track_of::<T>().unwrap_or_else(|| {
             let name = std::any::type_name::<T>();
             panic!(
                 "{}<{name}>: {name} is not tracked; call world.track::<{name}>() before querying its changes",
                 if added { "Added" } else { "Changed" }
             )
         });
-        Self { track, since: changes.since, added }
+        Self { track, seen, since: changes.since, added }
     }
 
     #[inline]
     fn passes(&self, index: u32) -> bool {
-        self.track.changed_since(index, self.since, self.added)
+        self.track.changed_since(index, self.since, self.added, self.seen)
     }
 
     fn candidates(&self, len: usize, out: Option<(&mut bool, &Entities, &mut Vec<Entity>)>) -> usize {
@@ -359,9 +360,11 @@ impl<'w> ChangeTerm<'w> {
         if let Some((done, entities, out)) = out {
             if !*done && newer == len {
                 *done = true;
-                let mut indices = Vec::new();
-                self.track.since(self.since, self.added, &mut indices);
-                out.extend(indices.into_iter().filter_map(|index| entities.alive_at(index)));
+                crate::ecs::change::INDICES.with_borrow_mut(|indices| {
+                    indices.clear();
+                    self.track.since(self.since, self.added, self.seen, indices);
+                    out.extend(indices.iter().filter_map(|&index| entities.alive_at(index)));
+                });
             }
         }
         newer

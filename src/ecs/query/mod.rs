@@ -136,6 +136,11 @@ pub trait Source<'w, Q: QueryData, F: Filter> {
     /// indices that match). Nothing for a read-only source.
     #[inline(always)]
     fn stamp(&mut self, _rows: Option<&[u32]>) {}
+    #[doc(hidden)]
+    /// Before a loop that hands out nothing as `&mut`: compares the writes waiting in exact tracks (a mutable world
+    /// lends its storage whole; a shared one compares as it reads).
+    #[inline(always)]
+    fn compare(&mut self) {}
 }
 
 /// A [`Source`] with a command buffer, for the loops that record ([`QueryBorrow::for_each_with_commands`]): a
@@ -158,8 +163,13 @@ impl<'w, Q: QueryData, F: Filter> Source<'w, Q, F> for &'w mut World {
     #[inline]
     fn stamp(&mut self, rows: Option<&[u32]>) {
         if self.tracks_any() {
+            self.compare_changes();
             run::stamp_rows::<Q, F>(self, None, rows);
         }
+    }
+    #[inline]
+    fn compare(&mut self) {
+        self.compare_changes();
     }
     fn settle(&mut self, entity: Entity) -> bool {
         World::settle(self, entity)
@@ -458,10 +468,11 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     }
 
     /// Number of matching entities (a lock-step walk counts whole runs, without visiting their rows).
-    pub fn count(self) -> usize {
+    pub fn count(mut self) -> usize {
         // (Through the loop itself: counting hands out nothing, so nothing is stamped.)
         let mut n = 0;
         let count = |entities: &[Entity], _: Q::Slices<'_>| n += entities.len();
+        self.world.compare();
         if let Err(error) = self.world.with_parts(|parts| run::<Q, F, _>(parts, &mut Runs(count))) {
             panic!("{error}");
         }

@@ -102,7 +102,7 @@ pub(super) fn exclusive_pieces<'w, Q: QueryData, F: Filter>(
     }
     storage.catch_up(components);
     let storage = Store::Whole(Lent::Exclusive(storage));
-    let changes = ChangeView { since: changes.last_clear, changes, components };
+    let changes = ChangeView { since: changes.last_clear, changes, components, world: None };
     Ok((Parts { entities, storage, shape, scratch, changes }, commands, pieces))
 }
 
@@ -754,13 +754,20 @@ pub(super) fn stamp_rows<Q: QueryData, F: Filter>(world: &mut World, shape: Opti
         Some(shape) => shape,
         None => queries.shape::<Q, F>(components),
     };
-    let (ids, n) = tracked_writes(changes, shape);
+    let (mut ids, mut n) = tracked_writes(changes, shape);
     if n == 0 || shape.access.refusal().is_some() {
         return;
     }
+    if rows.is_none() {
+        // A loop: the exact types are compared whole afterwards, their rows need no list.
+        n = changes.write_whole(&mut ids, n, changes.tick());
+        if n == 0 {
+            return;
+        }
+    }
     storage.catch_up(components);
     change_rows.clear();
-    let view = ChangeView { changes: &*changes, components: &*components, since: changes.last_clear };
+    let view = ChangeView { changes: &*changes, components: &*components, since: changes.last_clear, world: None };
     let parts = Parts { entities, storage: Store::Whole(Lent::Exclusive(storage)), shape, scratch, changes: view };
     record::<Q, F>(parts, rows, change_rows);
     let tick = changes.tick();

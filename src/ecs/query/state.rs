@@ -121,6 +121,8 @@ pub struct QueryState<Q: QueryData, F: Filter = ()> {
     /// run is over), and the moment its change filters compare against.
     stamps: Vec<u32>,
     stamp_ids: Vec<ComponentId>,
+    /// In a system's run: the types in the exact mode a loop handed out whole (compared in one pass at the end).
+    whole_ids: Vec<ComponentId>,
     tick: u64,
     since: u64,
     _marker: PhantomData<fn() -> (Q, F)>,
@@ -140,6 +142,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
             pieces: Vec::new(),
             stamps: Vec::new(),
             stamp_ids: Vec::new(),
+            whole_ids: Vec::new(),
             tick: 0,
             since: 0,
             _marker: PhantomData,
@@ -173,7 +176,7 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
         }
         storage.catch_up(components);
         let storage = Store::Whole(Lent::Exclusive(storage));
-        let changes = ChangeView { since: changes.last_clear, changes, components };
+        let changes = ChangeView { since: changes.last_clear, changes, components, world: None };
         (Parts { entities, storage, shape: &mut self.shape, scratch: &mut self.scratch, changes }, commands, pieces)
     }
 
@@ -255,7 +258,8 @@ impl<Q: QueryData, F: Filter> QueryState<Q, F> {
 
     /// A system's run is over: the rows it stamped go to the world's tracks, with the run's tick.
     pub(crate) fn flush_stamps(&mut self, world: &mut World) {
-        if !self.stamps.is_empty() {
+        if !self.stamps.is_empty() || !self.whole_ids.is_empty() {
+            world.stamp_whole(&mut self.whole_ids, self.tick);
             world.stamp_all(&self.stamp_ids, &self.stamps, self.tick);
             self.stamps.clear();
         }
@@ -314,8 +318,13 @@ impl<'a, Q: QueryData, F: Filter> Source<'a, Q, F> for Prepared<'a, Q, F, &'a mu
     #[inline]
     fn stamp(&mut self, rows: Option<&[u32]>) {
         if self.world.tracks_any() {
+            self.world.compare_changes();
             stamp_rows::<Q, F>(self.world, Some(&mut self.state.shape), rows);
         }
+    }
+    #[inline]
+    fn compare(&mut self) {
+        self.world.compare_changes();
     }
     fn settle(&mut self, entity: Entity) -> bool {
         World::settle(self.world, entity)
@@ -345,7 +354,24 @@ impl<'a, Q: QueryData, F: Filter, C> Source<'a, Q, F> for Prepared<'a, Q, F, OnL
     fn stamp(&mut self, rows: Option<&[u32]>) {
         let world = self.world.world;
         if world.tracks_any() {
-            let (ids, n) = tracked_writes(world.changes(), &self.state.shape);
+            let (mut ids, mut n) = tracked_writes(world.changes(), &self.state.shape);
+            if rows.is_none() {
+                // A loop: the exact types are compared whole when the run ends.
+                let exact = |id: ComponentId| world.changes().is_exact(id);
+                for &id in ids[..n].iter().filter(|&&id| exact(id)) {
+                    if !self.state.whole_ids.contains(&id) {
+                        self.state.whole_ids.push(id);
+                    }
+                }
+                let mut kept = 0;
+                for k in 0..n {
+                    if !exact(ids[k]) {
+                        ids[kept] = ids[k];
+                        kept += 1;
+                    }
+                }
+                n = kept;
+            }
             if n > 0 {
                 let mut stamps = std::mem::take(&mut self.state.stamps);
                 let loaned = self.world.loaned.each_mut().map(|loan| loan.as_mut().map(Lent::reborrow));
