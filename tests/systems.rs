@@ -4,7 +4,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use swarm::app::schedule::AccessError;
-use swarm::app::{App, Commands, Local, Query, Res, ResMut, Stage};
+use swarm::app::{App, Commands, Local, OrderSystems, Query, Res, ResMut, Stage};
 use swarm::ecs::{Backend, Entity, Format, SnapshotSchema, With, Without, World};
 
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -148,7 +148,7 @@ fn summary(app: &App) -> (u32, i64, Vec<usize>) {
 fn param_app(backend: Backend, threads: usize) -> App {
     let mut app = App::with_world(world(backend));
     app.set_threads(threads);
-    app.add_systems(Stage::Update, (drift, heal, sparks, fade, count));
+    app.add_systems(Stage::Update, (drift, heal, sparks, fade, count).chain());
     app
 }
 
@@ -164,7 +164,7 @@ fn the_batches_keep_clashing_systems_in_order() {
 fn the_world_is_the_same_for_every_thread_count_and_backend_and_equals_the_serial_one() {
     let mut serial = App::with_world(world(Backend::SparseSet));
     serial.set_threads(1);
-    serial.add_systems(Stage::Update, (drift_x, heal_x, sparks_x, fade_x, count_x));
+    serial.add_systems(Stage::Update, (drift_x, heal_x, sparks_x, fade_x, count_x).chain());
     for _ in 0..20 {
         serial.update();
     }
@@ -198,7 +198,7 @@ fn noted() {}
 #[test]
 fn a_system_that_touches_nothing_keeps_its_place_around_an_exclusive_one() {
     let mut app = App::new();
-    app.add_systems(Stage::Update, (noted, set_3, noted));
+    app.add_systems(Stage::Update, (noted, set_3, noted).chain());
     assert_eq!(app.batches(Stage::Update), vec![vec![0], vec![1], vec![2]]);
 }
 
@@ -226,7 +226,7 @@ fn commands_of_systems_run_at_once_join_in_schedule_order() {
         // Deferred spawns take their handles in the order the systems stand in the schedule.
         let mut app = App::new();
         app.set_threads(threads);
-        app.add_systems(Stage::Update, (tag_a, tag_b, tag_b, tag_a));
+        app.add_systems(Stage::Update, (tag_a, tag_b, tag_b, tag_a).chain());
         assert_eq!(app.batches(Stage::Update), vec![vec![0, 1, 2, 3]]);
         app.update();
         let mut spawned: Vec<(Entity, u32)> = Vec::new();
@@ -242,12 +242,13 @@ fn commands_of_systems_run_at_once_join_in_schedule_order() {
             let target = app.world.spawn((Hp(0),)).unwrap();
             app.insert_resource(Target(target));
             match systems {
-                (0, 1) => app.add_systems(Stage::Update, (set_1, set_2)),
-                _ => app.add_systems(Stage::Update, (set_2, set_1)),
+                (0, 1) => app.add_systems(Stage::Update, (set_1, set_2).chain()),
+                _ => app.add_systems(Stage::Update, (set_2, set_1).chain()),
             };
             app.update();
             assert_eq!(app.world.get::<Hp>(target), Some(&Hp(expected)), "{threads} threads");
-            app.add_systems(Stage::Update, (set_3, set_2, set_1));
+            // Added after the first two, unordered against them: the order added, with the check turned off.
+            app.add_systems(Stage::Update, (set_3, set_2, set_1).chain()).set_ambiguity_check(false);
             assert_eq!(app.batches(Stage::Update), vec![vec![0, 1], vec![2], vec![3, 4]]);
             app.update();
             assert_eq!(app.world.get::<Hp>(target), Some(&Hp(1)), "{threads} threads");
@@ -343,7 +344,7 @@ fn for_loops_over_system_queries_give_the_closure_loops_world() {
             let mut closures = param_app(backend, threads);
             let mut loops = App::with_world(world(backend));
             loops.set_threads(threads);
-            loops.add_systems(Stage::Update, (drift_for, heal_for, sparks, fade, count_for));
+            loops.add_systems(Stage::Update, (drift_for, heal_for, sparks, fade, count_for).chain());
             for _ in 0..12 {
                 closures.update();
                 loops.update();
@@ -452,7 +453,7 @@ fn missing_resources_are_named_and_optional_ones_are_none() {
     for threads in [1, 2] {
         let mut app = App::with_world(world(Backend::SparseSet));
         app.set_threads(threads);
-        app.add_systems(Stage::Update, (optional, missing));
+        app.add_systems(Stage::Update, (optional, missing).chain());
         assert_eq!(app.batches(Stage::Update), vec![vec![0, 1]]);
         let panic = catch_unwind(AssertUnwindSafe(|| app.update())).unwrap_err();
         let message = panic.downcast_ref::<String>().unwrap();
@@ -485,7 +486,7 @@ fn a_panic_on_a_worker_thread_reaches_update_with_the_name_and_the_world_stays_w
         for threads in [1, 2] {
             let mut app = App::with_world(world(backend));
             app.set_threads(threads);
-            app.add_systems(Stage::Update, (drift, boom, fade));
+            app.add_systems(Stage::Update, (drift, boom, fade).chain());
             assert_eq!(app.batches(Stage::Update), vec![vec![0, 1, 2]]);
             let panic = catch_unwind(AssertUnwindSafe(|| app.update())).unwrap_err();
             let message = panic.downcast_ref::<String>().unwrap();
@@ -510,7 +511,7 @@ fn a_system_filtering_on_a_type_runs_after_one_that_writes_it() {
     for backend in Backend::ALL {
         let mut app = App::with_world(world(backend));
         app.set_threads(2);
-        app.add_systems(Stage::Update, (thaw, fall));
+        app.add_systems(Stage::Update, (thaw, fall).chain());
         // `fall` reads the frozen pool to skip frozen entities: it cannot run while `thaw` holds that pool.
         assert_eq!(app.batches(Stage::Update), vec![vec![0], vec![1]], "{backend}");
         app.update();
@@ -579,7 +580,7 @@ fn a_deferred_handle_handed_to_a_later_system_names_its_own_spawn() {
         let mut app = App::new();
         app.set_threads(threads);
         app.insert_resource(Mark(None));
-        app.add_systems(Stage::Update, (spawner, tagger));
+        app.add_systems(Stage::Update, (spawner, tagger).chain());
         app.update();
         let mut rows: Vec<(i64, Option<i64>)> = Vec::new();
         app.world.query::<(&Pos, Option<&Vel>)>().for_each(|_, (p, v)| rows.push((p.0, v.map(|v| v.0))));
@@ -594,7 +595,7 @@ fn the_profiler_marks_systems_that_ran_on_several_threads() {
     for (threads, expected) in [(1, false), (2, true), (3, true)] {
         let mut app = App::with_world(world(Backend::SparseSet));
         app.set_threads(threads);
-        app.add_systems(Stage::Update, (drift, heal));
+        app.add_systems(Stage::Update, (drift, heal).chain());
         assert_eq!(app.batches(Stage::Update), vec![vec![0, 1]]);
         app.update();
         app.profiler().with_timings(|timings| {
@@ -684,7 +685,7 @@ fn handles_kept_by_systems_before_the_apply_name_their_spawns_after_it() {
             }
             let mut app = App::with_world(w);
             app.set_threads(threads);
-            app.add_systems(Stage::Update, (light, check));
+            app.add_systems(Stage::Update, (light, check).chain());
             for _ in 0..3 {
                 app.update();
             }
@@ -781,9 +782,11 @@ fn change_app_with(backend: Backend, threads: usize, exact: bool, touching: bool
     let mut app = App::with_world(world);
     app.set_threads(threads);
     app.add_systems(Stage::PreUpdate, next_frame);
-    app.add_systems(Stage::Update, (poke, clamp)).add_systems(Stage::PostUpdate, cull).add_systems(Stage::Last, watch);
+    app.add_systems(Stage::Update, (poke, clamp).chain())
+        .add_systems(Stage::PostUpdate, cull)
+        .add_systems(Stage::Last, watch);
     if touching {
-        app.add_systems(Stage::PostUpdate, touch);
+        app.add_systems(Stage::PostUpdate, touch.after(cull));
     }
     app
 }

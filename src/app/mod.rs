@@ -18,14 +18,19 @@
 //! assert_eq!(app.world.resource::<Counter>().0, 2);
 //! ```
 
+pub mod order;
 pub mod profile;
 pub mod schedule;
 pub mod system;
 
 pub use crate::ecs::Commands;
+pub use order::{
+    any_with, resource_exists, resource_matches, Condition, IntoSystems, OrderError, OrderSystems, SystemConfigs,
+};
 pub use system::{Allocator, IntoSystem, Local, Query, Res, ResMut, System, SystemParam};
 
 use crate::ecs::{Entity, Resource, World};
+use order::{Config, Node, Target};
 use profile::Profiler;
 use schedule::{AccessError, SystemAccess};
 use std::any::Any;
@@ -49,6 +54,8 @@ pub enum Stage {
 impl Stage {
     /// The per-frame stages, in order.
     pub const FRAME: [Stage; 4] = [Stage::PreUpdate, Stage::Update, Stage::PostUpdate, Stage::Last];
+    /// Every stage, in order.
+    pub const ALL: [Stage; 5] = [Stage::Startup, Stage::PreUpdate, Stage::Update, Stage::PostUpdate, Stage::Last];
 
     fn slot(self) -> usize {
         self as usize
@@ -86,37 +93,6 @@ impl_plugin_tuple!(A a, B b, C c, D d, E e, F f);
 impl_plugin_tuple!(A a, B b, C c, D d, E e, F f, G g);
 impl_plugin_tuple!(A a, B b, C c, D d, E e, F f, G g, H h);
 
-/// One system or a tuple of systems (up to 8), added in order. (`Marker` tells the kinds of system apart; callers
-/// never name it.)
-pub trait IntoSystems<Marker> {
-    /// Appends the systems to `out`, in order.
-    fn into_systems(self, out: &mut Vec<Box<dyn System>>);
-}
-
-impl<M, S: IntoSystem<M>> IntoSystems<M> for S {
-    fn into_systems(self, out: &mut Vec<Box<dyn System>>) {
-        out.push(self.into_system());
-    }
-}
-
-macro_rules! impl_into_systems_tuple {
-    ($($S:ident $M:ident $s:ident),+) => {
-        impl<$($M, $S: IntoSystem<$M>),+> IntoSystems<($($M,)+)> for ($($S,)+) {
-            fn into_systems(self, out: &mut Vec<Box<dyn System>>) {
-                let ($($s,)+) = self;
-                $(out.push($s.into_system());)+
-            }
-        }
-    };
-}
-impl_into_systems_tuple!(A MA a, B MB b);
-impl_into_systems_tuple!(A MA a, B MB b, C MC c);
-impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d);
-impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d, E ME e);
-impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d, E ME e, F MF f);
-impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d, E ME e, F MF f, G MG g);
-impl_into_systems_tuple!(A MA a, B MB b, C MC c, D MD d, E ME e, F MF f, G MG g, H MH h);
-
 struct Entry {
     system: Box<dyn System>,
     /// What it touches, worked out when it was added.
@@ -129,6 +105,15 @@ struct Entry {
     panic: Option<Box<dyn Any + Send>>,
     /// The world's registry its state was worked out in ([`World::registry_stamp`]).
     registry: u64,
+    /// Unique in the app (what `.chain()` names).
+    key: u64,
+    /// What it is ordered against.
+    after: Vec<Target>,
+    before: Vec<Target>,
+    ambiguous_with: Vec<&'static str>,
+    /// Its run conditions, and whether they failed at the start of this frame's run of its stage.
+    conditions: Vec<order::Condition>,
+    skip: bool,
 }
 
 impl Entry {
@@ -206,6 +191,12 @@ pub struct App {
     plans: [Option<Vec<Segment>>; 5],
     /// The systems run since their command buffers last joined the world's (reused).
     ran: Vec<usize>,
+    /// A batch without the systems whose run conditions failed (reused).
+    picked: Vec<usize>,
+    /// The next system's key.
+    next_key: u64,
+    /// Whether two systems whose order matters must be ordered ([`App::set_ambiguity_check`]).
+    ambiguity_check: bool,
 }
 
 /// A run of a stage's systems that belong to the same group (or to none), cut into batches that may run at once.
@@ -257,6 +248,9 @@ impl App {
             pool_asked: false,
             plans: Default::default(),
             ran: Vec::new(),
+            picked: Vec::new(),
+            next_key: 0,
+            ambiguity_check: true,
         }
     }
 
@@ -329,8 +323,9 @@ impl App {
         self
     }
 
-    /// Adds systems to `stage`; within a stage they run in the order added (systems that touch nothing in common
-    /// may run at once, with the same result).
+    /// Adds systems to `stage`, ordered as their constraints say ([`OrderSystems`]: `.after`, `.before`,
+    /// `.chain`), otherwise in the order added; systems that touch nothing in common may run at once, with the same
+    /// result. Two systems whose order changes the result must be ordered (see [`App::check_order`]).
     ///
     /// # Panics
     /// If a system's own parameters conflict ([`App::try_add_systems`] returns the error instead).
@@ -349,8 +344,9 @@ impl App {
         Ok(self)
     }
 
-    /// Adds systems to the group `group` of `stage`, made at the end of the stage if new. Systems added to an
-    /// existing group run after its others, and the group keeps its place in the stage.
+    /// Adds systems to the group `group` of `stage`, made at the end of the stage if new. A group's systems run
+    /// together (one profiler span), ordered among themselves by their constraints, otherwise in the order added;
+    /// a constraint naming the group orders all of them.
     ///
     /// # Panics
     /// If the group exists in another stage, or a group and a system share a name (they share the profiler's rows),
@@ -388,16 +384,38 @@ impl App {
         systems: impl IntoSystems<M>,
     ) -> Result<(), AccessError> {
         self.reinit_if_replaced();
-        let mut boxed = Vec::new();
-        systems.into_systems(&mut boxed);
-        let mut entries = Vec::with_capacity(boxed.len());
-        for mut system in boxed {
+        let mut configs = Vec::new();
+        systems.into_configs(&mut configs);
+        let mut entries = Vec::with_capacity(configs.len());
+        let mut key = self.next_key;
+        for Config { mut system, mut after, before, ambiguous_with, conditions } in configs {
             let name = system.name();
             assert!(!self.groups.iter().any(|g| g.name == name), "system `{name}` has the name of a group");
             let access = system.init(&mut self.world)?;
             let registry = self.world.registry_stamp();
-            entries.push(Entry { system, access, name, id: 0, group, panic: None, registry });
+            for target in &mut after {
+                if *target == Target::Previous {
+                    *target = Target::Key(key.wrapping_sub(1));
+                }
+            }
+            entries.push(Entry {
+                system,
+                access,
+                name,
+                id: 0,
+                group,
+                panic: None,
+                registry,
+                key,
+                after,
+                before,
+                ambiguous_with,
+                conditions,
+                skip: false,
+            });
+            key += 1;
         }
+        self.next_key = key;
         for (offset, mut entry) in entries.into_iter().enumerate() {
             entry.id = self.profiler.register(entry.name);
             self.stages[stage.slot()].insert(at + offset, entry);
@@ -416,6 +434,60 @@ impl App {
         if any {
             self.plans = Default::default();
         }
+    }
+
+    /// Works out each stage's run order from its systems' constraints (the app does it before a frame after a
+    /// change), or says why there is none: a constraint naming nothing, pointing at the wrong stage, or going
+    /// round; or, unless [`App::set_ambiguity_check`] turned it off, two systems of a stage whose order changes the
+    /// result (one writes what the other touches, or both record commands) with no constraint between them.
+    pub fn check_order(&mut self) -> Result<(), OrderError> {
+        self.reinit_if_replaced();
+        for stage in Stage::ALL {
+            if self.plans[stage.slot()].is_none() {
+                self.order_stage(stage)?;
+                let Self { world, stages, plans, .. } = self;
+                plans[stage.slot()] = Some(plan(&stages[stage.slot()], world));
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts `stage`'s systems in run order.
+    fn order_stage(&mut self, stage: Stage) -> Result<(), OrderError> {
+        let stages = &self.stages;
+        let elsewhere = |label: &'static str| {
+            let named = |e: &Entry| e.name == label || e.group.is_some_and(|g| self.groups[g].name == label);
+            Stage::ALL.into_iter().filter(|&s| s != stage).find(|&s| stages[s.slot()].iter().any(named))
+        };
+        let entries = &stages[stage.slot()];
+        let nodes: Vec<Node<'_>> = entries
+            .iter()
+            .enumerate()
+            .map(|(k, e)| Node {
+                name: e.name,
+                key: e.key,
+                seq: k as u64,
+                group: e.group.map(|g| self.groups[g].name),
+                after: &e.after,
+                before: &e.before,
+                ambiguous_with: &e.ambiguous_with,
+                access: &e.access,
+            })
+            .collect();
+        let order = order::solve(stage, &nodes, &elsewhere, &self.world, self.ambiguity_check)?;
+        drop(nodes);
+        let mut old: Vec<Option<Entry>> =
+            std::mem::take(&mut self.stages[stage.slot()]).into_iter().map(Some).collect();
+        self.stages[stage.slot()] = order.into_iter().map(|k| old[k].take().expect("each once")).collect();
+        Ok(())
+    }
+
+    /// Whether two systems of a stage whose order changes the result must be ordered (default: yes; off, such a
+    /// pair runs in the order added, which the app then does not vouch for).
+    pub fn set_ambiguity_check(&mut self, check: bool) -> &mut Self {
+        self.ambiguity_check = check;
+        self.plans = Default::default();
+        self
     }
 
     /// The groups, in the order made, with their systems.
@@ -458,7 +530,7 @@ impl App {
         self.frames
     }
 
-    /// The names of the systems of `stage`, in run order.
+    /// The names of the systems of `stage`, in run order (as last worked out: [`App::check_order`]).
     pub fn system_names(&self, stage: Stage) -> impl Iterator<Item = &'static str> + '_ {
         self.stages[stage.slot()].iter().map(|e| e.name)
     }
@@ -466,7 +538,9 @@ impl App {
     /// The batches of `stage`'s systems, run by run of one group (or none), as positions in the stage: what
     /// [`App::update`] runs at once.
     pub fn batches(&mut self, stage: Stage) -> Vec<Vec<usize>> {
-        self.reinit_if_replaced();
+        if let Err(error) = self.check_order() {
+            panic!("{error}");
+        }
         let Self { world, stages, plans, .. } = self;
         let plan = plans[stage.slot()].get_or_insert_with(|| plan(&stages[stage.slot()], world));
         plan.iter().flat_map(|segment| segment.batches.iter().cloned()).collect()
@@ -478,7 +552,9 @@ impl App {
     /// If a system panics (the message names it; the world is left consistent: what the system moved out for its
     /// run is back, and the commands recorded so far are kept), or a system's resource is missing.
     pub fn update(&mut self) {
-        self.reinit_if_replaced();
+        if let Err(error) = self.check_order() {
+            panic!("{error}");
+        }
         if self.threads > 1 && !self.pool_asked {
             // Without a pool (the system refused threads) the schedule runs on this thread, with the same result.
             self.pool = rayon::ThreadPoolBuilder::new().num_threads(self.threads).build().ok();
@@ -538,11 +614,15 @@ impl App {
     }
 
     fn run_stage(&mut self, stage: Stage, on_pool: bool) {
-        let Self { world, stages, groups, profiler, plans, ran, .. } = self;
+        let Self { world, stages, groups, profiler, plans, ran, picked, .. } = self;
         let entries = &mut stages[stage.slot()];
+        // The run conditions, once per frame, before any of the stage's systems runs.
+        for entry in entries.iter_mut().filter(|e| !e.conditions.is_empty()) {
+            entry.skip = !entry.conditions.iter().all(|condition| condition.holds(world));
+        }
         let plan = plans[stage.slot()].get_or_insert_with(|| plan(entries, world));
         for segment in plan.iter() {
-            let mut run = || run_batches(world, entries, &segment.batches, profiler, on_pool, ran);
+            let mut run = || run_batches(world, entries, &segment.batches, profiler, on_pool, ran, picked);
             match segment.group {
                 None => run(),
                 Some(g) => {
@@ -586,9 +666,22 @@ fn run_batches(
     profiler: &Profiler,
     on_pool: bool,
     ran: &mut Vec<usize>,
+    picked: &mut Vec<usize>,
 ) {
     for batch in batches {
-        let exclusive = matches!(**batch, [k] if entries[k].access.is_exclusive());
+        // Without the systems whose run conditions failed (in a buffer kept between frames).
+        let batch: &[usize] = match batch.iter().any(|&k| entries[k].skip) {
+            true => {
+                picked.clear();
+                picked.extend(batch.iter().copied().filter(|&k| !entries[k].skip));
+                picked
+            }
+            false => batch,
+        };
+        if batch.is_empty() {
+            continue;
+        }
+        let exclusive = matches!(*batch, [k] if entries[k].access.is_exclusive());
         if exclusive {
             flush(world, entries, ran);
         }
@@ -749,7 +842,7 @@ mod tests {
     fn stages_run_in_order_and_startup_once() {
         let mut app = App::new();
         app.add_plugins((LogPlugin, |app: &mut App| {
-            app.add_systems(Stage::Update, (first, second)).add_systems(Stage::PreUpdate, early);
+            app.add_systems(Stage::Update, (first, second).chain()).add_systems(Stage::PreUpdate, early);
         }));
         app.add_systems(Stage::Startup, once);
         app.update();
@@ -768,11 +861,12 @@ mod tests {
     fn groups_keep_their_systems_together_time_them_and_turn_off() {
         let mut app = App::new();
         app.add_plugins(LogPlugin);
-        app.add_group(Stage::Update, "pair", first).add_systems(Stage::Update, early).add_group(
+        app.add_group(Stage::Update, "pair", first).add_systems(Stage::Update, early.after("pair")).add_group(
             Stage::Update,
             "pair",
-            second,
+            second.after(first),
         );
+        app.check_order().unwrap();
         assert_eq!(app.system_names(Stage::Update).collect::<Vec<_>>(), ["first", "second", "early"]);
         let groups: Vec<GroupInfo> = app.groups().collect();
         assert_eq!(

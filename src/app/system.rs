@@ -14,7 +14,7 @@
 //!    buffer joins the world's (so commands apply in the order the serial schedule records them).
 //!
 //! ```
-//! use swarm::app::{App, Commands, Local, Query, Res, ResMut, Stage};
+//! use swarm::app::{App, Commands, Local, OrderSystems, Query, Res, ResMut, Stage};
 //! use swarm::ecs::{With, Without};
 //! struct Pos(f32); struct Vel(f32); struct Frozen;
 //! struct Gravity(f32);
@@ -33,7 +33,7 @@
 //! app.insert_resource(Gravity(1.0)).insert_resource(Moved::default());
 //! app.world.spawn((Pos(10.0), Vel(0.0))).unwrap();
 //! app.world.spawn((Pos(10.0), Vel(0.0), Frozen)).unwrap();
-//! app.add_systems(Stage::Update, (fall, step, thaw));
+//! app.add_systems(Stage::Update, (fall, step, thaw).chain());
 //! app.update();
 //! assert_eq!(app.world.resource::<Moved>().0, 2);
 //! app.update(); // both fall now: the frozen one was thawed after the first frame
@@ -661,7 +661,7 @@ impl<F: FnMut(&mut World) + Send + 'static> System for ExclusiveSystem<F> {
 }
 
 /// The last path segment of a function's type name: its name.
-fn short_fn_name<F>() -> &'static str {
+pub(crate) fn short_fn_name<F>() -> &'static str {
     let full = type_name::<F>();
     full.rsplit("::").next().unwrap_or(full)
 }

@@ -3,12 +3,13 @@
 use super::components::{Blue, Health, Position, Red};
 use super::config::{SimConfig, SimStats};
 use super::grid::{Grid, GridItem, NearPairs, Staged, BANDS};
-use crate::app::{App, Stage};
+use crate::app::{App, OrderSystems, Stage};
 use crate::ecs::{Entity, World};
 
-/// Adds [`build_grid`] and [`resolve_collisions`] to `Update`, in the group "combat".
+/// Adds [`build_grid`] then [`resolve_collisions`] to `Update`, in the group "combat", after the group "squads".
 pub fn plugin(app: &mut App) {
-    app.insert_resource(Broadphase::default()).add_group(Stage::Update, "combat", (build_grid, resolve_collisions));
+    let combat = (build_grid, resolve_collisions).chain().after("squads");
+    app.insert_resource(Broadphase::default()).add_group(Stage::Update, "combat", combat);
 }
 
 /// One band's contacts: its near pairs, the hits of its own items, and hits of items past its end (the next band's

@@ -6,7 +6,7 @@ use super::collision::Broadphase;
 use super::components::{Health, Lifetime};
 use super::config::{SimConfig, SimStats};
 use super::squads::Fallen;
-use crate::app::{App, Commands, Local, Query, Res, ResMut, Stage};
+use crate::app::{App, Commands, Local, OrderSystems, Query, Res, ResMut, Stage};
 use crate::ecs::{Changed, Entity, Tracker, World};
 
 /// Adds [`despawn_dead`] and [`age_particles`] to `PostUpdate` in the group "lifecycle", and the frame counter and
@@ -16,8 +16,9 @@ pub fn plugin(app: &mut App) {
     app.insert_resource(Hurt::default());
     // `count_frame` is in no group: the frame counter keys the random streams and recordings, so it always runs;
     // nor is `note_hurt`, which only reads.
-    app.add_group(Stage::PostUpdate, "lifecycle", (despawn_dead, age_particles))
-        .add_systems(Stage::Last, (count_frame, note_hurt));
+    // Both lifecycle systems record commands: their order is the buffer's.
+    app.add_group(Stage::PostUpdate, "lifecycle", (despawn_dead, age_particles).chain())
+        .add_systems(Stage::Last, (count_frame, note_hurt).chain());
 }
 
 /// The fighters whose health changed since [`note_hurt`] last ran (a frame), in handle order, and the counts of

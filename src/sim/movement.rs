@@ -2,16 +2,17 @@
 
 use super::components::{Health, Position, Velocity};
 use super::config::{SimConfig, DT};
-use crate::app::{App, Query, Res, Stage};
+use crate::app::{App, OrderSystems, Query, Res, Stage};
 use crate::ecs::World;
 use glam::Vec2;
 
-/// Adds [`align_pools`] and [`integrate_velocity`] to `Update`, in the group "movement" (after steering).
+/// Adds [`align_pools`] then [`integrate_velocity`] to `Update`, in the group "movement", after steering
+/// (`hunt_targets`).
 pub fn plugin(app: &mut App) {
     app.insert_resource(AlignScratch::default()).add_group(
         Stage::Update,
         "movement",
-        (align_pools, integrate_velocity),
+        (align_pools.run_if(align_due), integrate_velocity).chain().after(super::hunt::hunt_targets),
     );
 }
 
@@ -38,15 +39,10 @@ pub fn integrate_velocity(config: Res<SimConfig>, mut movers: Query<Mover>) {
     });
 }
 
-/// Every `align_every` frames (sparse-set backend only), sorts the velocity and health pools into the position
-/// pool's order (`sort_as`), so a query over position and velocity (movement), or over all three,
-/// walks the packed arrays in lock-step.
+/// Sorts the velocity and health pools into the position pool's order (`sort_as`; sparse-set backend only), so a
+/// query over position and velocity (movement), or over all three, walks the packed arrays in lock-step. It runs
+/// every `align_every` frames: its run condition is [`align_due`].
 pub fn align_pools(world: &mut World) {
-    let every = world.resource::<SimConfig>().align_every;
-    let frame = world.resource::<super::config::SimStats>().frames;
-    if every == 0 || !frame.is_multiple_of(every as u64) {
-        return;
-    }
     world.resource_scope::<AlignScratch, _>(|world, scratch| {
         let Some(positions) = world.sparse_set::<Position>() else { return };
         let AlignScratch { order, sort } = scratch;
@@ -59,6 +55,13 @@ pub fn align_pools(world: &mut World) {
             pool.sort_as_with(order, sort);
         }
     });
+}
+
+/// [`align_pools`]'s run condition: every `align_every` frames (never if 0).
+pub fn align_due(world: &World) -> bool {
+    let every = world.resource::<SimConfig>().align_every;
+    let frame = world.resource::<super::config::SimStats>().frames;
+    every != 0 && frame.is_multiple_of(every as u64)
 }
 
 /// Buffers of [`align_pools`], kept between sorts.

@@ -12,7 +12,7 @@
 
 use super::components::{Blue, Health, Hunter, Lifetime, Particle, ParticleBundle, Position, Red, Velocity};
 use super::config::{Draw, SimConfig, SimRng, SimStats};
-use crate::app::{App, Local, Query, Res, Stage};
+use crate::app::{App, Local, OrderSystems, Query, Res, Stage};
 use crate::ecs::{Children, Commands, Entity, Parent, Without, World};
 use glam::Vec2;
 use rand::Rng;
@@ -29,11 +29,11 @@ const PULL: f32 = 3.0;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallen;
 
-/// Adds [`keep_formation`] to `Update` in the group "squads" (after the group "movement", which hunting opened, so
-/// after the integration: the velocities it steers move the followers the next frame), and the handler
-/// [`fall`] (insert of [`Fallen`]).
+/// Adds [`keep_formation`] to `Update` in the group "squads", after the group "movement" (so after the
+/// integration: the velocities it steers move the followers the next frame), and the handler [`fall`] (insert of
+/// [`Fallen`]).
 pub fn plugin(app: &mut App) {
-    app.add_group(Stage::Update, "squads", keep_formation).on_insert::<Fallen>(fall);
+    app.add_group(Stage::Update, "squads", keep_formation.after("movement")).on_insert::<Fallen>(fall);
 }
 
 /// The slot of follower `slot` behind a captain heading along `heading` (a unit vector): a wedge, rows of two.
