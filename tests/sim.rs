@@ -119,6 +119,51 @@ fn digest_sees_every_change() {
     assert_ne!(digest(&app.world), before);
 }
 
+/// The component table covers every type a simulation world registers: each is hashed by the digest (and saved,
+/// by name or as the hierarchy) or is a transient marker that no entity holds between frames; every named type is
+/// a column of the snapshot schema; the digest sees a squad's change of captain.
+#[test]
+fn every_component_a_world_registers_is_in_the_table() {
+    use swarm::sim::components::TABLE;
+    for scenario in [Scenario::Armies, Scenario::Churn] {
+        let config = SimConfig { scenario, ..SimConfig::with_population(400) };
+        let mut app = build_app(config.clone(), 3, Backend::SparseSet, config.default_capacity());
+        for _ in 0..200 {
+            app.update();
+        }
+        assert!(app.world.resource::<SimStats>().deaths > 0, "{scenario:?}: nobody fell; Fallen was never registered");
+        let mut id = 0;
+        while let Some(info) = app.world.component_info(id) {
+            let kept = TABLE.iter().find(|kept| (kept.type_id)() == info.type_id);
+            let kept = kept.unwrap_or_else(|| panic!("{} is registered but not in the component table", info.name));
+            match kept.transient {
+                Some(_) => assert_eq!((kept.count)(&app.world), 0, "{}: held between frames", info.name),
+                None => assert!(kept.digest.is_some(), "{} is not hashed by the digest", info.name),
+            }
+            id += 1;
+        }
+    }
+    let bytes =
+        save(&build_app(SimConfig::with_population(10), 1, Backend::SparseSet, 64).world, Format::Json).unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    for name in TABLE.iter().filter_map(|kept| kept.snapshot) {
+        assert!(text.contains(&format!("\"{name}\"")), "the schema has no column `{name}`");
+    }
+    // A follower moved to another captain: the same entities and values, another hierarchy.
+    let config = SimConfig::with_population(300);
+    let mut app = build_app(config.clone(), 2, Backend::SparseSet, config.default_capacity());
+    for _ in 0..60 {
+        app.update();
+    }
+    let world = &mut app.world;
+    let squads: Vec<swarm::ecs::Entity> =
+        world.query_ref::<&swarm::ecs::Children>().iter().map(|(e, _)| e).take(2).collect();
+    let follower = world.get::<swarm::ecs::Children>(squads[0]).unwrap()[0];
+    let before = digest(world);
+    world.add_child(squads[1], follower).unwrap();
+    assert_ne!(digest(world), before, "the digest misses the hierarchy");
+}
+
 /// Puts every sparse-set pool of the simulation into a random order (Fisher-Yates through `swap_positions`, which
 /// keeps each entity's value with it), so queries visit entities in an order no system chose.
 fn shuffle_pools(world: &mut swarm::ecs::World, rng: &mut u64) {
@@ -280,5 +325,59 @@ fn saved_at_one_thread_count_and_loaded_at_another_gives_the_same_world() {
         loaded.world.set_piece_rows(5);
         let (report, _) = run_app(loaded, 80, None, |_| {});
         assert_eq!(report.digest, straight.digest, "saved at {first} threads, loaded on {backend} at {second}");
+    }
+}
+
+/// The window's loop, driven with synthetic frame times: at 30, 60 or 144 frames per second, uncapped (uneven
+/// short frames) or with stalls (the catch-up bound drops time), the world after N steps is the same, because the
+/// simulation only ever runs whole fixed steps.
+#[test]
+fn the_world_after_n_steps_does_not_depend_on_the_frame_rate() {
+    use swarm::sim::step::{FixedStep, MAX_STEPS_PER_FRAME};
+    const STEPS: u32 = 150;
+    let config = SimConfig::with_population(500);
+    let fresh = || build_app(config.clone(), 4, Backend::SparseSet, config.default_capacity());
+    let mut reference = fresh();
+    for _ in 0..STEPS {
+        reference.update();
+    }
+    let expected = digest(&reference.world);
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut uneven = move || {
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        0.0005 + (rng >> 40) as f32 / (1u64 << 24) as f32 * 0.003
+    };
+    let rates: [(&str, &mut dyn FnMut() -> f32); 5] = [
+        ("30 fps", &mut || 1.0 / 30.0),
+        ("60 fps", &mut || 1.0 / 60.0),
+        ("144 fps", &mut || 1.0 / 144.0),
+        ("uncapped", &mut uneven),
+        ("stalls", &mut {
+            let mut k = 0;
+            move || {
+                k += 1;
+                if k % 7 == 0 {
+                    0.5
+                } else {
+                    1.0 / 60.0
+                }
+            }
+        }),
+    ];
+    for (name, frame_time) in rates {
+        let mut app = fresh();
+        let (mut clock, mut steps, mut frames) = (FixedStep::default(), 0, 0);
+        while steps < STEPS {
+            let ran = clock.advance(frame_time(), |_| {
+                if steps < STEPS {
+                    app.update();
+                    steps += 1;
+                }
+            });
+            assert!(ran <= MAX_STEPS_PER_FRAME, "{name}: {ran} steps in one frame");
+            frames += 1;
+        }
+        assert_eq!(digest(&app.world), expected, "{name}: after {STEPS} steps in {frames} frames");
+        assert!(frames > 20, "{name}: {frames} frames");
     }
 }

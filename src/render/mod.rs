@@ -1,6 +1,6 @@
 //! The window: the only code that calls macroquad. It reads the frame time once per frame and hands the
-//! simulation whole fixed steps (macroquad's `arkanoid` pattern), draws the world, the overlay and the panel, and
-//! applies the user's actions.
+//! simulation whole fixed steps ([`FixedStep`]), draws the world (positions interpolated between the last two
+//! steps), the overlay and the panel, and applies the user's actions.
 
 pub mod camera;
 pub mod compare;
@@ -25,10 +25,8 @@ use swarm::ecs::{Backend, Format, World};
 use swarm::sim::lifecycle::Hurt;
 use swarm::sim::play::{Input, Play, Start, ALIGN_EVERY};
 use swarm::sim::recording::Recorder;
-use swarm::sim::{census, digest, snapshot, SimConfig, SimStats, DT};
-
-/// The most simulation steps one rendered frame may run, so a slow frame does not snowball.
-const MAX_STEPS_PER_FRAME: u32 = 4;
+use swarm::sim::step::{FixedStep, Trail};
+use swarm::sim::{census, digest, snapshot, SimConfig, SimStats};
 
 /// Where the textures are: `$SWARM_ASSETS` if set, else `./assets` if present, else the crate's own `assets/`.
 fn assets_dir() -> PathBuf {
@@ -232,7 +230,7 @@ struct Clock {
     last_start: Option<Instant>,
     left_out: Option<f32>,
     /// Frame time not yet run as whole steps of `DT`.
-    accumulator: f32,
+    step: FixedStep,
     /// The overlay and panel's time in the last frame (the panel shows it).
     ui_ms: f32,
     /// Spawns, deaths and lifecycle events per second.
@@ -271,6 +269,9 @@ struct Scene {
     field: FieldLayer,
     scratch: DrawScratch,
     markers: StaleMarkers,
+    /// Positions before the last step, and how far the frame is past it: fighters are drawn in between.
+    trail: Trail,
+    alpha: f32,
 }
 
 /// What is drawn over the arena: the overlay, the legend and the panel, and the buffers they reuse.
@@ -316,7 +317,7 @@ impl Window {
                 sim: FrameTimes::default(),
                 last_start: None,
                 left_out: Some(0.0),
-                accumulator: 0.0,
+                step: FixedStep::default(),
                 ui_ms: 0.0,
                 rate_clock: RateClock::new(),
             },
@@ -326,6 +327,8 @@ impl Window {
                 field: FieldLayer::default(),
                 scratch: DrawScratch::default(),
                 markers: StaleMarkers::default(),
+                trail: Trail::default(),
+                alpha: 1.0,
             },
             hud: Hud {
                 overlay_on: true,
@@ -432,20 +435,25 @@ impl Window {
     /// The compare view freezes it (without a pause input: nothing changes the simulation). Each frame's stale
     /// catches are taken as it ends: the next frame clears them.
     fn step_simulation(&mut self, dt: f32) {
-        let (play, markers, clock) = (&mut self.game.play, &mut self.scene.markers, &mut self.clock);
+        let (play, clock) = (&mut self.game.play, &mut self.clock);
+        let Scene { markers, trail, alpha, .. } = &mut self.scene;
         let sim_start = Instant::now();
+        // Drawn where the last step left them, unless the frame falls between two steps.
+        *alpha = 1.0;
         if let Some(compared) = &mut self.compare {
             compared.step(compare::BUDGET);
         } else if self.game.cli.screenshot.is_some() {
             play.app.update();
             markers.take(&play.app.world);
         } else if !play.paused {
-            clock.accumulator = (clock.accumulator + dt).min(DT * MAX_STEPS_PER_FRAME as f32);
-            while clock.accumulator >= DT {
+            clock.step.advance(dt, |last| {
+                if last {
+                    trail.record(&play.app.world);
+                }
                 play.app.update();
                 markers.take(&play.app.world);
-                clock.accumulator -= DT;
-            }
+            });
+            *alpha = clock.step.alpha();
         }
         if self.compare.is_none() {
             clock.sim.push(sim_start.elapsed().as_secs_f32() * 1e3);
@@ -616,7 +624,8 @@ impl Scene {
         draw_rectangle(0.0, 0.0, arena.x, arena.y, Color::new(0.07, 0.08, 0.12, 1.0));
         draw_rectangle_lines(0.0, 0.0, arena.x, arena.y, 2.0 * px, Color::new(0.3, 0.35, 0.48, 1.0));
         self.field.draw(world, px);
-        sprites::draw_world(world, &self.sprites, &mut self.scratch, px);
+        let between = self.trail.follows(world).then_some((&self.trail, self.alpha));
+        sprites::draw_world(world, &self.sprites, &mut self.scratch, px, between);
         self.markers.draw(&self.sprites, px);
     }
 }

@@ -14,6 +14,7 @@ use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Targ
 use swarm::sim::lifecycle::Hurt;
 pub use swarm::sim::painter::DrawOrder;
 use swarm::sim::painter::TeamField;
+use swarm::sim::step::Trail;
 use swarm::sim::{SimConfig, SimStats, StaleCatches};
 
 /// The three textures, the ring drawn around hunters and stale markers, and where the textures came from.
@@ -209,8 +210,21 @@ pub fn far(fighter_px: f32) -> f32 {
 /// Draws hunters' target lines, squad links (zoomed in), fighters (tinted by team, dimmed as they lose health,
 /// flashing white in the frame a hit lands), hunters (their own sprite
 /// and a ring), then particles over them. `px` is arena units per screen pixel (for lines a pixel or so wide).
-pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, px: f32) {
+///
+/// With `between` (the positions before the last step, and how far the frame is past it), fighters, hunters and
+/// their lines are drawn that far from where they were to where they are: motion stays smooth at any frame rate.
+pub fn draw_world(
+    world: &World,
+    sprites: &Sprites,
+    scratch: &mut DrawScratch,
+    px: f32,
+    between: Option<(&Trail, f32)>,
+) {
     let config = world.resource::<SimConfig>();
+    let at = |e: swarm::ecs::Entity, p: &Position| match between {
+        Some((trail, alpha)) => Position(trail.at(e, p.0, alpha)),
+        None => *p,
+    };
     let marks = &mut scratch.marks;
     marks.clear();
     marks.resize(world.entities().index_bound() as usize, 0);
@@ -229,6 +243,7 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
     // live targets get a line.
     world.query_ref::<(&Position, &Target)>().for_each(|e, (p, t)| {
         if let Some(goal) = world.get::<Position>(t.0) {
+            let (p, goal) = (at(e, p), at(t.0, goal));
             let (r, g, b) = team(e);
             let color = Color::new(0.5 + 0.5 * r, 0.5 + 0.5 * g, 0.5 + 0.5 * b, 0.45);
             draw_line(p.0.x, p.0.y, goal.0.x, goal.0.y, (1.5 * px).max(0.5), color);
@@ -241,6 +256,7 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
     if far(size / px) < 0.5 {
         world.query_ref::<(&Position, &Parent)>().for_each(|e, (p, parent)| {
             if let Some(captain) = world.get::<Position>(parent.get()) {
+                let (p, captain) = (at(e, p), at(parent.get(), captain));
                 let (r, g, b) = team(e);
                 let color = Color::new(0.4 + 0.6 * r, 0.4 + 0.6 * g, 0.4 + 0.6 * b, 0.35);
                 draw_line(p.0.x, p.0.y, captain.0.x, captain.0.y, (1.0 * px).max(0.35), color);
@@ -262,7 +278,7 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
     // Fighters, then hunters over them (one texture per pass, so each pass batches).
     world.query_ref::<(&Position, &Health, &Velocity)>().for_each(|e, (p, h, v)| {
         if marks[e.index() as usize] & HUNTER == 0 {
-            draw(&sprites.fighter, p, v, size, tint(e, h, 1.0));
+            draw(&sprites.fighter, &at(e, p), v, size, tint(e, h, 1.0));
         }
     });
     // Zoomed far out, hunters keep a minimum size and turn paler than the fighters around them, so they stand out.
@@ -272,7 +288,7 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
         let c = tint(e, h, 1.2);
         let pale = 0.45 * far;
         let c = Color::new(c.r + (1.0 - c.r) * pale, c.g + (1.0 - c.g) * pale, c.b + (1.0 - c.b) * pale, 1.0);
-        draw(&sprites.hunter, p, v, hunter_size, c);
+        draw(&sprites.hunter, &at(e, p), v, hunter_size, c);
     });
     // The ring: pale team colour, wide enough to clear the sprite, never under MIN_RING_PX; fainter when small, as
     // thousands of them then cover the field.
@@ -280,6 +296,7 @@ pub fn draw_world(world: &World, sprites: &Sprites, scratch: &mut DrawScratch, p
     let ring_alpha = 0.9 - 0.6 * far;
     let ring = sprites.ring(ring_size / px);
     world.query_ref::<(&Position, &Hunter)>().for_each(|e, (p, _)| {
+        let p = at(e, p);
         let (r, g, b) = team(e);
         let color = Color::new(0.55 + 0.45 * r, 0.55 + 0.45 * g, 0.55 + 0.45 * b, ring_alpha);
         draw_centered(ring, p.0, ring_size, 0.0, color);

@@ -1,7 +1,9 @@
-//! The simulation's components. Tags (`Red`, `Blue`, `Hunter`, `Particle`) are zero-sized: membership only.
+//! The simulation's components, and [`TABLE`], what is done with each (snapshot, digest, census). Tags (`Red`,
+//! `Blue`, `Hunter`, `Particle`) are zero-sized: membership only.
 
+use super::Census;
 use crate::ecs::Component;
-use crate::ecs::{Bundle, Entity};
+use crate::ecs::{Bundle, Children, Entity, Parent, SnapshotSchema, World};
 use glam::Vec2;
 use serde::{Deserialize, Serialize};
 
@@ -85,3 +87,103 @@ pub enum Team {
     /// The blue side.
     Blue,
 }
+
+/// What the simulation does with one of its component types. [`TABLE`] lists every type a simulation world
+/// registers, once: the snapshot schema, the digest and the census are made from it (`tests/sim.rs` checks that
+/// a world that ran registers no other type).
+pub struct Kept {
+    /// The type's name in a snapshot (the file format: renaming one breaks old files); `None`: not a schema
+    /// column (the hierarchy's, which every snapshot keeps itself; a transient marker).
+    pub snapshot: Option<&'static str>,
+    /// The type.
+    pub type_id: fn() -> std::any::TypeId,
+    /// How many entities hold it (the storage's count).
+    pub count: fn(&World) -> usize,
+    /// Adds the type to a snapshot schema under its name.
+    pub schema: fn(SnapshotSchema, &'static str) -> SnapshotSchema,
+    /// Hands each holder's value, as a `u64`, to the digest (`None`: not hashed, a transient marker).
+    pub digest: Option<Hash>,
+    /// The census field that counts the type's holders, if any.
+    pub census: Option<fn(&mut Census) -> &mut u32>,
+    /// Why it is in neither the schema nor the digest (a marker no entity holds between frames), if so.
+    pub transient: Option<&'static str>,
+}
+
+/// How the digest reads a type: each holder with its value as a `u64`.
+pub type Hash = fn(&World, &mut dyn FnMut(Entity, u64));
+
+/// A position or velocity as the digest hashes it: the two floats' bits.
+fn pack(v: Vec2) -> u64 {
+    (v.x.to_bits() as u64) << 32 | v.y.to_bits() as u64
+}
+
+/// A value the digest hashes, by type: `hash` turns a value into a `u64`.
+macro_rules! hashed {
+    ($t:ty, $hash:expr) => {
+        Some(|world: &World, add: &mut dyn FnMut(Entity, u64)| {
+            let hash: fn(&$t) -> u64 = $hash;
+            world.query_ref::<(&$t,)>().for_each(|e, (v,)| add(e, hash(v)))
+        })
+    };
+}
+
+/// A plain column of a snapshot schema.
+fn column<T: Component + Serialize + serde::de::DeserializeOwned>(
+    s: SnapshotSchema,
+    name: &'static str,
+) -> SnapshotSchema {
+    s.component::<T>(name)
+}
+
+/// Not a schema column.
+fn no_column(s: SnapshotSchema, _: &'static str) -> SnapshotSchema {
+    s
+}
+
+/// A table entry for type `$t`: its snapshot name, how it joins the schema, how the digest hashes a value (see
+/// [`hashed!`]), its census field.
+macro_rules! kept {
+    ($t:ty, $name:expr, $schema:expr, $hash:expr, $census:expr) => {
+        Kept {
+            snapshot: $name,
+            type_id: std::any::TypeId::of::<$t>,
+            count: World::count_of::<$t>,
+            schema: $schema,
+            digest: hashed!($t, $hash),
+            census: $census,
+            transient: None,
+        }
+    };
+}
+
+/// Every component type of the simulation, in the digest's order (a record's kind is its position plus one).
+pub const TABLE: &[Kept] = &[
+    kept!(Position, Some("position"), column::<Position>, |p| pack(p.0), None),
+    kept!(Velocity, Some("velocity"), column::<Velocity>, |v| pack(v.0), None),
+    kept!(Health, Some("health"), column::<Health>, |h| h.0 as u32 as u64, None),
+    kept!(Red, Some("red"), column::<Red>, |_| 0, Some(|c| &mut c.red)),
+    kept!(Blue, Some("blue"), column::<Blue>, |_| 0, Some(|c| &mut c.blue)),
+    kept!(Hunter, Some("hunter"), column::<Hunter>, |_| 0, Some(|c| &mut c.hunters)),
+    kept!(Target, Some("target"), |s, name| s.component_with_entities::<Target>(name), |t| t.0.to_bits(), None),
+    kept!(Particle, Some("particle"), column::<Particle>, |_| 0, Some(|c| &mut c.particles)),
+    kept!(Lifetime, Some("lifetime"), column::<Lifetime>, |l| l.0 as u64, None),
+    // The hierarchy: every snapshot keeps it (its own columns); the digest hashes each follower's captain and
+    // each captain's list in order (the order decides who is promoted).
+    kept!(Parent, None, no_column, |p| p.get().to_bits(), None),
+    kept!(
+        Children,
+        None,
+        no_column,
+        |c| c.iter().fold(0, |h, e| super::digest::mix(h ^ e.to_bits())),
+        Some(|c| &mut c.squads)
+    ),
+    Kept {
+        snapshot: None,
+        type_id: std::any::TypeId::of::<super::squads::Fallen>,
+        count: World::count_of::<super::squads::Fallen>,
+        schema: no_column,
+        digest: None,
+        census: None,
+        transient: Some("inserted by despawn_dead; its handler despawns the holder in the same apply"),
+    },
+];

@@ -26,6 +26,7 @@ pub mod report;
 pub mod snapshot;
 pub mod spawn;
 pub mod squads;
+pub mod step;
 
 use crate::app::profile::Profiler;
 use crate::app::{App, Plugin};
@@ -88,17 +89,17 @@ pub struct Census {
     pub particles: u32,
 }
 
-/// Counts live entities by kind from the storage's own lengths ([`World::count_of`]): no entity is visited, so
+/// Counts live entities by kind (the types [`components::TABLE`] gives a census field) from the storage's own
+/// lengths ([`World::count_of`]): no entity is visited, so
 /// the window can read it every frame on any backend without disturbing the frame it measures.
 pub fn census(world: &World) -> Census {
-    use components::{Blue, Hunter, Particle, Red};
-    Census {
-        red: world.count_of::<Red>() as u32,
-        blue: world.count_of::<Blue>() as u32,
-        hunters: world.count_of::<Hunter>() as u32,
-        squads: world.count_of::<crate::ecs::Children>() as u32,
-        particles: world.count_of::<Particle>() as u32,
+    let mut census = Census::default();
+    for kept in components::TABLE {
+        if let Some(field) = kept.census {
+            *field(&mut census) = (kept.count)(world) as u32;
+        }
     }
+    census
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! rebuilt each frame (scratch buffers, this frame's contacts) is not saved.
 
 use super::collision::Broadphase;
-use super::components::{Blue, Health, Hunter, Lifetime, Particle, Position, Red, Target, Velocity};
+use super::components::TABLE;
 use super::config::{SimConfig, SimRng, SimStats, SpawnRequests};
 use super::limits;
 use super::spawn::OpenSquads;
@@ -15,18 +15,13 @@ use crate::app::App;
 use crate::ecs::{Backend, Format, LoadInfo, SnapshotError, SnapshotSchema, World};
 use std::path::Path;
 
-/// The simulation's snapshot schema. The names are the file format: renaming one breaks old files.
+/// The simulation's snapshot schema: the components of [`TABLE`] under their names (the file format: renaming
+/// one breaks old files), then the resources.
 pub fn schema() -> SnapshotSchema {
-    SnapshotSchema::new()
-        .component::<Position>("position")
-        .component::<Velocity>("velocity")
-        .component::<Health>("health")
-        .component::<Red>("red")
-        .component::<Blue>("blue")
-        .component::<Hunter>("hunter")
-        .component_with_entities::<Target>("target")
-        .component::<Particle>("particle")
-        .component::<Lifetime>("lifetime")
+    // The components, from the table (the hierarchy is in every snapshot without being named).
+    let columns = TABLE.iter().filter_map(|kept| Some((kept.schema, kept.snapshot?)));
+    columns
+        .fold(SnapshotSchema::new(), |schema, (add, name)| add(schema, name))
         // The settings and the frame counter come from outside like flags do, so they meet the flags' limits; the
         // settings are checked as soon as they decode, before the broadphase is rebuilt from them.
         .resource_checked::<SimConfig>("settings", |config| config.check().map_err(|e| e.to_string()))
