@@ -921,13 +921,26 @@ impl World {
         for id in self.changes.exact.iter() {
             let track = self.changes.track_mut(id).filter(|track| track.waits());
             let Some(mut exact) = track.and_then(|track| track.exact.take()) else { continue };
-            // The copies leave the track while the values are read through the world.
-            exact.settle(self.changes.track(id).expect("tracked"), self, id);
+            // The copies leave the track while the values are read through the world. A `PartialEq` that panics
+            // puts them back before the panic goes on, so the type stays exact; the writes still waiting then are
+            // not counted.
+            let settle = || exact.settle(self.changes.track(id).expect("tracked"), self, id);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(settle));
             let track = self.changes.track_mut(id).expect("tracked");
-            for &(index, tick) in &exact.settled {
-                track.stamp(index, tick);
+            if outcome.is_ok() {
+                for &(index, tick) in &exact.settled {
+                    track.stamp(index, tick);
+                }
+            } else {
+                for index in std::mem::take(&mut exact.queue) {
+                    exact.waiting[index as usize] = (0, false);
+                }
+                (exact.whole, exact.settled) = (0, Vec::new());
             }
             track.exact = Some(exact);
+            if let Err(panic) = outcome {
+                std::panic::resume_unwind(panic);
+            }
         }
     }
 

@@ -307,12 +307,42 @@ fn clear_forgets_every_value(backend: Backend) {
     assert_eq!(tracker.removed().count(), 0, "a clear lists no removal");
 }
 
+/// A value whose comparison panics on -1.
+#[derive(Clone, Debug)]
+struct Touchy(i64);
+
+impl PartialEq for Touchy {
+    fn eq(&self, other: &Self) -> bool {
+        assert!(self.0 != -1 && other.0 != -1, "touchy");
+        self.0 == other.0
+    }
+}
+
+/// A `PartialEq` that panics while the world compares leaves the type tracked exactly: later equal writes are no
+/// change, later different ones are.
+fn a_panicking_comparison_leaves_the_type_exact(backend: Backend) {
+    let mut w = world(backend);
+    w.track_exact::<Touchy>();
+    let (a, b) = (w.spawn((Touchy(1),)).unwrap(), w.spawn((Touchy(2),)).unwrap());
+    w.clear_trackers();
+    w.get_mut::<Touchy>(a).unwrap().0 = -1;
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.clear_trackers()));
+    assert!(panic.is_err(), "the comparison panics");
+    w.get_mut::<Touchy>(a).unwrap().0 = 1;
+    w.clear_trackers();
+    w.query::<&mut Touchy>().for_each(|_, t| t.0 = t.0.max(2));
+    let changed: Vec<Entity> = w.query::<()>().filter::<Changed<Touchy>>().iter().map(|(e, _)| e).collect();
+    assert_eq!(changed, [a], "b was written its own value");
+    assert!(!w.tracker::<Touchy>().is_changed(b));
+}
+
 mod every_backend {
     use crate::backends;
 
     on_every_backend! {
         agrees_with_the_model,
         the_exact_mode_agrees_with_the_model,
+        a_panicking_comparison_leaves_the_type_exact,
         changes_inside_or_are_refused,
         tracking_starts_with_what_is_there,
         clear_forgets_every_value,
