@@ -462,11 +462,9 @@ impl App {
         let entries = &stages[stage.slot()];
         let nodes: Vec<Node<'_>> = entries
             .iter()
-            .enumerate()
-            .map(|(k, e)| Node {
+            .map(|e| Node {
                 name: e.name,
                 key: e.key,
-                seq: k as u64,
                 group: e.group.map(|g| self.groups[g].name),
                 after: &e.after,
                 before: &e.before,
@@ -541,8 +539,7 @@ impl App {
         if let Err(error) = self.check_order() {
             panic!("{error}");
         }
-        let Self { world, stages, plans, .. } = self;
-        let plan = plans[stage.slot()].get_or_insert_with(|| plan(&stages[stage.slot()], world));
+        let plan = self.plans[stage.slot()].as_ref().expect("check_order plans every stage");
         plan.iter().flat_map(|segment| segment.batches.iter().cloned()).collect()
     }
 
@@ -620,7 +617,8 @@ impl App {
         for entry in entries.iter_mut().filter(|e| !e.conditions.is_empty()) {
             entry.skip = !entry.conditions.iter().all(|condition| condition.holds(world));
         }
-        let plan = plans[stage.slot()].get_or_insert_with(|| plan(entries, world));
+        // (`update` ran `check_order` first: the stage is in run order and planned.)
+        let plan = plans[stage.slot()].as_ref().expect("check_order plans every stage");
         for segment in plan.iter() {
             let mut run = || run_batches(world, entries, &segment.batches, profiler, on_pool, ran, picked);
             match segment.group {

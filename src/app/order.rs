@@ -300,11 +300,11 @@ impl fmt::Display for OrderError {
 
 impl std::error::Error for OrderError {}
 
-/// What the solver knows of one system of a stage.
+/// What the solver knows of one system of a stage (the stage lists them in the order added: ties go to the
+/// earlier).
 pub(crate) struct Node<'a> {
     pub(crate) name: &'static str,
     pub(crate) key: u64,
-    pub(crate) seq: u64,
     pub(crate) group: Option<&'static str>,
     pub(crate) after: &'a [Target],
     pub(crate) before: &'a [Target],
@@ -364,31 +364,17 @@ pub(crate) fn solve(
         }
     }
     // Units: each group, and each system in none; a unit's rank is its first system's in the order added.
-    let unit_of: Vec<usize> = {
-        let mut units: Vec<Option<&'static str>> = Vec::new();
-        let mut out = Vec::with_capacity(n);
-        let mut by_seq: Vec<usize> = (0..n).collect();
-        by_seq.sort_by_key(|&k| nodes[k].seq);
-        let mut unit = vec![0; n];
-        for &k in &by_seq {
-            let at = match nodes[k].group {
-                Some(g) => match units.iter().position(|&u| u == Some(g)) {
-                    Some(at) => at,
-                    None => {
-                        units.push(Some(g));
-                        units.len() - 1
-                    }
-                },
-                None => {
-                    units.push(None);
-                    units.len() - 1
-                }
-            };
-            unit[k] = at;
-        }
-        out.extend(unit);
-        out
-    };
+    let mut units: Vec<Option<&'static str>> = Vec::new();
+    let unit_of: Vec<usize> = nodes
+        .iter()
+        .map(|node| match node.group.and_then(|g| units.iter().position(|&u| u == Some(g))) {
+            Some(at) => at,
+            None => {
+                units.push(node.group);
+                units.len() - 1
+            }
+        })
+        .collect();
     let units = unit_of.iter().max().map_or(0, |&u| u + 1);
     let unit_name = |u: usize| {
         let k = (0..n).find(|&k| unit_of[k] == u).expect("a unit has a system");
@@ -400,11 +386,7 @@ pub(crate) fn solve(
         .map_err(|cycle| OrderError::Cycle(cycle.into_iter().map(unit_name).collect()))?;
     let mut order = Vec::with_capacity(n);
     for u in unit_order {
-        let members: Vec<usize> = {
-            let mut m: Vec<usize> = (0..n).filter(|&k| unit_of[k] == u).collect();
-            m.sort_by_key(|&k| nodes[k].seq);
-            m
-        };
+        let members: Vec<usize> = (0..n).filter(|&k| unit_of[k] == u).collect();
         let local: Vec<(usize, usize)> = edges
             .iter()
             .filter(|(a, b)| unit_of[*a] == u && unit_of[*b] == u)
@@ -486,10 +468,8 @@ fn ambiguities(
             }
         }
     }
-    let mut by_seq: Vec<usize> = (0..n).collect();
-    by_seq.sort_by_key(|&k| nodes[k].seq);
-    for (i, &a) in by_seq.iter().enumerate() {
-        for &b in &by_seq[i + 1..] {
+    for a in 0..n {
+        for b in a + 1..n {
             if reach[a][b] || reach[b][a] {
                 continue;
             }

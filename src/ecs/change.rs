@@ -809,21 +809,20 @@ impl<'w, T: Component> Tracker<'w, T> {
 
     /// How many entities lost their `T` since the moment (as [`Tracker::removed`] counts them).
     pub fn removed_count(&self) -> usize {
-        self.track
-            .map_or(0, |track| track.removed.len() - track.removed.partition_point(|&(tick, _)| tick <= self.since))
+        self.removals().len()
+    }
+
+    /// The removals since the moment, in the order made.
+    fn removals(&self) -> &'w [(u64, Entity)] {
+        let Some(track) = self.track else { return &[] };
+        &track.removed[track.removed.partition_point(|&(tick, _)| tick <= self.since)..]
     }
 
     /// The entities that lost their `T` (a removal or a despawn) since the moment, in handle order (the same on
     /// every backend, whatever order the removals were applied in; an entity that lost it twice is listed twice).
     /// Kept until the second [`World::clear_trackers`] after the removal (a frame of an app, and the next).
     pub fn removed(&self) -> impl Iterator<Item = Entity> + 'w {
-        let mut removed: Vec<Entity> = match self.track {
-            Some(track) => {
-                let start = track.removed.partition_point(|&(tick, _)| tick <= self.since);
-                track.removed[start..].iter().map(|&(_, entity)| entity).collect()
-            }
-            None => Vec::new(),
-        };
+        let mut removed: Vec<Entity> = self.removals().iter().map(|&(_, entity)| entity).collect();
         removed.sort_unstable();
         removed.into_iter()
     }
