@@ -74,9 +74,9 @@ pub struct Cli {
     pub capacity: Option<u32>,
     /// Where fighters start and refill: see [`Cli::scenario`] for the default.
     #[arg(long, value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<Scenario>()),
-          help = format!("Scenario: {} ({}) or {} ({}; `mixed` is its old name) [default: {}]",
-                         Scenario::Armies, Scenario::Armies.describe(), Scenario::Churn, Scenario::Churn.describe(),
-                         DEFAULT_SCENARIO))]
+          help = format!("Scenario: {} ({}), {} ({}) or {} ({}; `mixed` is its old name) [default: {}]",
+                         Scenario::Armies, Scenario::Armies.describe(), Scenario::Battle, Scenario::Battle.describe(),
+                         Scenario::Churn, Scenario::Churn.describe(), DEFAULT_SCENARIO))]
     pub scenario: Option<Scenario>,
     /// Sort the velocity and health pools into the position pool's order every N frames (sparse set; 0 = never).
     #[arg(long, allow_negative_numbers = true, default_value_t = 0, value_parser = within(limits::ALIGN_EVERY))]

@@ -37,7 +37,7 @@ fn bad_input_is_refused_clearly() {
     refused(&["--json"], "add --headless");
     refused(&["--headless", "--screenshot", "x.png"], "drop --headless");
     refused(&["--screenshot", "x.png"], "--frames");
-    refused(&["--headless", "--scenario", "battle"], "unknown scenario `battle` (known: churn, armies)");
+    refused(&["--headless", "--scenario", "siege"], "unknown scenario `siege` (known: churn, armies, battle)");
     refused(&["--headless", "--scenario", "armies", "--load", "x.snap"], "--scenario");
     refused(&["--headless", "--scenario", "mixed", "--replay", "x.jsonl"], "--scenario");
 }

@@ -294,3 +294,55 @@ fn a_group_turned_off_is_recorded_replays_the_same_and_marks_the_run_modified() 
     assert!(error.why.starts_with("no system group is named `weather`"), "{error}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_next_round_is_recorded_and_replays_and_outside_a_battle_changes_nothing() {
+    use swarm::app::State;
+    use swarm::sim::rounds::{Phase, Round};
+    let dir = temp("rounds");
+    let path = dir.join("run.jsonl");
+    let mut config = SimConfig::with_population(POPULATION);
+    config.scenario = swarm::sim::Scenario::Battle;
+    let start = Start::New { capacity: config.default_capacity(), config, seed: 5, backend: Backend::SparseSet };
+    let mut play = Play::new(&start, Profiler::new()).unwrap();
+    let mut plain = Play::new(&start, Profiler::new()).unwrap();
+    let mut recorder = Recorder::create(&path, &start).unwrap();
+    for frames in [90, 40] {
+        for _ in 0..frames {
+            play.run_frame();
+            plain.run_frame();
+        }
+        let at = play.frame();
+        play.apply(&Input::NextRound).unwrap();
+        recorder.record(at, &Input::NextRound, &play).unwrap();
+    }
+    for _ in 0..30 {
+        play.run_frame();
+        plain.run_frame();
+    }
+    let round = play.app.world.resource::<Round>();
+    assert_eq!((round.number, round.started_at), (3, 130), "each next round started at the next frame's start");
+    assert_eq!(play.app.world.resource::<State<Phase>>().get(), Phase::Fighting);
+    assert_eq!(plain.app.world.resource::<Round>().number, 1);
+    assert_ne!(play.digest(), plain.digest(), "the new rounds changed the run");
+    recorder.finish(&play).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(r#""input":"next_round""#), "{text}");
+    let (replayed, checks) = replay_file(&path);
+    assert_eq!((checks.len(), replayed.differs), (3, 0), "{checks:?}");
+    assert_eq!(replayed.report.digest, format!("{:016x}", play.digest()));
+
+    // In the other scenarios there are no rounds: the input is accepted and changes nothing.
+    let start = new_start(5);
+    let (mut play, mut plain) =
+        (Play::new(&start, Profiler::new()).unwrap(), Play::new(&start, Profiler::new()).unwrap());
+    for frame in 0..60 {
+        if frame == 20 {
+            play.apply(&Input::NextRound).unwrap();
+        }
+        play.run_frame();
+        plain.run_frame();
+    }
+    assert_eq!(play.digest(), plain.digest());
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -2,11 +2,13 @@
 
 use glam::Vec2;
 use swarm::app::profile::Profiler;
+use swarm::app::State;
 use swarm::ecs::Backend;
 use swarm::ecs::Component;
 use swarm::ecs::Format;
 use swarm::sim::components::{Blue, Position, Red};
 use swarm::sim::report::{run, run_app, RunSettings};
+use swarm::sim::rounds::{Phase, Round, TeamName, BREAK, ROUND_FRAMES};
 use swarm::sim::snapshot::{load_app, save};
 use swarm::sim::{build_app, digest, Scenario, SimConfig, SimStats, StaleCatches};
 
@@ -379,5 +381,75 @@ fn the_world_after_n_steps_does_not_depend_on_the_frame_rate() {
         }
         assert_eq!(digest(&app.world), expected, "{name}: after {STEPS} steps in {frames} frames");
         assert!(frames > 20, "{name}: {frames} frames");
+    }
+}
+
+/// A battle fought fast: few fighters in a small arena, so a round ends in a wipe-out within seconds.
+fn quick_battle() -> SimConfig {
+    let mut config = SimConfig::with_population(300);
+    config.scenario = Scenario::Battle;
+    config.arena = Vec2::new(320.0, 200.0);
+    config
+}
+
+fn round_of(world: &swarm::ecs::World) -> (Phase, Round) {
+    (world.resource::<State<Phase>>().get(), world.resource::<Round>().clone())
+}
+
+#[test]
+fn battle_rounds_end_in_a_wipe_out_start_again_and_are_the_same_everywhere() {
+    let config = quick_battle();
+    let mut app = build_app(config.clone(), 3, Backend::SparseSet, config.default_capacity());
+    app.set_threads(1);
+    // Until the second round has fought a little (bounded: the first round's time limit and then some).
+    let (mut frames, mut ended) = (0u32, None);
+    while frames < (ROUND_FRAMES + 2 * BREAK) as u32 {
+        app.update();
+        frames += 1;
+        let (phase, round) = round_of(&app.world);
+        if phase == Phase::Over && ended.is_none() {
+            // Judged at the end of the frame it happened in: the loser's count is zero, the winner's what it says.
+            let census = swarm::sim::census(&app.world);
+            let winner = round.winner.expect("a wipe-out has a winner");
+            let (winner_left, loser_left) = match winner.team {
+                TeamName::Red => (census.red, census.blue),
+                TeamName::Blue => (census.blue, census.red),
+            };
+            assert_eq!((loser_left, winner_left), (0, winner.left), "{round:?} {census:?}");
+            assert!(round.ended_at - round.started_at < ROUND_FRAMES, "a wipe-out, not the time limit: {round:?}");
+            ended = Some(round.ended_at);
+        }
+        if round.number == 2 && app.world.resource::<SimStats>().frames == round.started_at + 60 {
+            break;
+        }
+    }
+    let (phase, round) = round_of(&app.world);
+    let ended = ended.expect("the first round ended");
+    assert_eq!((phase, round.number), (Phase::Fighting, 2), "{round:?}");
+    assert_eq!(round.started_at, ended + BREAK, "the next round starts after the break");
+    assert_eq!(round.wins.iter().sum::<u32>(), 1);
+    // The second round's armies mustered afresh: the survivors of the first fell at its start.
+    let census = swarm::sim::census(&app.world);
+    assert!(census.red > 0 && census.blue > 0 && census.red + census.blue <= config.target_population, "{census:?}");
+    let expected = (digest(&app.world), round.clone());
+
+    // Every backend and thread count, and a save in the break loaded on another backend: the same rounds.
+    let save_at = ended + BREAK / 2;
+    for (k, backend) in Backend::ALL.into_iter().enumerate() {
+        for threads in [1, 2, 3] {
+            let mut app = build_app(config.clone(), 3, backend, config.default_capacity());
+            app.set_threads(threads);
+            for _ in 0..frames {
+                if app.world.resource::<SimStats>().frames == save_at && threads == 2 {
+                    let bytes = save(&app.world, Format::Binary).unwrap();
+                    assert_eq!(round_of(&app.world).0, Phase::Over);
+                    let next = Backend::ALL[(k + 1) % Backend::ALL.len()];
+                    app = load_app(&bytes, Some(next), Profiler::new()).unwrap().0;
+                    app.set_threads(threads);
+                }
+                app.update();
+            }
+            assert_eq!((digest(&app.world), round_of(&app.world).1), expected, "{backend} x {threads}");
+        }
     }
 }

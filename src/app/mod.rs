@@ -21,18 +21,22 @@
 pub mod order;
 pub mod profile;
 pub mod schedule;
+pub mod state;
 pub mod system;
 
 pub use crate::ecs::Commands;
 pub use order::{
-    any_with, resource_exists, resource_matches, Condition, IntoSystems, OrderError, OrderSystems, SystemConfigs,
+    any_with, resource_exists, resource_matches, Condition, IntoSystems, OrderError, OrderSystems, ScheduleName,
+    SystemConfigs,
 };
+pub use state::{in_state, NextState, OnEnter, OnExit, State, States};
 pub use system::{Allocator, IntoSystem, Local, Query, Res, ResMut, System, SystemParam};
 
 use crate::ecs::{Entity, Resource, World};
 use order::{Config, Node, Target};
 use profile::Profiler;
 use schedule::{AccessError, SystemAccess};
+use state::{Driver, Slots};
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
@@ -59,6 +63,31 @@ impl Stage {
 
     fn slot(self) -> usize {
         self as usize
+    }
+}
+
+/// Where [`App::add_systems`] puts systems: a [`Stage`], or a state transition ([`OnEnter`], [`OnExit`]).
+pub trait IntoSchedule {
+    /// The schedule's position in `app`, made if new.
+    #[doc(hidden)]
+    fn slot(self, app: &mut App) -> usize;
+}
+
+impl IntoSchedule for Stage {
+    fn slot(self, _: &mut App) -> usize {
+        Stage::slot(self)
+    }
+}
+
+impl<S: States> IntoSchedule for OnEnter<S> {
+    fn slot(self, app: &mut App) -> usize {
+        app.transition_slot(self.0, true)
+    }
+}
+
+impl<S: States> IntoSchedule for OnExit<S> {
+    fn slot(self, app: &mut App) -> usize {
+        app.transition_slot(self.0, false)
     }
 }
 
@@ -172,7 +201,12 @@ impl std::error::Error for UnknownGroup {}
 pub struct App {
     /// The world the systems run on.
     pub world: World,
-    stages: [Vec<Entry>; 5],
+    /// The systems of each schedule: the five stages (by [`Stage::slot`]), then the state transitions'.
+    stages: Vec<Vec<Entry>>,
+    /// Each schedule's name, as errors give it.
+    names: Vec<ScheduleName>,
+    /// Per state type, in the order first named: its transitions' schedules.
+    drivers: Vec<Box<dyn Driver>>,
     groups: Vec<Group>,
     /// A group was turned off at some point: the run is no longer the plain one of its seed.
     modified: bool,
@@ -188,7 +222,7 @@ pub struct App {
     pool_asked: bool,
     /// Per stage, the batches of each run of systems (a group, or systems in none), worked out when first run
     /// after a change.
-    plans: [Option<Vec<Segment>>; 5],
+    plans: Vec<Option<Vec<Segment>>>,
     /// The systems run since their command buffers last joined the world's (reused).
     ran: Vec<usize>,
     /// A batch without the systems whose run conditions failed (reused).
@@ -236,7 +270,9 @@ impl App {
         world.set_threads(default_threads());
         Self {
             world,
-            stages: Default::default(),
+            stages: Stage::ALL.iter().map(|_| Vec::new()).collect(),
+            names: Stage::ALL.into_iter().map(ScheduleName::Stage).collect(),
+            drivers: Vec::new(),
             groups: Vec::new(),
             modified: false,
             started: false,
@@ -246,7 +282,7 @@ impl App {
             threads: default_threads(),
             pool: None,
             pool_asked: false,
-            plans: Default::default(),
+            plans: Stage::ALL.iter().map(|_| None).collect(),
             ran: Vec::new(),
             picked: Vec::new(),
             next_key: 0,
@@ -323,13 +359,14 @@ impl App {
         self
     }
 
-    /// Adds systems to `stage`, ordered as their constraints say ([`OrderSystems`]: `.after`, `.before`,
-    /// `.chain`), otherwise in the order added; systems that touch nothing in common may run at once, with the same
-    /// result. Two systems whose order changes the result must be ordered (see [`App::check_order`]).
+    /// Adds systems to `stage` (a [`Stage`], or a state transition: [`OnEnter`], [`OnExit`]), ordered as their
+    /// constraints say ([`OrderSystems`]: `.after`, `.before`, `.chain`), otherwise in the order added; systems
+    /// that touch nothing in common may run at once, with the same result. Two systems whose order changes the
+    /// result must be ordered (see [`App::check_order`]).
     ///
     /// # Panics
     /// If a system's own parameters conflict ([`App::try_add_systems`] returns the error instead).
-    pub fn add_systems<M>(&mut self, stage: Stage, systems: impl IntoSystems<M>) -> &mut Self {
+    pub fn add_systems<M>(&mut self, stage: impl IntoSchedule, systems: impl IntoSystems<M>) -> &mut Self {
         if let Err(error) = self.try_add_systems(stage, systems) {
             panic!("{error}");
         }
@@ -338,9 +375,14 @@ impl App {
 
     /// Adds systems to `stage`, or none of them if one is refused: its own parameters conflict (two `ResMut` of
     /// one type, a query writing what another reads, unless filters keep them apart).
-    pub fn try_add_systems<M>(&mut self, stage: Stage, systems: impl IntoSystems<M>) -> Result<&mut Self, AccessError> {
-        let at = self.stages[stage.slot()].len();
-        self.insert_systems(stage, at, None, systems)?;
+    pub fn try_add_systems<M>(
+        &mut self,
+        stage: impl IntoSchedule,
+        systems: impl IntoSystems<M>,
+    ) -> Result<&mut Self, AccessError> {
+        let slot = stage.slot(self);
+        let at = self.stages[slot].len();
+        self.insert_systems(slot, at, None, systems)?;
         Ok(self)
     }
 
@@ -370,7 +412,7 @@ impl App {
         };
         let entries = &self.stages[stage.slot()];
         let at = entries.iter().rposition(|e| e.group == Some(index)).map_or(entries.len(), |last| last + 1);
-        if let Err(error) = self.insert_systems(stage, at, Some(index), systems) {
+        if let Err(error) = self.insert_systems(stage.slot(), at, Some(index), systems) {
             panic!("{error}");
         }
         self
@@ -378,7 +420,7 @@ impl App {
 
     fn insert_systems<M>(
         &mut self,
-        stage: Stage,
+        slot: usize,
         at: usize,
         group: Option<usize>,
         systems: impl IntoSystems<M>,
@@ -418,9 +460,9 @@ impl App {
         self.next_key = key;
         for (offset, mut entry) in entries.into_iter().enumerate() {
             entry.id = self.profiler.register(entry.name);
-            self.stages[stage.slot()].insert(at + offset, entry);
+            self.stages[slot].insert(at + offset, entry);
         }
-        self.plans[stage.slot()] = None;
+        self.plans[slot] = None;
         Ok(())
     }
 
@@ -432,7 +474,7 @@ impl App {
             any |= entry.reinit_if_replaced(&mut self.world);
         }
         if any {
-            self.plans = Default::default();
+            self.plans.iter_mut().for_each(|plan| *plan = None);
         }
     }
 
@@ -442,24 +484,31 @@ impl App {
     /// result (one writes what the other touches, or both record commands) with no constraint between them.
     pub fn check_order(&mut self) -> Result<(), OrderError> {
         self.reinit_if_replaced();
-        for stage in Stage::ALL {
-            if self.plans[stage.slot()].is_none() {
-                self.order_stage(stage)?;
+        for slot in 0..self.stages.len() {
+            if self.plans[slot].is_none() {
+                self.order_stage(slot)?;
                 let Self { world, stages, plans, .. } = self;
-                plans[stage.slot()] = Some(plan(&stages[stage.slot()], world));
+                plans[slot] = Some(plan(&stages[slot], world));
+            }
+        }
+        for driver in self.drivers.iter().filter(|d| !d.initialised()) {
+            if let Some(slot) = driver.slots().find(|&slot| !self.stages[slot].is_empty()) {
+                let system = self.stages[slot][0].name;
+                return Err(OrderError::NoState { system, schedule: self.names[slot].clone() });
             }
         }
         Ok(())
     }
 
-    /// Puts `stage`'s systems in run order.
-    fn order_stage(&mut self, stage: Stage) -> Result<(), OrderError> {
+    /// Puts the systems of schedule `slot` in run order.
+    fn order_stage(&mut self, slot: usize) -> Result<(), OrderError> {
         let stages = &self.stages;
         let elsewhere = |label: &'static str| {
             let named = |e: &Entry| e.name == label || e.group.is_some_and(|g| self.groups[g].name == label);
-            Stage::ALL.into_iter().filter(|&s| s != stage).find(|&s| stages[s.slot()].iter().any(named))
+            let found = (0..stages.len()).filter(|&s| s != slot).find(|&s| stages[s].iter().any(named));
+            found.map(|s| self.names[s].clone())
         };
-        let entries = &stages[stage.slot()];
+        let entries = &stages[slot];
         let nodes: Vec<Node<'_>> = entries
             .iter()
             .map(|e| Node {
@@ -472,11 +521,10 @@ impl App {
                 access: &e.access,
             })
             .collect();
-        let order = order::solve(stage, &nodes, &elsewhere, &self.world, self.ambiguity_check)?;
+        let order = order::solve(&self.names[slot], &nodes, &elsewhere, &self.world, self.ambiguity_check)?;
         drop(nodes);
-        let mut old: Vec<Option<Entry>> =
-            std::mem::take(&mut self.stages[stage.slot()]).into_iter().map(Some).collect();
-        self.stages[stage.slot()] = order.into_iter().map(|k| old[k].take().expect("each once")).collect();
+        let mut old: Vec<Option<Entry>> = std::mem::take(&mut self.stages[slot]).into_iter().map(Some).collect();
+        self.stages[slot] = order.into_iter().map(|k| old[k].take().expect("each once")).collect();
         Ok(())
     }
 
@@ -484,7 +532,7 @@ impl App {
     /// pair runs in the order added, which the app then does not vouch for).
     pub fn set_ambiguity_check(&mut self, check: bool) -> &mut Self {
         self.ambiguity_check = check;
-        self.plans = Default::default();
+        self.plans.iter_mut().for_each(|plan| *plan = None);
         self
     }
 
@@ -531,6 +579,13 @@ impl App {
     /// The names of the systems of `stage`, in run order (as last worked out: [`App::check_order`]).
     pub fn system_names(&self, stage: Stage) -> impl Iterator<Item = &'static str> + '_ {
         self.stages[stage.slot()].iter().map(|e| e.name)
+    }
+
+    /// The state transitions' schedules (see [`state`]), in the order made, each with its systems in run order
+    /// (as last worked out).
+    pub fn transition_schedules(&self) -> impl Iterator<Item = (&ScheduleName, Vec<&'static str>)> + '_ {
+        let slots = Stage::ALL.len()..self.stages.len();
+        slots.map(|slot| (&self.names[slot], self.stages[slot].iter().map(|e| e.name).collect()))
     }
 
     /// The batches of `stage`'s systems, run by run of one group (or none), as positions in the stage: what
@@ -585,12 +640,15 @@ impl App {
     fn frame(&mut self, on_pool: bool) {
         if !self.started {
             self.started = true;
-            self.run_stage(Stage::Startup, on_pool);
+            self.run_stage(Stage::Startup.slot(), on_pool);
             self.world.apply_commands();
             self.settle_handles();
         }
+        if !self.drivers.is_empty() {
+            self.transitions(on_pool);
+        }
         for stage in Stage::FRAME {
-            self.run_stage(stage, on_pool);
+            self.run_stage(stage.slot(), on_pool);
         }
         let Self { world, profiler, apply_id, .. } = self;
         profiler.time("apply_commands", *apply_id, || world.apply_commands());
@@ -610,15 +668,97 @@ impl App {
         });
     }
 
-    fn run_stage(&mut self, stage: Stage, on_pool: bool) {
+    /// The frame's transition point (see [`state`]): round the state types in the order first named, one pending
+    /// transition each per round, until none is pending or [`state::MAX_TRANSITIONS`] ran.
+    fn transitions(&mut self, on_pool: bool) {
+        let mut ran = 0;
+        loop {
+            let mut any = false;
+            for d in 0..self.drivers.len() {
+                if ran == state::MAX_TRANSITIONS {
+                    return;
+                }
+                let Some((exit, enter)) = self.drivers[d].begin(&mut self.world) else { continue };
+                (any, ran) = (true, ran + 1);
+                if let Some(slot) = exit {
+                    // A panicking `OnExit` system leaves the state where it was, the request withdrawn: the value
+                    // current is always one whose `OnEnter` ran.
+                    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.run_transition(slot, on_pool))) {
+                        self.drivers[d].abandon();
+                        resume_unwind(panic);
+                    }
+                }
+                self.drivers[d].commit(&mut self.world);
+                if let Some(slot) = enter {
+                    self.run_transition(slot, on_pool);
+                }
+            }
+            if !any {
+                return;
+            }
+        }
+    }
+
+    /// Runs a transition's systems, then applies the commands they recorded.
+    fn run_transition(&mut self, slot: usize, on_pool: bool) {
+        self.run_stage(slot, on_pool);
+        let Self { world, profiler, apply_id, .. } = self;
+        profiler.time("apply_commands", *apply_id, || world.apply_commands());
+        self.settle_handles();
+    }
+
+    /// The schedule for entering (or leaving) state `value`, made if new.
+    fn transition_slot<S: States>(&mut self, value: S, entering: bool) -> usize {
+        let slots = self.driver::<S>();
+        let list = if entering { &slots.enter } else { &slots.exit };
+        if let Some(&(_, slot)) = list.iter().find(|(v, _)| *v == value) {
+            return slot;
+        }
+        let slot = self.stages.len();
+        let slots = self.driver::<S>();
+        let list = if entering { &mut slots.enter } else { &mut slots.exit };
+        list.push((value, slot));
+        self.stages.push(Vec::new());
+        self.plans.push(None);
+        self.names.push(state::schedule_name(value, entering));
+        slot
+    }
+
+    /// The transitions' schedules of state type `S`, made empty if new.
+    fn driver<S: States>(&mut self) -> &mut Slots<S> {
+        let at = match self.drivers.iter_mut().position(|d| d.as_any_mut().is::<Slots<S>>()) {
+            Some(at) => at,
+            None => {
+                self.drivers.push(Box::new(Slots::<S>::default()));
+                self.drivers.len() - 1
+            }
+        };
+        self.drivers[at].as_any_mut().downcast_mut().expect("found by type")
+    }
+
+    /// Adds state `S` starting at `initial` (see [`state`]): its resources [`State<S>`] and [`NextState<S>`] (kept
+    /// if the world has them already, as a loaded one does), and its transitions at the start of each frame. The
+    /// first frame enters `initial`.
+    pub fn init_state<S: States>(&mut self, initial: S) -> &mut Self {
+        if !self.world.contains_resource::<State<S>>() {
+            self.world.insert_resource(State::new(initial, false));
+        }
+        if !self.world.contains_resource::<NextState<S>>() {
+            self.world.insert_resource(NextState::<S>::default());
+        }
+        self.driver::<S>().initialised = true;
+        self
+    }
+
+    fn run_stage(&mut self, stage: usize, on_pool: bool) {
         let Self { world, stages, groups, profiler, plans, ran, picked, .. } = self;
-        let entries = &mut stages[stage.slot()];
+        let entries = &mut stages[stage];
         // The run conditions, once per frame, before any of the stage's systems runs.
         for entry in entries.iter_mut().filter(|e| !e.conditions.is_empty()) {
             entry.skip = !entry.conditions.iter().all(|condition| condition.holds(world));
         }
         // (`update` ran `check_order` first: the stage is in run order and planned.)
-        let plan = plans[stage.slot()].as_ref().expect("check_order plans every stage");
+        let plan = plans[stage].as_ref().expect("check_order plans every stage");
         for segment in plan.iter() {
             let mut run = || run_batches(world, entries, &segment.batches, profiler, on_pool, ran, picked);
             match segment.group {

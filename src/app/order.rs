@@ -258,15 +258,24 @@ pub enum OrderError {
         label: &'static str,
         /// `after` or `before`.
         relation: &'static str,
-        /// The stage of the system, and of what it names.
-        stages: (Stage, Stage),
+        /// The schedule of the system, and of what it names.
+        stages: (ScheduleName, ScheduleName),
+    },
+    /// Systems run on entering or leaving a state that the app never initialised ([`App::init_state`]).
+    ///
+    /// [`App::init_state`]: super::App::init_state
+    NoState {
+        /// A system of such a schedule.
+        system: &'static str,
+        /// Its schedule.
+        schedule: ScheduleName,
     },
     /// The constraints go round: each system (or group) must run after the next, the last after the first.
     Cycle(Vec<&'static str>),
     /// Two systems whose order changes the result are not ordered.
     Ambiguous {
-        /// The stage.
-        stage: Stage,
+        /// The stage (or transition schedule).
+        stage: ScheduleName,
         /// The two systems, in the order added.
         systems: (&'static str, &'static str),
         /// What they both touch (one writing it), or "commands".
@@ -282,8 +291,13 @@ impl fmt::Display for OrderError {
             }
             OrderError::WrongStage { system, label, relation, stages } => write!(
                 f,
-                "system `{system}` (stage {:?}) must run {relation} `{label}`, which is in stage {:?}",
+                "system `{system}` ({}) must run {relation} `{label}`, which is in {}; a constraint may cross \
+                 stages in frame order only, and a transition's systems are ordered among themselves",
                 stages.0, stages.1
+            ),
+            OrderError::NoState { system, schedule } => write!(
+                f,
+                "system `{system}` runs on {schedule}, but the app never initialised that state (App::init_state)"
             ),
             OrderError::Cycle(names) => {
                 write!(f, "the order goes round: `{}`", names.join("` after `"))?;
@@ -291,7 +305,7 @@ impl fmt::Display for OrderError {
             }
             OrderError::Ambiguous { stage, systems: (a, b), what } => write!(
                 f,
-                "systems `{a}` and `{b}` (stage {stage:?}) are not ordered, and their order changes the result: \
+                "systems `{a}` and `{b}` ({stage}) are not ordered, and their order changes the result: \
                  {what}; order them (.before, .after, .chain) or say so (.ambiguous_with)"
             ),
         }
@@ -312,13 +326,34 @@ pub(crate) struct Node<'a> {
     pub(crate) access: &'a SystemAccess,
 }
 
-/// Where a name lives in the other stages: to check a constraint that crosses stages.
-pub(crate) type Elsewhere<'a> = &'a dyn Fn(&'static str) -> Option<Stage>;
+/// Where a name lives in the other schedules: to check a constraint that crosses them.
+pub(crate) type Elsewhere<'a> = &'a dyn Fn(&'static str) -> Option<ScheduleName>;
+
+/// A schedule of systems, as errors name it: a stage of the frame, or the systems a state transition runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScheduleName {
+    /// A stage.
+    Stage(Stage),
+    /// Entering a state: the state's type and value, as `Phase::Over`.
+    Enter(String),
+    /// Leaving a state.
+    Exit(String),
+}
+
+impl fmt::Display for ScheduleName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScheduleName::Stage(stage) => write!(f, "stage {stage:?}"),
+            ScheduleName::Enter(state) => write!(f, "OnEnter({state})"),
+            ScheduleName::Exit(state) => write!(f, "OnExit({state})"),
+        }
+    }
+}
 
 /// The run order of a stage's systems `nodes` (positions into `nodes`), or why there is none; with `check`, two
 /// systems whose order matters and that are not ordered are refused.
 pub(crate) fn solve(
-    stage: Stage,
+    stage: &ScheduleName,
     nodes: &[Node<'_>],
     elsewhere: Elsewhere<'_>,
     world: &World,
@@ -345,16 +380,22 @@ pub(crate) fn solve(
                     let Target::Name(label) = *target else { continue };
                     match elsewhere(label) {
                         None => return Err(OrderError::Unknown { system: node.name, label }),
-                        // `after` something in an earlier stage, `before` something in a later one: already so.
-                        Some(other) if (other < stage) != later && other != stage => continue,
-                        Some(other) => {
-                            return Err(OrderError::WrongStage {
-                                system: node.name,
-                                label,
-                                relation,
-                                stages: (stage, other),
-                            })
-                        }
+                        Some(other) => match (stage, &other) {
+                            // `after` something in an earlier stage, `before` something in a later one: already so.
+                            (ScheduleName::Stage(here), ScheduleName::Stage(there))
+                                if (there < here) != later && there != here =>
+                            {
+                                continue
+                            }
+                            _ => {
+                                return Err(OrderError::WrongStage {
+                                    system: node.name,
+                                    label,
+                                    relation,
+                                    stages: (stage.clone(), other),
+                                })
+                            }
+                        },
                     }
                 }
                 for j in found.into_iter().filter(|&j| j != k) {
@@ -441,7 +482,7 @@ fn topo(n: usize, edges: &[(usize, usize)], rank: impl Fn(usize) -> usize) -> Re
 /// Refuses two systems whose order matters and that no constraint orders (directly, through others, or through
 /// their groups' order), unless one says the pair is ambiguous on purpose.
 fn ambiguities(
-    stage: Stage,
+    stage: &ScheduleName,
     nodes: &[Node<'_>],
     edges: &[(usize, usize)],
     unit_of: &[usize],
@@ -489,7 +530,11 @@ fn ambiguities(
                 }
             };
             if let Some(what) = what {
-                return Err(OrderError::Ambiguous { stage, systems: (nodes[a].name, nodes[b].name), what });
+                return Err(OrderError::Ambiguous {
+                    stage: stage.clone(),
+                    systems: (nodes[a].name, nodes[b].name),
+                    what,
+                });
             }
         }
     }

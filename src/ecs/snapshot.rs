@@ -290,7 +290,12 @@ struct ResourceEntry {
     name: &'static str,
     binary: ResourceFns<Postcard>,
     json: ResourceFns<Json>,
+    /// What a file without it loads (a resource added after files were written); `None`: it is required.
+    missing: Option<Missing>,
 }
+
+/// What [`SnapshotSchema::resource_or`] puts in a world whose file lacks the resource.
+type Missing = Box<dyn Fn(&mut World)>;
 
 /// Ascending entity indices: as gaps from the previous one in binary formats (mostly one byte each), absolute in
 /// human-readable ones.
@@ -631,7 +636,34 @@ impl SnapshotSchema {
             name,
             binary: fns::<R, Postcard>(name, check),
             json: fns::<R, Json>(name, check),
+            missing: None,
         })
+    }
+
+    /// Saves resource `R` under `name`, as [`SnapshotSchema::resource`] does; a file without it (written before
+    /// the resource existed) loads with the value `missing` makes, where [`SnapshotSchema::resource`] refuses it.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use swarm::ecs::{Format, SnapshotSchema, World};
+    ///
+    /// #[derive(Serialize, Deserialize, PartialEq, Debug)]
+    /// struct Round(u32);
+    /// let old = SnapshotSchema::new().save(&World::new(), Format::Binary).unwrap();
+    /// let world = SnapshotSchema::new().resource_or("round", || Round(1)).load(&old, None).unwrap();
+    /// assert_eq!(world.resource::<Round>(), &Round(1));
+    /// ```
+    pub fn resource_or<R: Serialize + DeserializeOwned + Resource>(
+        self,
+        name: &'static str,
+        missing: fn() -> R,
+    ) -> Self {
+        let mut schema = self.push_checked_resource::<R>(name, None);
+        let entry = schema.resources.last_mut().expect("just pushed");
+        entry.missing = Some(Box::new(move |world: &mut World| {
+            world.insert_resource(missing());
+        }));
+        schema
     }
 
     /// Checks the whole loaded world with `check` (after its entities, components and resources are in, before the
@@ -668,6 +700,7 @@ impl SnapshotSchema {
             name,
             binary: fns::<R, S, Postcard>(name, save, load),
             json: fns::<R, S, Json>(name, save, load),
+            missing: None,
         })
     }
 
@@ -870,8 +903,11 @@ impl SnapshotSchema {
         }
         // In schema order, so a resource rebuilt from others sees them.
         for (entry, value) in self.resources.iter().zip(values) {
-            let value = value.ok_or(SnapshotError::MissingResource(entry.name))?;
-            (C::resource(entry).load)(&mut world, value)?;
+            match (value, &entry.missing) {
+                (Some(value), _) => (C::resource(entry).load)(&mut world, value)?,
+                (None, Some(missing)) => missing(&mut world),
+                (None, None) => return Err(SnapshotError::MissingResource(entry.name)),
+            }
         }
         for &(name, check) in &self.checks {
             check(&world).map_err(|why| SnapshotError::OutOfRange { name, why })?;

@@ -510,6 +510,7 @@ impl Window {
             hud.draw_panel(game, config, compare.is_some(), clock.ui_ms, actions);
             if compare.is_none() {
                 hud.draw_empty_hint(&scene.view, arena, config);
+                hud.draw_round(&game.play.app.world);
             }
             draw_notes(game, &scene.sprites);
         });
@@ -573,6 +574,7 @@ impl Window {
             Action::Population(delta) => Input::Population(delta),
             Action::TogglePause => Input::Pause(!game.play.paused),
             Action::Step => Input::Step,
+            Action::NextRound => Input::NextRound,
             Action::Reset => {
                 whole.clear();
                 sim.clear();
@@ -669,6 +671,22 @@ impl Hud {
         panel::draw(&state, actions, &mut self.panel_text);
     }
 
+    /// The round, in the `battle` scenario: a box at the top, between the overlay and the panel.
+    fn draw_round(&mut self, world: &World) {
+        let Some(lines) = round_lines(world, self.readout.census, &mut self.text) else { return };
+        let left = if self.overlay_on { self.overlay_area.right() } else { 0.0 } + 20.0;
+        let right = panel::origin().x - 20.0;
+        let sizes = [26u16, 20];
+        let width = lines.iter().zip(sizes).map(|(l, size)| measure_text(l, None, size, 1.0).width);
+        let width = width.fold(0.0, f32::max).min(right - left).max(100.0);
+        let x = ((left + right) / 2.0 - width / 2.0).max(left);
+        draw_rectangle(x - 12.0, 12.0, width + 24.0, 66.0, Color::new(0.02, 0.03, 0.06, 0.88));
+        let colours = [Color::new(1.0, 0.85, 0.45, 1.0), Color::new(0.85, 0.88, 0.95, 1.0)];
+        for (i, line) in lines.iter().enumerate() {
+            overlay::fitted(line, x, 40.0 + 28.0 * i as f32, width, sizes[i], colours[i]);
+        }
+    }
+
     /// How to add fighters, when the arena has none.
     fn draw_empty_hint(&mut self, view: &camera::View, arena: Vec2, config: &SimConfig) {
         if self.readout.census.red + self.readout.census.blue == 0 {
@@ -761,6 +779,45 @@ fn empty_hint(view: &camera::View, arena: Vec2, left: f32, burst: u32, target: u
         let colour = if i == 0 { Color::new(1.0, 0.85, 0.45, 1.0) } else { Color::new(0.92, 0.94, 0.98, 1.0) };
         overlay::fitted(line, x, y + 30.0 * i as f32, width, size, colour);
     }
+}
+
+/// The round box's two lines ([`Hud::draw_round`]), written into `text`; `None` outside the `battle` scenario.
+fn round_lines<'a>(world: &World, census: swarm::sim::Census, text: &'a mut String) -> Option<[&'a str; 2]> {
+    use std::fmt::Write;
+    use swarm::sim::rounds::{Phase, Round, BREAK, ROUND_FRAMES};
+    if world.resource::<SimConfig>().scenario != swarm::sim::Scenario::Battle {
+        return None;
+    }
+    let (round, frames) = (world.resource::<Round>(), world.resource::<SimStats>().frames);
+    let phase = world.get_resource::<swarm::app::State<Phase>>().map_or(Phase::Fighting, |s| s.get());
+    let seconds = |frames: u64| frames.div_ceil(60);
+    text.clear();
+    match (phase, round.winner) {
+        (Phase::Fighting, _) => {
+            let left = seconds(ROUND_FRAMES.saturating_sub(frames - round.started_at));
+            let _ = write!(text, "Round {}   {}:{:02} left", round.number, left / 60, left % 60);
+        }
+        (Phase::Over, Some(winner)) => {
+            let team = format!("{:?}", winner.team).to_uppercase();
+            let how =
+                if round.ended_at - round.started_at >= ROUND_FRAMES { "on time" } else { "the other side wiped out" };
+            let _ = write!(text, "Round {}: {team} WINS, {how}", round.number);
+        }
+        (Phase::Over, None) => {
+            let _ = write!(text, "Round {}: a draw", round.number);
+        }
+    }
+    let first = text.len();
+    let _ = write!(
+        text,
+        "red {}  blue {}   rounds won: red {} blue {}",
+        census.red, census.blue, round.wins[0], round.wins[1]
+    );
+    if phase == Phase::Over {
+        let _ = write!(text, "   next in {} s (N: now)", seconds(BREAK.saturating_sub(frames - round.ended_at)));
+    }
+    let (one, two) = text.split_at(first);
+    Some([one, two])
 }
 
 /// Reads the frame buffer and writes it as a PNG (rows flipped: GL's origin is bottom left).

@@ -162,6 +162,10 @@ impl Tree {
             shown[at] = true;
             Some(at)
         };
+        // A frame starts with its state transitions (when one is pending): their systems first.
+        for (_, systems) in app.transition_schedules() {
+            nodes.extend(systems.iter().filter_map(|s| show(s, &mut shown)).map(Node::System));
+        }
         for stage in Stage::FRAME {
             for system in app.system_names(stage) {
                 match groups.iter().find(|g| g.systems.contains(&system)) {

@@ -20,6 +20,8 @@ pub enum Action {
     Step,
     /// Restart the run from its seed.
     Reset,
+    /// Start the next round now (the `battle` scenario).
+    NextRound,
     /// Show or hide the overlay.
     ToggleOverlay,
     /// Show or hide the legend.
@@ -45,7 +47,7 @@ pub enum Action {
 }
 
 /// How many entries the key line has.
-const KEYS_LEN: usize = 18;
+const KEYS_LEN: usize = 19;
 
 /// The keys and what they do, in the key line at the bottom (and the README).
 pub static KEYS: LazyLock<[(String, &'static str); KEYS_LEN]> = LazyLock::new(|| {
@@ -54,6 +56,7 @@ pub static KEYS: LazyLock<[(String, &'static str); KEYS_LEN]> = LazyLock::new(||
         ("Space".into(), "pause"),
         (".".into(), "step"),
         ("R".into(), "reset"),
+        ("N".into(), "next round"),
         ("O".into(), "overlay"),
         ("L".into(), "legend"),
         ("Y".into(), "draw order"),
@@ -257,6 +260,7 @@ pub fn read_input(current: Backend, to_arena: impl Fn(Vec2) -> Vec2, over_ui: bo
         (KeyCode::Space, Action::TogglePause),
         (KeyCode::Period, Action::Step),
         (KeyCode::R, Action::Reset),
+        (KeyCode::N, Action::NextRound),
         (KeyCode::O, Action::ToggleOverlay),
         (KeyCode::L, Action::ToggleLegend),
         (KeyCode::Y, Action::CycleOrder),

@@ -63,17 +63,21 @@ pub enum Scenario {
     /// Red in the left 45 % of the arena, blue in the right 45 % (refills too), heading for the middle: two armies
     /// meet in a front within seconds. Bursts still land where they are asked for.
     Armies,
+    /// Rounds ([`crate::sim::rounds`]): the armies muster once, without refills, and fight until a team is wiped
+    /// out (or the round's time runs out); then the next round starts.
+    Battle,
 }
 
 impl Scenario {
     /// Every scenario, in the order the help lists them.
-    pub const ALL: [Scenario; 2] = [Scenario::Churn, Scenario::Armies];
+    pub const ALL: [Scenario; 3] = [Scenario::Churn, Scenario::Armies, Scenario::Battle];
 
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Scenario::Churn => "churn",
             Scenario::Armies => "armies",
+            Scenario::Battle => "battle",
         }
     }
 
@@ -84,6 +88,7 @@ impl Scenario {
                 "a stress test of spawning and dying: both teams everywhere, so fights, deaths and refills never stop"
             }
             Scenario::Armies => "two armies: red starts left, blue right, and they meet in a front",
+            Scenario::Battle => "rounds: the armies muster once and fight until a team is wiped out, then again",
         }
     }
 }

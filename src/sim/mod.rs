@@ -1,11 +1,12 @@
 //! The simulation: fighters of two teams, hunters, particles, on a fixed time step. Imports the ECS and glam,
 //! never macroquad, so every system runs headless, in tests and in benches.
 //!
-//! Systems, in frame order: `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `align_pools` -> `integrate_velocity`
-//! -> `keep_formation` -> `build_grid` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles`
-//! (PostUpdate) -> `count_frame` -> `note_hurt` (Last) -> the command buffer is applied, with the squads' lifecycle handler (a
-//! fallen fighter's squad, its particles and its despawn). (`tests/docs.rs` checks docs/ARCHITECTURE.md's frame
-//! against the schedule.)
+//! Systems, in frame order: `start_round` (on entering [`rounds::Phase::Fighting`], the `battle` scenario's state)
+//! -> `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `align_pools` -> `integrate_velocity` -> `keep_formation`
+//! -> `build_grid` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles` (PostUpdate) ->
+//! `count_frame` -> `note_hurt` -> `judge_round` -> `call_next_round` (Last) -> the command buffer is applied, with
+//! the squads' lifecycle handler (a fallen fighter's squad, its particles and its despawn). (`tests/docs.rs` checks
+//! docs/ARCHITECTURE.md's frame against the schedule.)
 
 pub mod chart;
 pub mod collision;
@@ -23,6 +24,7 @@ pub mod play;
 pub mod recording;
 pub mod replay;
 pub mod report;
+pub mod rounds;
 pub mod snapshot;
 pub mod spawn;
 pub mod squads;
@@ -35,7 +37,7 @@ use crate::ecs::{Backend, World};
 pub use config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests, StaleCatches, Stream, DT};
 pub use digest::digest;
 
-/// The whole simulation as one plugin: its resources and the five system plugins, in order.
+/// The whole simulation as one plugin: its resources and the system plugins, in order.
 pub struct SimPlugin {
     /// Settings.
     pub config: SimConfig,
@@ -56,6 +58,7 @@ impl Plugin for SimPlugin {
                 movement::plugin,
                 collision::plugin,
                 lifecycle::plugin,
+                rounds::plugin,
             ));
     }
 }

@@ -3,12 +3,13 @@
 //! applied at. A [`Play`] is the running simulation; the window and a replay both change it only through
 //! [`Play::apply`], so a replay applies every input exactly as the window did.
 
-use super::config::{SimConfig, SimStats, SpawnRequests};
+use super::config::{Scenario, SimConfig, SimStats, SpawnRequests};
 use super::limits;
 use super::painter::{sort_by_y, DrawOrder};
+use super::rounds::Phase;
 use super::{build_app_with, digest, snapshot};
 use crate::app::profile::Profiler;
-use crate::app::{App, UnknownGroup};
+use crate::app::{App, NextState, UnknownGroup};
 use crate::ecs::{Backend, Entity, Format, SnapshotError, MAGIC};
 use glam::Vec2;
 use serde::{Deserialize, Serialize};
@@ -45,6 +46,8 @@ pub enum Input {
     /// Run the schedule on this many threads (at least 1). The world after each frame is the same for every
     /// count, so a replay may run at another.
     Threads(u32),
+    /// Start the next round now (the `battle` scenario's rounds: [`crate::sim::rounds`]); elsewhere, nothing.
+    NextRound,
     /// Turn a named group of systems off or on ([`App::set_group_enabled`]); turning one off marks the run as
     /// modified. A reset or a quick load builds a new app, with every group on.
     Group {
@@ -91,6 +94,7 @@ impl fmt::Display for Input {
             Input::Step => write!(f, "step"),
             Input::Backend(backend) => write!(f, "backend {}", backend.name()),
             Input::Reset => write!(f, "reset"),
+            Input::NextRound => write!(f, "next round"),
             Input::AlignEvery(0) => write!(f, "align off"),
             Input::AlignEvery(n) => write!(f, "align every {n}"),
             Input::DrawOrder(order) => write!(f, "draw order {}", order.name()),
@@ -251,6 +255,11 @@ impl Play {
             }
             Input::Backend(backend) => world.set_backend(*backend),
             Input::Reset => self.reset(),
+            Input::NextRound => {
+                if world.resource::<SimConfig>().scenario == Scenario::Battle {
+                    world.resource_mut::<NextState<Phase>>().set(Phase::Fighting);
+                }
+            }
             Input::AlignEvery(every) => world.resource_mut::<SimConfig>().align_every = *every,
             Input::DrawOrder(order) => self.order = *order,
             Input::QuickLoad(bytes) => {

@@ -9,9 +9,10 @@ use super::collision::Broadphase;
 use super::components::TABLE;
 use super::config::{SimConfig, SimRng, SimStats, SpawnRequests};
 use super::limits;
+use super::rounds::{Phase, Round};
 use super::spawn::OpenSquads;
 use crate::app::profile::Profiler;
-use crate::app::App;
+use crate::app::{App, NextState, State};
 use crate::ecs::{Backend, Format, LoadInfo, SnapshotError, SnapshotSchema, World};
 use std::path::Path;
 
@@ -43,6 +44,10 @@ pub fn schema() -> SnapshotSchema {
             }
         })
         .resource_with::<Broadphase, _>("broadphase", |b, _| b.vouched(), Broadphase::rebuild)
+        // The rounds (files written before them were mid-fight, the first round's state never entered anew).
+        .resource_or::<State<Phase>>("phase", || State::new(Phase::Fighting, true))
+        .resource_or::<NextState<Phase>>("next phase", NextState::default)
+        .resource_or::<Round>("round", Round::default)
         .check("world", |world| {
             limits::check("capacity", world.capacity(), &limits::CAPACITY).map_err(|e| e.to_string())
         })

@@ -4,6 +4,7 @@
 
 use super::components::{Blue, FighterBundle, Health, Hunter, HunterBundle, Position, Red, Team, Velocity};
 use super::config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests};
+use super::rounds::Round;
 use super::squads::{slot_offset, SQUAD};
 use crate::app::{Allocator, App, Query, Res, ResMut, Stage};
 use crate::ecs::{Commands, Entity, HoldsEntities};
@@ -31,7 +32,7 @@ pub fn plugin(app: &mut App) {
 /// [`OpenSquads`]. Fighters the world has no room for are refused here, as the apply would refuse them.
 pub fn spawn_fighters(
     (config, rng): (Res<SimConfig>, Res<SimRng>),
-    (mut stats, mut requests): (ResMut<SimStats>, ResMut<SpawnRequests>),
+    (mut stats, mut requests, mut round): (ResMut<SimStats>, ResMut<SpawnRequests>, ResMut<Round>),
     mut open: ResMut<OpenSquads>,
     mut alive: Query<&Health>,
     mut captains: Query<(&Position, &Velocity)>,
@@ -57,7 +58,11 @@ pub fn spawn_fighters(
     let squads = &mut open.0;
     let mut spawned = 0u64;
     let mut refused = 0u64;
-    let deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
+    let mut deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
+    if config.scenario == Scenario::Battle {
+        // A round's armies muster once: refills stop at the target population.
+        deficit = deficit.min(config.target_population.saturating_sub(round.mustered));
+    }
     for _ in 0..deficit {
         let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
         if room == 0 {
@@ -85,6 +90,9 @@ pub fn spawn_fighters(
         }
     }
     requests.0.clear();
+    if config.scenario == Scenario::Battle {
+        round.mustered += (spawned.min(u64::from(deficit))) as u32;
+    }
     stats.spawned += spawned;
     stats.spawn_refused += refused;
     stats.fighters = fighters;
@@ -137,7 +145,7 @@ fn spawn_one(
     let team = if rng.gen_bool(0.5) { Team::Red } else { Team::Blue };
     let hunter = rng.gen_range(0..config.hunter_every.max(1)) == 0;
     let (at, heading) = match (config.scenario, placement) {
-        (Scenario::Armies, Placement::Refill) => {
+        (Scenario::Armies | Scenario::Battle, Placement::Refill) => {
             // The uniform x squeezed into the team's side (a narrow gap between, so the fronts meet within seconds);
             // the heading toward the other side, spread a little.
             let spread = rng.gen_range(-ARMY_SPREAD..ARMY_SPREAD);
