@@ -63,6 +63,10 @@ pub struct Cli {
     /// Print the headless report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Headless: run under a GGRS sync test that rolls back K frames every frame and resimulates them (two players'
+    /// scripted bursts), comparing each frame's digest with the first run's; exit 1 at the first mismatch.
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = within(limits::CHECK_DISTANCE))]
+    pub synctest: Option<u32>,
     /// Write a Chrome trace of the system spans to FILE (Perfetto opens it).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -191,6 +195,10 @@ impl Cli {
             if self.compare {
                 return conflict("--compare opens the window's compare view; headless, use --backend all");
             }
+            if self.synctest.is_some() && (self.replay.is_some() || self.switch_every.is_some() || self.chart.is_some())
+            {
+                return conflict("--synctest runs its own scripted frames; drop --replay, --switch-every and --chart");
+            }
         } else {
             if self.replay.is_some() {
                 return conflict("--replay runs without a window; add --headless");
@@ -203,6 +211,9 @@ impl Cli {
             }
             if self.json {
                 return conflict("--json prints the headless report; add --headless");
+            }
+            if self.synctest.is_some() {
+                return conflict("--synctest runs headless; add --headless");
             }
             if self.screenshot.is_some() && self.frames.is_none() {
                 return conflict("--screenshot needs --frames N (the frame to capture)");

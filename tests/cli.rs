@@ -33,6 +33,9 @@ fn bad_input_is_refused_clearly() {
     refused(&["--headless", "--switch-every", "0"], "--switch-every");
     refused(&["--headless", "--seed", "18446744073709551616"], "--seed");
     refused(&["--nonsense"], "--nonsense");
+    refused(&["--headless", "--synctest", "9"], "outside the limit of 1 to 8");
+    refused(&["--synctest", "2"], "--synctest runs headless; add --headless");
+    refused(&["--headless", "--synctest", "2", "--switch-every", "5"], "drop --replay, --switch-every");
     refused(&["--backend", "all"], "needs --headless");
     refused(&["--json"], "add --headless");
     refused(&["--headless", "--screenshot", "x.png"], "drop --headless");
@@ -441,4 +444,16 @@ fn the_report_names_the_backend_it_ended_on_and_a_peak_no_lower_than_the_end() {
     let asked = swarm::sim::SimConfig::with_population(10_000).spawn_per_frame as u64;
     assert!(line.starts_with("spawned 100 "), "{line}");
     assert_eq!(fighters, 3 * asked - 100, "{line}");
+}
+
+#[test]
+fn a_synctest_rolls_back_every_frame_on_every_backend_to_one_digest() {
+    let (code, out, err) =
+        swarm(&["--headless", "--synctest", "4", "--frames", "40", "--entities", "400", "--backend", "all"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("synctest ")).collect();
+    assert_eq!(lines.len(), Backend::ALL.len(), "{out}");
+    let digests: Vec<&str> = lines.iter().map(|l| l.rsplit("digest ").next().unwrap()).collect();
+    assert!(digests.windows(2).all(|w| w[0] == w[1]), "{out}");
+    assert!(lines.iter().all(|l| l.contains("40 frames, each rolled back 4") && l.contains("no desync")), "{out}");
 }

@@ -2,12 +2,14 @@
 
 use glam::Vec2;
 use swarm::app::profile::Profiler;
+use swarm::app::OrderSystems;
 use swarm::app::State;
 use swarm::ecs::Backend;
 use swarm::ecs::Component;
 use swarm::ecs::Format;
 use swarm::sim::components::{Blue, Position, Red};
 use swarm::sim::report::{run, run_app, RunSettings};
+use swarm::sim::rollback::{sync_test, PlayerInput, SyncError, MAX_CHECK_DISTANCE};
 use swarm::sim::rounds::{Phase, Round, TeamName, BREAK, ROUND_FRAMES};
 use swarm::sim::snapshot::{load_app, save};
 use swarm::sim::{build_app, digest, Scenario, SimConfig, SimStats, StaleCatches};
@@ -452,4 +454,91 @@ fn battle_rounds_end_in_a_wipe_out_start_again_and_are_the_same_everywhere() {
             assert_eq!((digest(&app.world), round_of(&app.world).1), expected, "{backend} x {threads}");
         }
     }
+}
+
+#[test]
+fn a_restored_checkpoint_runs_on_exactly_as_the_saved_world_did() {
+    let mut armies = SimConfig::with_population(2_000);
+    armies.scenario = Scenario::Armies;
+    // The battle saved just before a round ends: the run after it crosses the state transition.
+    for (config, save_at) in [(armies, 60u64), (quick_battle(), 780)] {
+        for backend in Backend::ALL {
+            for threads in [1, 2, 3] {
+                let mut app = build_app(config.clone(), 9, backend, config.default_capacity());
+                app.set_threads(threads);
+                while app.world.resource::<SimStats>().frames < save_at {
+                    app.update();
+                }
+                let saved = app.world.checkpoint().unwrap();
+                let ahead: Vec<u64> = (0..60)
+                    .map(|_| {
+                        app.update();
+                        digest(&app.world)
+                    })
+                    .collect();
+                let phases = round_of(&app.world);
+                // Restored onto another backend (the one in use stays), twice: the same 60 frames each time.
+                app.world.set_backend(Backend::ALL[(backend as usize + 2) % Backend::ALL.len()]);
+                for _ in 0..2 {
+                    app.world.restore(&saved).unwrap();
+                    assert_eq!(app.world.resource::<SimStats>().frames, save_at);
+                    let again: Vec<u64> = (0..60)
+                        .map(|_| {
+                            app.update();
+                            digest(&app.world)
+                        })
+                        .collect();
+                    assert_eq!(again, ahead, "{} {backend} x {threads}", config.scenario);
+                    assert_eq!(round_of(&app.world), phases);
+                }
+            }
+        }
+    }
+}
+
+/// The inputs of the sync tests: each player clicks on its side every 23 frames (player 1 on odd lags).
+fn scripted(frame: u32, player: usize) -> PlayerInput {
+    let clicks = frame % 23 == (player as u32 * 7) % 23;
+    PlayerInput { burst: clicks.then(|| Vec2::new(200.0 + 1500.0 * player as f32, 300.0 + (frame % 400) as f32)) }
+}
+
+#[test]
+fn a_ggrs_sync_test_passes_on_every_backend_and_thread_count() {
+    let config = SimConfig::with_population(600);
+    let mut digests = Vec::new();
+    for backend in Backend::ALL {
+        for threads in [1, 2, 3] {
+            let mut app = build_app(config.clone(), 4, backend, config.default_capacity());
+            app.set_threads(threads);
+            let tested = sync_test(&mut app, 70, MAX_CHECK_DISTANCE, scripted).unwrap();
+            assert_eq!(tested.frames, 70);
+            // Every frame past the first eight is rolled back eight frames and run again.
+            assert!(tested.loads >= 60 && tested.simulated >= 70 + 60 * 8, "{tested:?}");
+            digests.push((digest(&app.world), app.world.resource::<SimStats>().frames));
+        }
+    }
+    assert!(digests.windows(2).all(|w| w[0] == w[1]), "{digests:?}");
+    assert_eq!(digests[0].1, 70);
+}
+
+#[test]
+fn a_ggrs_sync_test_names_the_frame_a_hidden_state_desyncs() {
+    // A system whose state is outside the world (a counter no checkpoint holds) moves a fighter by it: the same
+    // frame run again gives another world, and the sync test says so.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    fn hidden(world: &mut swarm::ecs::World) {
+        let runs = RUNS.fetch_add(1, Ordering::Relaxed);
+        let first = world.query_ref::<(&Position,)>().iter().map(|(e, _)| e).min_by_key(|e| e.index());
+        if let Some(e) = first {
+            world.get_mut::<Position>(e).unwrap().0.x = runs as f32;
+        }
+    }
+    let config = SimConfig::with_population(300);
+    let mut app = build_app(config.clone(), 4, Backend::SparseSet, config.default_capacity());
+    app.add_systems(swarm::app::Stage::Last, hidden.after("note_hurt").after("call_next_round"));
+    let error = sync_test(&mut app, 40, 2, scripted).unwrap_err();
+    assert!(matches!(error, SyncError::Mismatch { .. }), "{error:?}");
+    assert!(error.to_string().starts_with("desync: at frame"), "{error}");
+    assert!(matches!(sync_test(&mut app, 5, 9, scripted), Err(SyncError::Ggrs(_))));
 }

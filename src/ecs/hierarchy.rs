@@ -52,6 +52,12 @@ use std::fmt;
 #[derive(Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Parent(Entity);
 
+impl crate::ecs::rollback::Copyable for Parent {
+    fn copy(&self) -> Self {
+        Parent(self.0)
+    }
+}
+
 impl Parent {
     /// The parent's handle.
     pub fn get(&self) -> Entity {
@@ -67,6 +73,12 @@ impl Parent {
 /// world's hierarchy operations only.
 #[derive(Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Children(Vec<Entity>);
+
+impl crate::ecs::rollback::Copyable for Children {
+    fn copy(&self) -> Self {
+        Children(self.0.clone())
+    }
+}
 
 impl std::ops::Deref for Children {
     type Target = [Entity];

@@ -23,6 +23,7 @@ pub mod holders;
 mod pipeline;
 mod query;
 mod resources;
+pub mod rollback;
 mod snapshot;
 mod sort;
 pub mod storage;
@@ -52,6 +53,7 @@ pub use query::{
     Without, MAX_QUERY_TYPES,
 };
 pub(crate) use query::{Held, HeldShared, Loaned};
+pub use rollback::{Checkpoint, Checkpoints, RollbackError};
 pub use snapshot::{checksum, Format, LoadInfo, SnapshotError, SnapshotSchema, HEADER_LEN, MAGIC, VERSION};
 pub use sort::SortMethod;
 pub use storage::sparse_set::{PackedOrder, SparseSet, PAGE_SIZE};

@@ -47,6 +47,21 @@ impl Resources {
         self.map.extend(other.map);
     }
 
+    /// The resource of the type `type_id` names, if inserted.
+    pub(crate) fn get_any(&self, type_id: TypeId) -> Option<&(dyn Any + Send + Sync)> {
+        self.map.get(&type_id).map(|value| value.as_ref())
+    }
+
+    /// Inserts or replaces the resource `value` of the type `type_id` names.
+    pub(crate) fn insert_any(&mut self, type_id: TypeId, value: Box<dyn Any + Send + Sync>) {
+        self.map.insert(type_id, value);
+    }
+
+    /// Removes the resource of the type `type_id` names.
+    pub(crate) fn remove_any(&mut self, type_id: TypeId) {
+        self.map.remove(&type_id);
+    }
+
     /// Whether a resource of type `R` is present.
     pub fn contains<R: Resource>(&self) -> bool {
         self.map.contains_key(&TypeId::of::<R>())

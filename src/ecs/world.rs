@@ -83,6 +83,8 @@ pub struct World {
     pub(super) changes: Changes,
     /// A reused list of the rows a query stamps.
     pub(super) change_rows: Vec<u32>,
+    /// The types checkpoints hold ([`crate::ecs::rollback`]).
+    pub(super) rollback: super::rollback::RollbackTypes,
 }
 
 /// The default piece of a parallel query loop: this many matches ([`World::set_piece_rows`]).
@@ -135,6 +137,7 @@ impl World {
             holders: Holders::new(),
             changes: Changes::default(),
             change_rows: Vec::new(),
+            rollback: Default::default(),
         }
     }
 

@@ -14,7 +14,7 @@ pub fn plugin(app: &mut App) {
 
 /// One band's contacts: its near pairs, the hits of its own items, and hits of items past its end (the next band's
 /// first row), added after.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct BandContacts {
     pairs: NearPairs,
     hits: Vec<u32>,
@@ -28,7 +28,7 @@ const NO_SLOT: u32 = u32::MAX;
 
 /// The grid of this frame, and where each fighter sits in it, both built after movement. Hunters read them next
 /// frame, before anything moves again.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Broadphase {
     /// Fighters by cell.
     pub grid: Grid,

@@ -107,6 +107,8 @@ pub struct Kept {
     pub census: Option<fn(&mut Census) -> &mut u32>,
     /// Why it is in neither the schema nor the digest (a marker no entity holds between frames), if so.
     pub transient: Option<&'static str>,
+    /// Lets checkpoints hold it ([`World::rollback_component`]); `None` for the hierarchy's, which they always hold.
+    pub rollback: Option<fn(&mut World)>,
 }
 
 /// How the digest reads a type: each holder with its value as a `u64`.
@@ -152,6 +154,22 @@ macro_rules! kept {
             digest: hashed!($t, $hash),
             census: $census,
             transient: None,
+            rollback: Some(|world| {
+                world.rollback_component::<$t>();
+            }),
+        }
+    };
+    // The hierarchy's types: checkpoints always hold them.
+    (tree $t:ty, $hash:expr, $census:expr) => {
+        Kept {
+            snapshot: None,
+            type_id: std::any::TypeId::of::<$t>,
+            count: World::count_of::<$t>,
+            schema: no_column,
+            digest: hashed!($t, $hash),
+            census: $census,
+            transient: None,
+            rollback: None,
         }
     };
 }
@@ -169,14 +187,8 @@ pub const TABLE: &[Kept] = &[
     kept!(Lifetime, Some("lifetime"), column::<Lifetime>, |l| l.0 as u64, None),
     // The hierarchy: every snapshot keeps it (its own columns); the digest hashes each follower's captain and
     // each captain's list in order (the order decides who is promoted).
-    kept!(Parent, None, no_column, |p| p.get().to_bits(), None),
-    kept!(
-        Children,
-        None,
-        no_column,
-        |c| c.iter().fold(0, |h, e| super::digest::mix(h ^ e.to_bits())),
-        Some(|c| &mut c.squads)
-    ),
+    kept!(tree Parent, |p| p.get().to_bits(), None),
+    kept!(tree Children, |c| c.iter().fold(0, |h, e| super::digest::mix(h ^ e.to_bits())), Some(|c| &mut c.squads)),
     Kept {
         snapshot: None,
         type_id: std::any::TypeId::of::<super::squads::Fallen>,
@@ -185,5 +197,8 @@ pub const TABLE: &[Kept] = &[
         digest: None,
         census: None,
         transient: Some("inserted by despawn_dead; its handler despawns the holder in the same apply"),
+        rollback: Some(|world| {
+            world.rollback_component::<super::squads::Fallen>();
+        }),
     },
 ];

@@ -18,7 +18,7 @@ pub struct GridItem {
 }
 
 /// The near pairs of a grid (see [`Grid::near_pairs`]), kept between frames.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct NearPairs {
     /// `pairs[..len]` are the pairs; the rest is room, written over by the next listing.
     pairs: Vec<[u32; 2]>,
@@ -33,7 +33,7 @@ impl NearPairs {
 }
 
 /// The grid. Invariant: `items[starts[c] as usize..starts[c + 1] as usize]` are exactly the items in cell `c`.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Grid {
     shape: GridShape,
     starts: Vec<u32>,
@@ -77,7 +77,7 @@ impl GridShape {
 }
 
 /// Items staged for a grid, by band, each band's in the order pushed (one piece of a walk, or all of them).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Staged {
     /// Per band: its items and their cells.
     bands: Vec<(Vec<GridItem>, Vec<u32>)>,
@@ -113,7 +113,7 @@ impl Staged {
 }
 
 /// One band's counting sort's buffers.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct BandScratch {
     staged: Vec<GridItem>,
     keys: Vec<u32>,

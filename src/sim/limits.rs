@@ -17,6 +17,8 @@ pub const CAPACITY: RangeInclusive<u32> = 1..=64 << 20;
 /// Frames a run goes (`--frames`), and the highest frame number a recording or snapshot may name: 10 million
 /// frames are 46 hours of simulated time at 60 steps a second.
 pub const FRAMES: RangeInclusive<u32> = 1..=10_000_000;
+/// Frames a sync test rolls back each frame (`--synctest`): what GGRS's prediction window allows.
+pub const CHECK_DISTANCE: RangeInclusive<u32> = 1..=8;
 /// Frames between live switches (`--switch-every`).
 pub const SWITCH_EVERY: RangeInclusive<u32> = 1..=10_000_000;
 /// Threads the schedule may use (`--threads`, the window's T key, a recording's `threads` input).

@@ -24,6 +24,7 @@ pub mod play;
 pub mod recording;
 pub mod replay;
 pub mod report;
+pub mod rollback;
 pub mod rounds;
 pub mod snapshot;
 pub mod spawn;
@@ -59,6 +60,7 @@ impl Plugin for SimPlugin {
                 collision::plugin,
                 lifecycle::plugin,
                 rounds::plugin,
+                rollback::plugin,
             ));
     }
 }

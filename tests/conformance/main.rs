@@ -44,6 +44,7 @@ mod panics;
 mod pipeline;
 mod query;
 mod resources;
+mod rollback;
 mod snapshot;
 mod spawn;
 mod switch;

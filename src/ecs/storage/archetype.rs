@@ -45,6 +45,11 @@ impl<T> Columns<T> {
     pub const fn new() -> Self {
         Self(Vec::new())
     }
+
+    /// A copy, each value copied by `copy`.
+    pub(crate) fn clone_with(&self, copy: fn(&T) -> T) -> Self {
+        Self(self.0.iter().map(|column| column.iter().map(copy).collect()).collect())
+    }
 }
 
 impl<T> Default for Columns<T> {
@@ -127,6 +132,7 @@ const NO_COLUMN: u16 = u16::MAX;
 const NO_INDEX: u32 = u32::MAX;
 
 /// The entities that have exactly one set of component types; their values are in the types' [`Columns`].
+#[derive(Clone)]
 pub struct Table {
     set: ComponentSet,
     entities: Vec<Entity>,
@@ -178,6 +184,7 @@ impl Table {
 }
 
 /// A cached move from one table to another whose set has one component more (add edge) or less (remove edge).
+#[derive(Clone)]
 struct Edge {
     /// The destination table.
     to: u32,
@@ -225,6 +232,26 @@ impl Archetypes {
         };
         archetypes.table_for(ComponentSet::EMPTY, &Registry::default());
         archetypes
+    }
+
+    /// A copy, each type's columns copied by `copy` (which fails with the type's id for a type it cannot copy),
+    /// under a fresh stamp (what queries worked out for these tables is not assumed of the copy's).
+    pub(crate) fn try_clone(
+        &self,
+        copy: impl Fn(ComponentId, &dyn ErasedColumns) -> Result<Box<dyn ErasedColumns>, ComponentId>,
+    ) -> Result<Self, ComponentId> {
+        let columns = self.columns.iter().enumerate().map(|(id, columns)| match columns {
+            Some(columns) => copy(id as ComponentId, columns.as_ref()).map(Some),
+            None => Ok(None),
+        });
+        Ok(Self {
+            tables: self.tables.clone(),
+            columns: columns.collect::<Result<_, _>>()?,
+            edges: self.edges.clone(),
+            by_set: self.by_set.clone(),
+            records: self.records.clone(),
+            stamp: fresh_stamp(),
+        })
     }
 
     /// The tables, in creation order.

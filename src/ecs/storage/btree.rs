@@ -11,6 +11,11 @@ pub struct BTreePool<T> {
 }
 
 impl<T> BTreePool<T> {
+    /// A copy, each value copied by `copy`.
+    pub(crate) fn clone_with(&self, copy: fn(&T) -> T) -> Self {
+        Self { map: self.map.iter().map(|(&index, value)| (index, copy(value))).collect() }
+    }
+
     /// A pool holding `pairs`, which must be sorted by index with no repeats (checked in debug builds).
     pub fn from_sorted(pairs: Vec<(u32, T)>) -> Self {
         debug_assert!(pairs.windows(2).all(|w| w[0].0 < w[1].0), "pairs are not sorted by index");

@@ -18,6 +18,14 @@ pub struct DirectArray<T> {
     occupied: Range<usize>,
 }
 
+impl<T> DirectArray<T> {
+    /// A copy, each value copied by `copy`.
+    pub(crate) fn clone_with(&self, copy: fn(&T) -> T) -> Self {
+        let slots = self.slots.iter().map(|slot| slot.as_ref().map(copy)).collect();
+        Self { slots, len: self.len, occupied: self.occupied.clone() }
+    }
+}
+
 impl<T> Default for DirectArray<T> {
     fn default() -> Self {
         Self { slots: Vec::new(), len: 0, occupied: 0..0 }

@@ -13,6 +13,13 @@ pub struct HashPool<T> {
     map: FxHashMap<u32, T>,
 }
 
+impl<T> HashPool<T> {
+    /// A copy, each value copied by `copy`.
+    pub(crate) fn clone_with(&self, copy: fn(&T) -> T) -> Self {
+        Self { map: self.map.iter().map(|(&index, value)| (index, copy(value))).collect() }
+    }
+}
+
 impl<T> Default for HashPool<T> {
     fn default() -> Self {
         Self { map: FxHashMap::default() }

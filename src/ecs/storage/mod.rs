@@ -339,6 +339,16 @@ impl<T: Component> AnyPool<T> {
         dispatch!(layout, L => L::wrap(Default::default()))
     }
 
+    /// A copy in the same layout, each value copied by `copy` (what a checkpoint keeps: `crate::ecs::rollback`).
+    pub(crate) fn clone_with(&self, copy: fn(&T) -> T) -> Self {
+        match self {
+            AnyPool::SparseSet(pool) => AnyPool::SparseSet(pool.clone_with(copy)),
+            AnyPool::HashMap(pool) => AnyPool::HashMap(pool.clone_with(copy)),
+            AnyPool::BTree(pool) => AnyPool::BTree(pool.clone_with(copy)),
+            AnyPool::DirectArray(pool) => AnyPool::DirectArray(pool.clone_with(copy)),
+        }
+    }
+
     /// The typed pool behind an erased one: one `TypeId` comparison (the upcast to `dyn Any` reads the vtable;
     /// only `type_id` is a dynamic call).
     ///

@@ -611,10 +611,17 @@ impl<T> SparseSet<T> {
 
 impl<T: Clone> Clone for SparseSet<T> {
     fn clone(&self) -> Self {
+        self.clone_with(T::clone)
+    }
+}
+
+impl<T> SparseSet<T> {
+    /// A copy, each value copied by `copy`.
+    pub(crate) fn clone_with(&self, copy: fn(&T) -> T) -> Self {
         Self {
             sparse: self.sparse.clone(),
             entities: self.entities.clone(),
-            values: self.values.clone(),
+            values: self.values.iter().map(copy).collect(),
             // Packed alike, so the stamp and the journal hold for the copy too.
             order: AtomicU64::new(self.order.load(Ordering::Relaxed)),
             journal: self.journal.clone(),

@@ -25,6 +25,44 @@ impl Storage {
         }
     }
 
+    /// A copy of every value, each type's pool (or columns) copied by `pool` (or `columns`), which return `None`
+    /// for a type they cannot copy: such a type with no values gets an empty pool (or empty columns); with
+    /// values, the copy fails with its id.
+    pub(crate) fn try_clone(
+        &self,
+        layouts: &[LayoutFns],
+        pool: impl Fn(ComponentId, &dyn ErasedPool) -> Option<Box<dyn ErasedPool>>,
+        columns: impl Fn(ComponentId, &dyn archetype::ErasedColumns) -> Option<Box<dyn archetype::ErasedColumns>>,
+    ) -> Result<Storage, ComponentId> {
+        match self {
+            Storage::Pools { layout, pools } => {
+                let copy = |id: usize, p: &dyn ErasedPool| match pool(id as ComponentId, p) {
+                    Some(copy) => Ok(copy),
+                    None if p.is_empty() => Ok((layouts[id].new_pool)(*layout)),
+                    None => Err(id as ComponentId),
+                };
+                let pools = pools.iter().enumerate().map(|(id, p)| copy(id, p.as_ref())).collect::<Result<_, _>>()?;
+                Ok(Storage::Pools { layout: *layout, pools })
+            }
+            Storage::Tables(archetypes) => {
+                let copy = |id: ComponentId, of_type: &dyn archetype::ErasedColumns| {
+                    if let Some(copy) = columns(id, of_type) {
+                        return Ok(copy);
+                    }
+                    if (0..of_type.columns()).any(|c| of_type.len(c as u32) > 0) {
+                        return Err(id);
+                    }
+                    let mut empty = (layouts[id as usize].new_columns)();
+                    for _ in 0..of_type.columns() {
+                        empty.push_column();
+                    }
+                    Ok(empty)
+                };
+                Ok(Storage::Tables(archetypes.try_clone(copy)?))
+            }
+        }
+    }
+
     /// The backend whose layout this is.
     pub(crate) fn backend(&self) -> Backend {
         match self {

@@ -1,0 +1,182 @@
+//! Rollback for the simulation: the types a checkpoint of its world holds ([`crate::ecs::rollback`]). Every
+//! component of [`TABLE`] and every resource the frame reads or writes, so a world restored from a checkpoint runs
+//! on exactly as the saved one did (`tests/sim.rs` checks it on every backend and thread count).
+
+use super::collision::Broadphase;
+use super::components::TABLE;
+use super::config::{SimConfig, SimRng, SimStats, SpawnRequests, StaleCatches};
+use super::lifecycle::Hurt;
+use super::rounds::{Phase, Round};
+use super::spawn::OpenSquads;
+use crate::app::{App, NextState, State};
+use crate::ecs::{Checkpoint, RollbackError};
+
+/// Registers the simulation's types for checkpoints. Added last by [`super::SimPlugin`], after every type is in.
+pub fn plugin(app: &mut App) {
+    let world = &mut app.world;
+    for kept in TABLE {
+        if let Some(register) = kept.rollback {
+            register(world);
+        }
+    }
+    world
+        .rollback_resource::<SimConfig>()
+        .rollback_resource::<SimRng>()
+        .rollback_resource::<SimStats>()
+        .rollback_resource::<SpawnRequests>()
+        .rollback_resource::<OpenSquads>()
+        .rollback_resource::<Broadphase>()
+        .rollback_resource::<StaleCatches>()
+        .rollback_resource::<Hurt>()
+        .rollback_resource::<Round>()
+        .rollback_resource::<State<Phase>>()
+        .rollback_resource::<NextState<Phase>>();
+}
+
+/// What one player does in a frame, as GGRS carries it: a burst asked for at an arena point, or nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PlayerInput {
+    /// Where the player clicked, if they did.
+    pub burst: Option<glam::Vec2>,
+}
+
+/// The simulation as a GGRS game: its inputs, its state (a [`Checkpoint`]) and its peers' addresses.
+pub struct GgrsConfig;
+
+impl ggrs::Config for GgrsConfig {
+    type Input = PlayerInput;
+    type State = Checkpoint;
+    type Address = std::net::SocketAddr;
+}
+
+/// Players of a session.
+pub const PLAYERS: usize = 2;
+
+/// Why a rollback run stopped.
+#[derive(Debug)]
+pub enum SyncError {
+    /// Resimulating gave another checksum than the first run for a frame: the game is not deterministic.
+    Mismatch {
+        /// The frame GGRS was at.
+        frame: i32,
+        /// The frames whose checksums differed.
+        frames: Vec<i32>,
+    },
+    /// The world could not be saved or restored.
+    Rollback(RollbackError),
+    /// GGRS refused a request (a bad setting).
+    Ggrs(String),
+}
+
+impl std::fmt::Display for SyncError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SyncError::Mismatch { frame, frames } => write!(
+                f,
+                "desync: at frame {frame}, resimulating frames {frames:?} gave other checksums than the first run"
+            ),
+            SyncError::Rollback(error) => error.fmt(f),
+            SyncError::Ggrs(error) => write!(f, "GGRS: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for SyncError {}
+
+impl From<RollbackError> for SyncError {
+    fn from(error: RollbackError) -> Self {
+        SyncError::Rollback(error)
+    }
+}
+
+impl From<ggrs::GgrsError> for SyncError {
+    fn from(error: ggrs::GgrsError) -> Self {
+        match error {
+            ggrs::GgrsError::MismatchedChecksum { current_frame, mismatched_frames } => {
+                SyncError::Mismatch { frame: current_frame, frames: mismatched_frames }
+            }
+            other => SyncError::Ggrs(other.to_string()),
+        }
+    }
+}
+
+/// The inputs of a scripted session (the `--synctest` run and the tests): each player clicks every 23 frames, player
+/// 0 in the left quarter of `arena`, player 1 in the right one, 7 frames apart, a little lower each time.
+pub fn scripted_input(arena: glam::Vec2, frame: u32, player: usize) -> PlayerInput {
+    let clicks = frame % 23 == (player as u32 * 7) % 23;
+    let x = if player == 0 { 0.2 } else { 0.8 } * arena.x;
+    let y = (0.2 + 0.6 * ((frame / 23) % 10) as f32 / 10.0) * arena.y;
+    PlayerInput { burst: clicks.then_some(glam::Vec2::new(x, y)) }
+}
+
+/// The most frames a sync test rolls back each frame.
+pub const MAX_CHECK_DISTANCE: usize = 8;
+
+/// What a sync test did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncTested {
+    /// Frames advanced (each then rolled back and resimulated).
+    pub frames: u32,
+    /// Frames simulated in all, resimulations included.
+    pub simulated: u64,
+    /// Checkpoints saved and restored.
+    pub saves: u64,
+    /// Restores.
+    pub loads: u64,
+}
+
+/// Serves one GGRS request on `app`: saves a checkpoint with the digest as its checksum, restores one, or applies
+/// the players' inputs (bursts) and runs a frame.
+pub fn serve(app: &mut App, request: ggrs::GgrsRequest<GgrsConfig>) -> Result<(), RollbackError> {
+    match request {
+        ggrs::GgrsRequest::SaveGameState { cell, frame } => {
+            let checksum = u128::from(super::digest(&app.world));
+            cell.save(frame, Some(app.world.checkpoint()?), Some(checksum));
+        }
+        ggrs::GgrsRequest::LoadGameState { cell, .. } => {
+            let checkpoint = cell.load().expect("GGRS loads only what it saved");
+            app.world.restore(&checkpoint)?;
+        }
+        ggrs::GgrsRequest::AdvanceFrame { inputs } => {
+            let requests = app.world.resource_mut::<SpawnRequests>();
+            requests.0.extend(inputs.iter().filter_map(|(input, _)| input.burst));
+            app.update();
+        }
+    }
+    Ok(())
+}
+
+/// Runs `frames` frames of `app` in a GGRS sync test: every frame is saved, then the last `check_distance` frames
+/// (1 to [`MAX_CHECK_DISTANCE`]) are rolled back and resimulated, and their checksums (the world's digest) compared
+/// with the first run's. `script` gives each player's input per frame. Stops at the first mismatch.
+pub fn sync_test(
+    app: &mut App,
+    frames: u32,
+    check_distance: usize,
+    script: impl Fn(u32, usize) -> PlayerInput,
+) -> Result<SyncTested, SyncError> {
+    if !(1..=MAX_CHECK_DISTANCE).contains(&check_distance) {
+        return Err(SyncError::Ggrs(format!("the check distance is {check_distance}, not 1 to {MAX_CHECK_DISTANCE}")));
+    }
+    let mut session = ggrs::SessionBuilder::<GgrsConfig>::new()
+        .with_num_players(PLAYERS)
+        .with_max_prediction_window(check_distance + 1)
+        .with_check_distance(check_distance)
+        .start_synctest_session()?;
+    let mut tested = SyncTested { frames: 0, simulated: 0, saves: 0, loads: 0 };
+    for frame in 0..frames {
+        for player in 0..PLAYERS {
+            session.add_local_input(player, script(frame, player))?;
+        }
+        for request in session.advance_frame()? {
+            match &request {
+                ggrs::GgrsRequest::SaveGameState { .. } => tested.saves += 1,
+                ggrs::GgrsRequest::LoadGameState { .. } => tested.loads += 1,
+                ggrs::GgrsRequest::AdvanceFrame { .. } => tested.simulated += 1,
+            }
+            serve(app, request)?;
+        }
+        tested.frames += 1;
+    }
+    Ok(tested)
+}
