@@ -67,6 +67,24 @@ pub struct Cli {
     /// scripted bursts), comparing each frame's digest with the first run's; exit 1 at the first mismatch.
     #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = within(limits::CHECK_DISTANCE))]
     pub synctest: Option<u32>,
+    /// Headless: play as one of two peers over UDP (GGRS, desync detection on) with scripted bursts, until --frames
+    /// is confirmed; prints the digest of that frame, the same on both peers whatever their backends and threads.
+    #[arg(long, requires_all = ["local_port", "remote", "player"])]
+    pub p2p: bool,
+    /// The UDP port this peer listens on (--p2p).
+    #[arg(long, value_name = "PORT", requires = "p2p", allow_negative_numbers = true)]
+    pub local_port: Option<u16>,
+    /// The other peer, as HOST:PORT (--p2p).
+    #[arg(long, value_name = "HOST:PORT", requires = "p2p", value_parser = parse_remote)]
+    pub remote: Option<std::net::SocketAddr>,
+    /// This peer's player, 0 or 1 (--p2p).
+    #[arg(long, value_name = "0|1", requires = "p2p", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub player: Option<u8>,
+    /// Seconds to wait for the other peer (--p2p), at the start and whenever it goes quiet.
+    #[arg(long, value_name = "SECONDS", requires = "p2p", default_value_t = 10, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub timeout: u64,
     /// Write a Chrome trace of the system spans to FILE (Perfetto opens it).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -195,9 +213,15 @@ impl Cli {
             if self.compare {
                 return conflict("--compare opens the window's compare view; headless, use --backend all");
             }
-            if self.synctest.is_some() && (self.replay.is_some() || self.switch_every.is_some() || self.chart.is_some())
+            if self.p2p && (self.synctest.is_some() || self.backend() == BackendChoice::All || self.load.is_some()) {
+                return conflict("--p2p plays one new world: drop --synctest, --backend all and --load");
+            }
+            if (self.synctest.is_some() || self.p2p)
+                && (self.replay.is_some() || self.switch_every.is_some() || self.chart.is_some())
             {
-                return conflict("--synctest runs its own scripted frames; drop --replay, --switch-every and --chart");
+                return conflict(
+                    "--synctest and --p2p run their own scripted frames; drop --replay, --switch-every and --chart",
+                );
             }
         } else {
             if self.replay.is_some() {
@@ -212,8 +236,8 @@ impl Cli {
             if self.json {
                 return conflict("--json prints the headless report; add --headless");
             }
-            if self.synctest.is_some() {
-                return conflict("--synctest runs headless; add --headless");
+            if self.synctest.is_some() || self.p2p {
+                return conflict("--synctest and --p2p run headless; add --headless");
             }
             if self.screenshot.is_some() && self.frames.is_none() {
                 return conflict("--screenshot needs --frames N (the frame to capture)");
@@ -278,4 +302,12 @@ impl Cli {
     pub fn threads(&self) -> usize {
         self.threads.map_or_else(crate::app::default_threads, |n| n as usize)
     }
+}
+
+/// `--remote HOST:PORT`, resolved (a name such as `localhost` too); the first address it names.
+fn parse_remote(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let malformed = |why: String| format!("`{text}` is not HOST:PORT ({why})");
+    let mut addresses = text.to_socket_addrs().map_err(|e| malformed(e.to_string()))?;
+    addresses.next().ok_or_else(|| malformed("it names no address".into()))
 }

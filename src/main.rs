@@ -74,6 +74,42 @@ fn synctest(cli: &Cli, distance: usize) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `--p2p`: one of two peers over UDP until `--frames` is confirmed; exit 1 on a desync, 2 on a setup problem.
+fn p2p(cli: &Cli) -> ExitCode {
+    use swarm::sim::net::{run_peer, PeerSettings};
+    use swarm::sim::rollback::scripted_input;
+    let backend = match cli.backend() {
+        BackendChoice::One(backend) => backend,
+        BackendChoice::All => Backend::default(), // refused with the flags
+    };
+    let s = cli.run_settings(backend);
+    let mut app = swarm::sim::build_app(s.config, s.seed, s.backend, s.capacity);
+    app.set_threads(s.threads);
+    let player = cli.player.unwrap_or(0) as usize;
+    let peer = PeerSettings {
+        local_port: cli.local_port.unwrap_or_default(),
+        remote: cli.remote.expect("--p2p requires --remote"),
+        player,
+        frames: s.frames,
+        timeout: std::time::Duration::from_secs(cli.timeout),
+    };
+    let arena = app.world.resource::<swarm::sim::SimConfig>().arena;
+    match run_peer(&mut app, &peer, |frame| scripted_input(arena, frame, player)) {
+        Ok(run) => {
+            println!(
+                "p2p player {player} ({backend}, {} threads): frame {} confirmed; {} rollbacks, {} frames simulated, \
+                 predicted up to {} frames ahead, ping {} ms; digest {:016x}",
+                s.threads, s.frames, run.rollbacks, run.simulated, run.deepest_prediction, run.ping_ms, run.digest
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("swarm: p2p: {error}");
+            ExitCode::from(error.status())
+        }
+    }
+}
+
 /// Reads a --load file, refusing it (exit 2) if it does not read.
 fn read_load(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| Cli::refuse(format!("--load {}: {e}", path.display())))
@@ -103,6 +139,9 @@ fn headless(cli: &Cli) -> ExitCode {
     }
     if let Some(distance) = cli.synctest {
         return synctest(cli, distance as usize);
+    }
+    if cli.p2p {
+        return p2p(cli);
     }
     // A --load file is read and checked once, before anything runs: a bad one is refused like a bad flag.
     let loaded = cli.load.as_ref().map(|path| {

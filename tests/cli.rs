@@ -34,7 +34,7 @@ fn bad_input_is_refused_clearly() {
     refused(&["--headless", "--seed", "18446744073709551616"], "--seed");
     refused(&["--nonsense"], "--nonsense");
     refused(&["--headless", "--synctest", "9"], "outside the limit of 1 to 8");
-    refused(&["--synctest", "2"], "--synctest runs headless; add --headless");
+    refused(&["--synctest", "2"], "--synctest and --p2p run headless; add --headless");
     refused(&["--headless", "--synctest", "2", "--switch-every", "5"], "drop --replay, --switch-every");
     refused(&["--backend", "all"], "needs --headless");
     refused(&["--json"], "add --headless");
@@ -456,4 +456,80 @@ fn a_synctest_rolls_back_every_frame_on_every_backend_to_one_digest() {
     let digests: Vec<&str> = lines.iter().map(|l| l.rsplit("digest ").next().unwrap()).collect();
     assert!(digests.windows(2).all(|w| w[0] == w[1]), "{out}");
     assert!(lines.iter().all(|l| l.contains("40 frames, each rolled back 4") && l.contains("no desync")), "{out}");
+}
+
+/// The peers' tests take turns: each picks ports that are free when it looks, and a port one test frees may be the
+/// next one another binds.
+static PEERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Two UDP ports free now (bound and released: nothing else on this machine picks ports from the ephemeral range
+/// and binds them in between, as far as this test knows).
+fn free_ports() -> (u16, u16) {
+    let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
+}
+
+/// Starts a peer (headless, 1,500 fighters, 240 frames) with extra flags.
+fn peer(local: u16, remote: u16, player: u8, extra: &[&str]) -> std::process::Child {
+    let (local, remote, player) = (local.to_string(), format!("127.0.0.1:{remote}"), player.to_string());
+    let mut args = vec!["--headless", "--p2p", "--local-port", &local, "--remote", &remote, "--player", &player];
+    args.extend(["--frames", "240", "--entities", "1500"]);
+    args.extend(extra);
+    Command::new(env!("CARGO_BIN_EXE_swarm"))
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs")
+}
+
+fn finish(child: std::process::Child) -> (i32, String, String) {
+    let out = child.wait_with_output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn two_peers_on_different_backends_and_thread_counts_end_with_one_digest() {
+    let _turn = PEERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (a, b) = free_ports();
+    let zero = peer(a, b, 0, &["--backend", "sparse-set", "--threads", "1"]);
+    let one = peer(b, a, 1, &["--backend", "archetype", "--threads", "2"]);
+    let (zero, one) = (finish(zero), finish(one));
+    assert_eq!((zero.0, one.0), (0, 0), "{zero:?}\n{one:?}");
+    let digest = |out: &str| out.rsplit("digest ").next().unwrap().trim().to_string();
+    assert_eq!(digest(&zero.1), digest(&one.1), "{zero:?}\n{one:?}");
+    assert!(zero.1.contains("frame 240 confirmed"), "{zero:?}");
+}
+
+#[test]
+fn bad_peers_get_a_clear_message_and_status_2() {
+    let _turn = PEERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    refused(&["--headless", "--p2p", "--local-port", "7000", "--remote", "nowhere", "--player", "0"], "not HOST:PORT");
+    refused(
+        &["--headless", "--p2p", "--local-port", "7000", "--remote", "127.0.0.1:7001", "--player", "2"],
+        "--player",
+    );
+    refused(&["--p2p", "--local-port", "7000", "--remote", "127.0.0.1:7001", "--player", "0"], "add --headless");
+    refused(&["--headless", "--p2p", "--remote", "127.0.0.1:7001", "--player", "0"], "--local-port");
+    // A port in use.
+    let taken = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (code, _, err) = finish(peer(port, port.wrapping_add(1), 0, &[]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("cannot listen on UDP port {port}")), "{err}");
+    drop(taken);
+    // Nobody on the other end.
+    let (a, b) = free_ports();
+    let (code, _, err) = finish(peer(a, b, 0, &["--timeout", "1"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("no answer from 127.0.0.1:{b} after 1 s")), "{err}");
+    // A peer with another seed: caught at its first confirmed input, by one side at least; both stop with 2.
+    let (a, b) = free_ports();
+    let zero = peer(a, b, 0, &["--timeout", "3"]);
+    let one = peer(b, a, 1, &["--seed", "2", "--timeout", "3"]);
+    let (zero, one) = (finish(zero), finish(one));
+    assert_eq!((zero.0, one.0), (2, 2), "{zero:?}\n{one:?}");
+    assert!(zero.2.contains("other settings") || one.2.contains("other settings"), "{zero:?}\n{one:?}");
 }

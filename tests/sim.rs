@@ -499,7 +499,8 @@ fn a_restored_checkpoint_runs_on_exactly_as_the_saved_world_did() {
 /// The inputs of the sync tests: each player clicks on its side every 23 frames (player 1 on odd lags).
 fn scripted(frame: u32, player: usize) -> PlayerInput {
     let clicks = frame % 23 == (player as u32 * 7) % 23;
-    PlayerInput { burst: clicks.then(|| Vec2::new(200.0 + 1500.0 * player as f32, 300.0 + (frame % 400) as f32)) }
+    let burst = clicks.then(|| Vec2::new(200.0 + 1500.0 * player as f32, 300.0 + (frame % 400) as f32));
+    PlayerInput::burst(burst)
 }
 
 #[test]

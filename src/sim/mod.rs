@@ -19,6 +19,7 @@ pub mod hunt;
 pub mod lifecycle;
 pub mod limits;
 pub mod movement;
+pub mod net;
 pub mod painter;
 pub mod play;
 pub mod recording;

@@ -33,14 +33,47 @@ pub fn plugin(app: &mut App) {
         .rollback_resource::<NextState<Phase>>();
 }
 
-/// What one player does in a frame, as GGRS carries it: a burst asked for at an arena point, or nothing.
+/// What one player does in a frame, as GGRS carries it: a burst asked for at an arena point, or nothing; with the
+/// fingerprint of the run's settings, so a peer running other settings is caught at its first input.
+/// Fixed-size (GGRS delta-encodes inputs against each other, so every input encodes to the same length).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlayerInput {
+    /// Whether the player clicked.
+    pub clicked: bool,
+    /// Where (arena units), if they did.
+    pub at: [f32; 2],
+    /// [`fingerprint`] of the sender's world (set by the session loop; 0 in GGRS's own "no input").
+    pub settings: u32,
+}
+
+impl PlayerInput {
+    /// A click at `at`, or none.
+    pub fn burst(at: Option<glam::Vec2>) -> Self {
+        Self { clicked: at.is_some(), at: at.unwrap_or_default().to_array(), settings: 0 }
+    }
+
     /// Where the player clicked, if they did.
-    pub burst: Option<glam::Vec2>,
+    pub fn clicked_at(&self) -> Option<glam::Vec2> {
+        self.clicked.then(|| glam::Vec2::from_array(self.at))
+    }
+}
+
+/// A fingerprint of what a run depends on besides its inputs: the settings, the seed and the capacity (not the
+/// backend or the thread count, which do not change the world).
+pub fn fingerprint(world: &crate::ecs::World) -> u32 {
+    let config = serde_json::to_string(world.resource::<SimConfig>()).expect("settings serialize");
+    let seed = world.resource::<SimRng>().seed();
+    let mut hash = super::digest::mix(seed ^ u64::from(world.capacity()));
+    for chunk in config.as_bytes().chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        hash = super::digest::mix(hash ^ u64::from_le_bytes(word));
+    }
+    (hash as u32).max(1)
 }
 
 /// The simulation as a GGRS game: its inputs, its state (a [`Checkpoint`]) and its peers' addresses.
+#[derive(Debug)]
 pub struct GgrsConfig;
 
 impl ggrs::Config for GgrsConfig {
@@ -64,6 +97,8 @@ pub enum SyncError {
     },
     /// The world could not be saved or restored.
     Rollback(RollbackError),
+    /// The other peer runs other settings (another seed, population, scenario or capacity).
+    OtherSettings,
     /// GGRS refused a request (a bad setting).
     Ggrs(String),
 }
@@ -76,6 +111,10 @@ impl std::fmt::Display for SyncError {
                 "desync: at frame {frame}, resimulating frames {frames:?} gave other checksums than the first run"
             ),
             SyncError::Rollback(error) => error.fmt(f),
+            SyncError::OtherSettings => write!(
+                f,
+                "the other peer runs other settings (seed, population, scenario or capacity): start both alike"
+            ),
             SyncError::Ggrs(error) => write!(f, "GGRS: {error}"),
         }
     }
@@ -106,7 +145,7 @@ pub fn scripted_input(arena: glam::Vec2, frame: u32, player: usize) -> PlayerInp
     let clicks = frame % 23 == (player as u32 * 7) % 23;
     let x = if player == 0 { 0.2 } else { 0.8 } * arena.x;
     let y = (0.2 + 0.6 * ((frame / 23) % 10) as f32 / 10.0) * arena.y;
-    PlayerInput { burst: clicks.then_some(glam::Vec2::new(x, y)) }
+    PlayerInput::burst(clicks.then_some(glam::Vec2::new(x, y)))
 }
 
 /// The most frames a sync test rolls back each frame.
@@ -125,25 +164,35 @@ pub struct SyncTested {
     pub loads: u64,
 }
 
-/// Serves one GGRS request on `app`: saves a checkpoint with the digest as its checksum, restores one, or applies
-/// the players' inputs (bursts) and runs a frame.
-pub fn serve(app: &mut App, request: ggrs::GgrsRequest<GgrsConfig>) -> Result<(), RollbackError> {
+/// Serves one GGRS request on `app`: saves a checkpoint with the digest as its checksum (returned with its frame),
+/// restores one, or applies the players' inputs (bursts) and runs a frame. A confirmed input whose settings are not
+/// `settings` stops it.
+pub fn serve(
+    app: &mut App,
+    request: ggrs::GgrsRequest<GgrsConfig>,
+    settings: u32,
+) -> Result<Option<(i32, u64)>, SyncError> {
     match request {
         ggrs::GgrsRequest::SaveGameState { cell, frame } => {
-            let checksum = u128::from(super::digest(&app.world));
-            cell.save(frame, Some(app.world.checkpoint()?), Some(checksum));
+            let digest = super::digest(&app.world);
+            cell.save(frame, Some(app.world.checkpoint()?), Some(u128::from(digest)));
+            return Ok(Some((frame, digest)));
         }
         ggrs::GgrsRequest::LoadGameState { cell, .. } => {
             let checkpoint = cell.load().expect("GGRS loads only what it saved");
             app.world.restore(&checkpoint)?;
         }
         ggrs::GgrsRequest::AdvanceFrame { inputs } => {
+            let confirmed = inputs.iter().filter(|(_, status)| *status == ggrs::InputStatus::Confirmed);
+            if confirmed.clone().any(|(input, _)| input.settings != settings) {
+                return Err(SyncError::OtherSettings);
+            }
             let requests = app.world.resource_mut::<SpawnRequests>();
-            requests.0.extend(inputs.iter().filter_map(|(input, _)| input.burst));
+            requests.0.extend(inputs.iter().filter_map(|(input, _)| input.clicked_at()));
             app.update();
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Runs `frames` frames of `app` in a GGRS sync test: every frame is saved, then the last `check_distance` frames
@@ -164,9 +213,10 @@ pub fn sync_test(
         .with_check_distance(check_distance)
         .start_synctest_session()?;
     let mut tested = SyncTested { frames: 0, simulated: 0, saves: 0, loads: 0 };
+    let settings = fingerprint(&app.world);
     for frame in 0..frames {
         for player in 0..PLAYERS {
-            session.add_local_input(player, script(frame, player))?;
+            session.add_local_input(player, PlayerInput { settings, ..script(frame, player) })?;
         }
         for request in session.advance_frame()? {
             match &request {
@@ -174,7 +224,7 @@ pub fn sync_test(
                 ggrs::GgrsRequest::LoadGameState { .. } => tested.loads += 1,
                 ggrs::GgrsRequest::AdvanceFrame { .. } => tested.simulated += 1,
             }
-            serve(app, request)?;
+            serve(app, request, settings)?;
         }
         tested.frames += 1;
     }
