@@ -7,10 +7,11 @@ use swarm::app::State;
 use swarm::ecs::Backend;
 use swarm::ecs::Component;
 use swarm::ecs::Format;
+use swarm::sim::components::Team;
 use swarm::sim::components::{Blue, Position, Red};
 use swarm::sim::report::{run, run_app, RunSettings};
 use swarm::sim::rollback::{sync_test, PlayerInput, SyncError, MAX_CHECK_DISTANCE};
-use swarm::sim::rounds::{Phase, Round, TeamName, BREAK, ROUND_FRAMES};
+use swarm::sim::rounds::{Phase, Round, BREAK, ROUND_FRAMES};
 use swarm::sim::snapshot::{load_app, save};
 use swarm::sim::{build_app, digest, Scenario, SimConfig, SimStats, StaleCatches};
 
@@ -414,8 +415,8 @@ fn battle_rounds_end_in_a_wipe_out_start_again_and_are_the_same_everywhere() {
             let census = swarm::sim::census(&app.world);
             let winner = round.winner.expect("a wipe-out has a winner");
             let (winner_left, loser_left) = match winner.team {
-                TeamName::Red => (census.red, census.blue),
-                TeamName::Blue => (census.blue, census.red),
+                Team::Red => (census.red, census.blue),
+                Team::Blue => (census.blue, census.red),
             };
             assert_eq!((loser_left, winner_left), (0, winner.left), "{round:?} {census:?}");
             assert!(round.ended_at - round.started_at < ROUND_FRAMES, "a wipe-out, not the time limit: {round:?}");

@@ -80,7 +80,8 @@ pub struct ParticleBundle {
 }
 
 /// Which side a fighter is on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Team {
     /// The red side.
     Red,

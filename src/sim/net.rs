@@ -1,4 +1,4 @@
-//! Two players over UDP: a GGRS peer-to-peer session driving the simulation ([`run_peer`]). Each peer runs its own
+//! Two players over UDP: GGRS peer-to-peer play driving the simulation ([`run_peer`]). Each peer runs its own
 //! world, on whatever backend and thread count it likes; GGRS carries the inputs, predicts the other player's,
 //! rolls back and resimulates when a prediction was wrong, and compares the peers' checksums (the digest) of every
 //! confirmed frame (desync detection on).
@@ -39,7 +39,7 @@ pub struct PeerRun {
     pub rollbacks: u64,
     /// Frames simulated in all, resimulations included.
     pub simulated: u64,
-    /// The most frames the session ran ahead of the confirmed one.
+    /// The most frames this peer ran ahead of the confirmed one.
     pub deepest_prediction: i32,
     /// The last round-trip time GGRS measured, in ms.
     pub ping_ms: u128,
@@ -56,7 +56,7 @@ pub enum NetError {
         remote: SocketAddr,
         /// For how long.
         waited: Duration,
-        /// The last confirmed frame, if the session had started.
+        /// The last confirmed frame, if the peers had synchronized.
         at: Option<i32>,
     },
     /// The peers' checksums of a confirmed frame differ.
@@ -115,10 +115,10 @@ impl From<ggrs::GgrsError> for NetError {
     }
 }
 
-/// GGRS's UDP socket, repeating its last sync request while the session synchronizes. GGRS (0.11) sends a new sync
+/// GGRS's UDP socket, repeating its last sync request while the peers synchronize. GGRS (0.11) sends a new sync
 /// request only when it had sent nothing for 200 ms; a peer whose request was lost (the other was not listening
 /// yet) keeps answering the other's messages, so it never asks again and never synchronizes. Repeating the request
-/// every [`REPEAT`] until the session runs breaks that: GGRS answers a repeated request again and counts the reply
+/// every [`REPEAT`] until GGRS reports them running breaks that: GGRS answers a repeated request again and counts the reply
 /// once.
 struct RepeatingSocket {
     inner: ggrs::UdpNonBlockingSocket,

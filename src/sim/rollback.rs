@@ -42,7 +42,7 @@ pub struct PlayerInput {
     pub clicked: bool,
     /// Where (arena units), if they did.
     pub at: [f32; 2],
-    /// [`fingerprint`] of the sender's world (set by the session loop; 0 in GGRS's own "no input").
+    /// [`fingerprint`] of the sender's world (set by the loop that adds the input; 0 in GGRS's own "no input").
     pub settings: u32,
 }
 
@@ -82,7 +82,7 @@ impl ggrs::Config for GgrsConfig {
     type Address = std::net::SocketAddr;
 }
 
-/// Players of a session.
+/// Players of a GGRS game.
 pub const PLAYERS: usize = 2;
 
 /// Why a rollback run stopped.
@@ -139,7 +139,7 @@ impl From<ggrs::GgrsError> for SyncError {
     }
 }
 
-/// The inputs of a scripted session (the `--synctest` run and the tests): each player clicks every 23 frames, player
+/// The inputs of a scripted game (the `--synctest` run and the tests): each player clicks every 23 frames, player
 /// 0 in the left quarter of `arena`, player 1 in the right one, 7 frames apart, a little lower each time.
 pub fn scripted_input(arena: glam::Vec2, frame: u32, player: usize) -> PlayerInput {
     let clicks = frame % 23 == (player as u32 * 7) % 23;

@@ -54,34 +54,26 @@ pub struct Round {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Winner {
     /// The side.
-    pub team: TeamName,
+    pub team: Team,
     /// Its fighters left.
     pub left: u32,
 }
 
-/// A side, as saved ([`Team`] is the simulation's own).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TeamName {
-    /// Red.
-    Red,
-    /// Blue.
-    Blue,
-}
-
-impl From<TeamName> for Team {
-    fn from(team: TeamName) -> Team {
-        match team {
-            TeamName::Red => Team::Red,
-            TeamName::Blue => Team::Blue,
+impl Round {
+    /// How many refills the spawner may still make this round: the target less those mustered in the `battle`
+    /// scenario, no limit outside it.
+    pub fn refill_room(&self, config: &SimConfig) -> u32 {
+        match config.scenario {
+            Scenario::Battle => config.target_population.saturating_sub(self.mustered),
+            _ => u32::MAX,
         }
     }
-}
 
-impl Round {
-    /// Whether the spawner may still refill this round: always, outside the `battle` scenario.
-    pub fn refills(&self, config: &SimConfig) -> bool {
-        config.scenario != Scenario::Battle || self.mustered < config.target_population
+    /// Counts `refilled` fighters toward the round's muster (in the `battle` scenario).
+    pub fn note_refills(&mut self, config: &SimConfig, refilled: u32) {
+        if config.scenario == Scenario::Battle {
+            self.mustered += refilled;
+        }
     }
 }
 
@@ -147,7 +139,7 @@ pub fn judge_round(
     mut blue: Query<&Blue>,
     mut next: ResMut<NextState<Phase>>,
 ) {
-    if round.refills(&config) {
+    if round.refill_room(&config) > 0 {
         return;
     }
     let (red, blue) = (red.count() as u32, blue.count() as u32);
@@ -156,12 +148,12 @@ pub fn judge_round(
         return;
     }
     round.winner = match red.cmp(&blue) {
-        std::cmp::Ordering::Greater => Some(Winner { team: TeamName::Red, left: red }),
-        std::cmp::Ordering::Less => Some(Winner { team: TeamName::Blue, left: blue }),
+        std::cmp::Ordering::Greater => Some(Winner { team: Team::Red, left: red }),
+        std::cmp::Ordering::Less => Some(Winner { team: Team::Blue, left: blue }),
         std::cmp::Ordering::Equal => None,
     };
     if let Some(winner) = round.winner {
-        round.wins[Team::from(winner.team) as usize] += 1;
+        round.wins[winner.team as usize] += 1;
     }
     round.ended_at = stats.frames;
     next.set(Phase::Over);

@@ -58,11 +58,9 @@ pub fn spawn_fighters(
     let squads = &mut open.0;
     let mut spawned = 0u64;
     let mut refused = 0u64;
-    let mut deficit = config.target_population.saturating_sub(fighters).min(config.spawn_per_frame);
-    if config.scenario == Scenario::Battle {
-        // A round's armies muster once: refills stop at the target population.
-        deficit = deficit.min(config.target_population.saturating_sub(round.mustered));
-    }
+    // (A battle's armies muster once a round: refills stop at the target population.)
+    let deficit =
+        config.target_population.saturating_sub(fighters).min(config.spawn_per_frame).min(round.refill_room(&config));
     for _ in 0..deficit {
         let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
         if room == 0 {
@@ -90,9 +88,7 @@ pub fn spawn_fighters(
         }
     }
     requests.0.clear();
-    if config.scenario == Scenario::Battle {
-        round.mustered += (spawned.min(u64::from(deficit))) as u32;
-    }
+    round.note_refills(&config, spawned.min(u64::from(deficit)) as u32);
     stats.spawned += spawned;
     stats.spawn_refused += refused;
     stats.fighters = fighters;
