@@ -346,3 +346,125 @@ fn a_next_round_is_recorded_and_replays_and_outside_a_battle_changes_nothing() {
     assert_eq!(play.digest(), plain.digest());
     std::fs::remove_dir_all(dir).ok();
 }
+
+mod rewind {
+    //! Rewind: stepping back shows each past frame exactly as it was (its digest then), playing forward again
+    //! replays the inputs and reaches the live world (its digest), on every backend and thread count, across a
+    //! backend switch while watching; and the run goes on as if it had never rewound.
+
+    use super::*;
+    use swarm::sim::rewind::{Forward, Rewind, EVERY};
+
+    /// The inputs of the live run, by the frame they are applied at.
+    fn plan(frame: u64) -> Vec<Input> {
+        match frame {
+            7 => vec![Input::Burst(Vec2::new(300.0, 250.0))],
+            31 => vec![Input::Population(500), Input::Burst(Vec2::new(900.0, 700.0))],
+            45 => vec![Input::AlignEvery(30)], // a checkpoint's own frame
+            52 => vec![Input::Threads(2), Input::Burst(Vec2::new(1200.0, 300.0))],
+            88 => vec![Input::Population(-700)],
+            _ => vec![],
+        }
+    }
+
+    /// Plays live like the window: the inputs at each frame (noted), then the frame, then the ring. Returns the
+    /// digest at each frame before its inputs.
+    fn live(play: &mut Play, rewind: &mut Rewind, frames: u64, digests: &mut Vec<u64>) {
+        for _ in 0..frames {
+            let at = play.frame();
+            assert_eq!(digests.len() as u64, at);
+            digests.push(play.digest());
+            for input in plan(at) {
+                assert!(!rewind.refuses(&input));
+                play.apply(&input).unwrap();
+                rewind.note(at, &input, play).unwrap();
+            }
+            play.app.update();
+            rewind.after_frame(play).unwrap();
+        }
+    }
+
+    fn started(backend: Backend, threads: usize) -> (Play, Rewind) {
+        let config = SimConfig::with_population(POPULATION);
+        let start = Start::New { capacity: config.default_capacity(), config, seed: 11, backend };
+        let mut play = Play::new(&start, Profiler::new()).unwrap();
+        play.app.set_threads(threads);
+        let mut rewind = Rewind::new();
+        rewind.after_frame(&play).unwrap();
+        (play, rewind)
+    }
+
+    #[test]
+    fn rewinding_shows_the_past_and_replaying_reaches_the_live_world() {
+        let mut reference: Option<u64> = None;
+        for backend in Backend::ALL {
+            for threads in [1, 3] {
+                let (mut play, mut rewind) = started(backend, threads);
+                let mut digests = Vec::new();
+                live(&mut play, &mut rewind, 100, &mut digests);
+                let live_digest = play.digest();
+                // Back to frame 20, one frame at a time: each is the frame as it was, before its inputs.
+                while play.frame() > 20 {
+                    assert!(rewind.back(&mut play).unwrap());
+                    assert_eq!(play.digest(), digests[play.frame() as usize], "{backend}, frame {}", play.frame());
+                }
+                assert_eq!(rewind.watching(), Some(100));
+                // Watching: a burst is refused, a switch of backend is not (it changes no value).
+                assert!(rewind.refuses(&Input::Burst(Vec2::ONE)) && rewind.refuses(&Input::Reset));
+                assert!(!rewind.refuses(&Input::Backend(backend.next())));
+                play.apply(&Input::Backend(backend.next())).unwrap();
+                // Forward again: the same frames, and the live world at the end.
+                let caught = loop {
+                    match rewind.forward(&mut play) {
+                        Forward::Replayed => {
+                            assert_eq!(play.digest(), digests[play.frame() as usize], "{backend} replaying");
+                        }
+                        caught => break caught,
+                    }
+                };
+                assert_eq!(caught, Forward::Caught { frame: 100, matches: true }, "{backend}, {threads} threads");
+                assert_eq!((play.digest(), rewind.watching()), (live_digest, None));
+                assert_eq!(rewind.forward(&mut play), Forward::Live);
+                // And the run goes on as one that never rewound.
+                let mut more = digests.clone();
+                more.truncate(100);
+                live(&mut play, &mut rewind, 40, &mut more);
+                let (mut straight, mut ring) = started(backend, 1);
+                let mut straight_digests = Vec::new();
+                live(&mut straight, &mut ring, 140, &mut straight_digests);
+                assert_eq!(play.digest(), straight.digest(), "{backend}: a rewound run ends where a straight one does");
+                assert_eq!(more, straight_digests);
+                let end = *reference.get_or_insert(play.digest());
+                assert_eq!(end, play.digest(), "{backend}: one world on every backend");
+            }
+        }
+    }
+
+    #[test]
+    fn the_ring_goes_back_as_far_as_it_keeps_and_starts_over_on_a_reset() {
+        let (mut play, mut rewind) = started(Backend::SparseSet, 1);
+        let mut digests = Vec::new();
+        live(&mut play, &mut rewind, 3 * EVERY + 4, &mut digests);
+        assert_eq!(rewind.oldest(), Some(0));
+        assert_eq!(rewind.kept(), 4, "frames 0, {EVERY}, {} and {}", 2 * EVERY, 3 * EVERY);
+        while rewind.back(&mut play).unwrap() {}
+        assert_eq!((play.frame(), play.digest()), (0, digests[0]), "back to the oldest frame kept, no further");
+        // Going back to live at once restores the world left.
+        rewind.back_to_live(&mut play).unwrap();
+        assert_eq!((play.frame(), rewind.watching()), (3 * EVERY + 4, None));
+        // A reset is another run: the ring starts over at its frame 0.
+        let at = play.frame();
+        play.apply(&Input::Reset).unwrap();
+        rewind.note(at, &Input::Reset, &play).unwrap();
+        assert_eq!((rewind.kept(), rewind.oldest()), (1, Some(0)));
+        assert!(!rewind.back(&mut play).unwrap(), "nothing before the reset's frame 0");
+        // A step is a frame.
+        play.apply(&Input::Step).unwrap();
+        rewind.note(0, &Input::Step, &play).unwrap();
+        assert!(rewind.back(&mut play).unwrap());
+        assert_eq!(play.frame(), 0);
+        // Stepping while watching replays one frame.
+        assert!(!rewind.refuses(&Input::Step));
+        assert_eq!(rewind.forward(&mut play), Forward::Caught { frame: 1, matches: true });
+    }
+}

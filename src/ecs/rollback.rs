@@ -345,6 +345,35 @@ impl Checkpoints {
         self.kept.iter().find(|(f, _)| *f == frame).map(|(_, c)| c)
     }
 
+    /// The latest checkpoint kept for `frame` or an earlier one, with its frame: where a rewind to `frame` starts
+    /// simulating from.
+    pub fn at_or_before(&self, frame: u64) -> Option<(u64, &Checkpoint)> {
+        self.kept.iter().rev().find(|(f, _)| *f <= frame).map(|(f, c)| (*f, c))
+    }
+
+    /// The oldest frame kept.
+    pub fn oldest(&self) -> Option<u64> {
+        self.kept.front().map(|(f, _)| *f)
+    }
+
+    /// How many it keeps at most.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Keeps at most `capacity` (at least one) from now on, forgetting the oldest beyond it.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity.max(1);
+        while self.kept.len() > self.capacity {
+            self.kept.pop_front();
+        }
+    }
+
+    /// Forgets every checkpoint.
+    pub fn clear(&mut self) {
+        self.kept.clear();
+    }
+
     /// The frames kept, oldest first.
     pub fn frames(&self) -> impl Iterator<Item = u64> + '_ {
         self.kept.iter().map(|(f, _)| *f)

@@ -25,6 +25,7 @@ use swarm::ecs::{Backend, Format, World};
 use swarm::sim::lifecycle::Hurt;
 use swarm::sim::play::{Input, Play, Start, ALIGN_EVERY};
 use swarm::sim::recording::Recorder;
+use swarm::sim::rewind::{Forward, Rewind};
 use swarm::sim::step::{FixedStep, Trail};
 use swarm::sim::{census, digest, snapshot, SimConfig, SimStats};
 
@@ -59,6 +60,8 @@ struct Game {
     play: Play,
     profiler: Profiler,
     recorder: Option<Recorder>,
+    /// The ring a held Backspace steps back through; `None` once a checkpoint failed (said on screen).
+    rewind: Option<Rewind>,
     quick: QuickSlot,
     /// A message on screen, and when it was shown.
     message: Option<(String, Instant)>,
@@ -86,16 +89,76 @@ impl Game {
                 std::process::exit(1);
             })
         });
-        Self {
+        let mut game = Self {
             cli,
             play,
             profiler,
             recorder,
+            rewind: Some(Rewind::new()),
             quick: QuickSlot::new(quick::path()),
             message: None,
             render_id,
             overlay_id,
             digest_id,
+        };
+        game.keep_rewinding(|rewind, play| rewind.after_frame(play));
+        game
+    }
+
+    /// Runs `step` on the rewind's ring; a failure turns rewinding off, and says why.
+    fn keep_rewinding(&mut self, step: impl FnOnce(&mut Rewind, &Play) -> Result<(), swarm::ecs::RollbackError>) {
+        if let Some(rewind) = &mut self.rewind {
+            if let Err(error) = step(rewind, &self.play) {
+                self.rewind = None;
+                self.say(format!("rewind off: {error}"));
+            }
+        }
+    }
+
+    /// Runs one frame of the simulation: live, then the rewind's ring; while watching a rewind, the next frame of
+    /// its replay (and a word when it reaches the live frame).
+    fn advance(&mut self) {
+        let Some(rewind) = self.rewind.as_mut().filter(|r| r.watching().is_some()) else {
+            self.play.app.update();
+            return self.keep_rewinding(|rewind, play| rewind.after_frame(play));
+        };
+        if let Forward::Caught { frame, matches } = rewind.forward(&mut self.play) {
+            self.say(if matches {
+                format!("replayed to the live frame {frame}: the digest is the one before the rewind")
+            } else {
+                format!("replayed to the live frame {frame}: the digest DIFFERS from the one before the rewind")
+            });
+        }
+    }
+
+    /// A held Backspace: one frame back (a word at the oldest frame kept).
+    fn rewind_back(&mut self) {
+        let Some(rewind) = &mut self.rewind else {
+            return self.say("rewind is off (a checkpoint failed)".to_string());
+        };
+        match rewind.back(&mut self.play) {
+            Ok(true) => {}
+            Ok(false) => {
+                let oldest = rewind.oldest().unwrap_or_default();
+                self.say(format!("frame {oldest} is as far back as the rewind keeps"));
+            }
+            Err(error) => {
+                self.rewind = None;
+                self.say(format!("rewind off: {error}"));
+            }
+        }
+    }
+
+    /// End: back to the live frame at once.
+    fn back_to_live(&mut self) {
+        let Some(live) = self.rewind.as_ref().and_then(Rewind::watching) else { return };
+        let back = self.rewind.as_mut().map(|rewind| rewind.back_to_live(&mut self.play));
+        match back {
+            Some(Err(error)) => {
+                self.rewind = None;
+                self.say(format!("rewind off: {error}"));
+            }
+            _ => self.say(format!("back to the live frame {live}")),
         }
     }
 
@@ -107,8 +170,25 @@ impl Game {
     /// Applies `input` to the running play and records it. Only a quick load or an unknown group can fail, and then
     /// nothing changed (and nothing is recorded).
     fn input(&mut self, input: Input) -> Result<(), String> {
+        if let Some(live) = self.rewind.as_ref().and_then(Rewind::watching) {
+            // Watching a rewind: the past replays as it was, and nothing of it is recorded (the recording holds
+            // the live run; what is allowed here changes no value).
+            if self.rewind.as_ref().is_some_and(|r| r.refuses(&input)) {
+                return Err(format!(
+                    "watching frame {} again: {input} waits for the live frame {live} (End: back to it now)",
+                    self.play.frame()
+                ));
+            }
+            if input == Input::Step {
+                self.play.paused = true;
+                self.advance();
+                return Ok(());
+            }
+            return self.play.apply(&input).map_err(|e| e.to_string());
+        }
         let at = self.play.frame();
         self.play.apply(&input).map_err(|e| e.to_string())?;
+        self.keep_rewinding(|rewind, play| rewind.note(at, &input, play));
         if let Some(recorder) = &mut self.recorder {
             if let Err(error) = recorder.record(at, &input, &self.play) {
                 // The run goes on; the recording would no longer replay, so it stops here, and says so.
@@ -139,6 +219,8 @@ impl Game {
 
     /// Ends the run: the recording's end line, `--save`, the trace; exits with `code`, or 1 if any of them fails.
     fn close(&mut self, trace: Option<TraceFile>, mut code: i32) -> ! {
+        // The recording's end and the saved world are the live run's.
+        self.back_to_live();
         if let Some(recorder) = self.recorder.take() {
             let path = recorder.path().to_path_buf();
             match recorder.finish(&self.play) {
@@ -206,6 +288,8 @@ struct Window {
     compare_due: bool,
     /// Frames rendered.
     frame: u32,
+    /// Whether this frame stepped the world back (a held Backspace): then it runs no step forward.
+    rewound: bool,
 }
 
 /// What a frame reads once at its start, for all its steps.
@@ -348,6 +432,7 @@ impl Window {
             compare: None,
             compare_due,
             frame: 0,
+            rewound: false,
             game,
             trace,
         }
@@ -435,23 +520,26 @@ impl Window {
     /// The compare view freezes it (without a pause input: nothing changes the simulation). Each frame's stale
     /// catches are taken as it ends: the next frame clears them.
     fn step_simulation(&mut self, dt: f32) {
-        let (play, clock) = (&mut self.game.play, &mut self.clock);
+        let (game, clock) = (&mut self.game, &mut self.clock);
         let Scene { markers, trail, alpha, .. } = &mut self.scene;
         let sim_start = Instant::now();
         // Drawn where the last step left them, unless the frame falls between two steps.
         *alpha = 1.0;
         if let Some(compared) = &mut self.compare {
             compared.step(compare::BUDGET);
-        } else if self.game.cli.screenshot.is_some() {
-            play.app.update();
-            markers.take(&play.app.world);
-        } else if !play.paused {
+        } else if std::mem::take(&mut self.rewound) {
+            // A held Backspace moved the world back a frame: no step forward in the same frame.
+            markers.take(&game.play.app.world);
+        } else if game.cli.screenshot.is_some() {
+            game.advance();
+            markers.take(&game.play.app.world);
+        } else if !game.play.paused {
             clock.step.advance(dt, |last| {
                 if last {
-                    trail.record(&play.app.world);
+                    trail.record(&game.play.app.world);
                 }
-                play.app.update();
-                markers.take(&play.app.world);
+                game.advance();
+                markers.take(&game.play.app.world);
             });
             *alpha = clock.step.alpha();
         }
@@ -511,6 +599,7 @@ impl Window {
             if compare.is_none() {
                 hud.draw_empty_hint(&scene.view, arena, config);
                 hud.draw_round(&game.play.app.world);
+                hud.draw_rewind(game);
             }
             draw_notes(game, &scene.sprites);
         });
@@ -571,6 +660,12 @@ impl Window {
                 Input::Backend(backend)
             }
             Action::Backend(_) => return,
+            Action::Rewind => {
+                game.rewind_back();
+                self.rewound = true;
+                return;
+            }
+            Action::ToLive => return game.back_to_live(),
             Action::Population(delta) => Input::Population(delta),
             Action::TogglePause => Input::Pause(!game.play.paused),
             Action::Step => Input::Step,
@@ -673,26 +768,55 @@ impl Hud {
 
     /// The round, in the `battle` scenario: a box at the top, between the overlay and the panel.
     fn draw_round(&mut self, world: &World) {
+        let left = self.left_edge();
         let Some(lines) = round_lines(world, self.readout.census, &mut self.text) else { return };
-        let left = if self.overlay_on { self.overlay_area.right() } else { 0.0 } + 20.0;
-        let right = panel::origin().x - 20.0;
-        let sizes = [26u16, 20];
-        let width = lines.iter().zip(sizes).map(|(l, size)| measure_text(l, None, size, 1.0).width);
-        let width = width.fold(0.0, f32::max).min(right - left).max(100.0);
-        let x = ((left + right) / 2.0 - width / 2.0).max(left);
-        draw_rectangle(x - 12.0, 12.0, width + 24.0, 66.0, Color::new(0.02, 0.03, 0.06, 0.88));
-        let colours = [Color::new(1.0, 0.85, 0.45, 1.0), Color::new(0.85, 0.88, 0.95, 1.0)];
-        for (i, line) in lines.iter().enumerate() {
-            overlay::fitted(line, x, 40.0 + 28.0 * i as f32, width, sizes[i], colours[i]);
+        banner(left, lines, 12.0, Color::new(1.0, 0.85, 0.45, 1.0));
+    }
+
+    /// While watching a rewind: how far back, and the keys; under the round box in the `battle` scenario.
+    fn draw_rewind(&mut self, game: &Game) {
+        use std::fmt::Write;
+        let Some(live) = game.rewind.as_ref().and_then(Rewind::watching) else { return };
+        let frame = game.play.frame();
+        let battle = game.play.app.world.resource::<SimConfig>().scenario == swarm::sim::Scenario::Battle;
+        self.text.clear();
+        let back = live.saturating_sub(frame);
+        let _ = write!(self.text, "REWOUND {:.1} s: frame {frame} of {live}", back as f32 / 60.0);
+        let first = self.text.len();
+        let _ = write!(self.text, "hold Backspace: back   release: replays to live   End: live now");
+        let (one, two) = self.text.split_at(first);
+        banner(self.left_edge(), [one, two], if battle { 90.0 } else { 12.0 }, Color::new(0.55, 0.85, 1.0, 1.0));
+    }
+
+    /// Where the arena's free width starts: right of the overlay when it is shown.
+    fn left_edge(&self) -> f32 {
+        if self.overlay_on {
+            self.overlay_area.right()
+        } else {
+            0.0
         }
     }
 
     /// How to add fighters, when the arena has none.
     fn draw_empty_hint(&mut self, view: &camera::View, arena: Vec2, config: &SimConfig) {
         if self.readout.census.red + self.readout.census.blue == 0 {
-            let left = if self.overlay_on { self.overlay_area.right() } else { 0.0 };
-            empty_hint(view, arena, left, config.burst, config.target_population, &mut self.text);
+            empty_hint(view, arena, self.left_edge(), config.burst, config.target_population, &mut self.text);
         }
+    }
+}
+
+/// A two-line box at `top`, centred between `left` (the overlay's edge) and the panel; the first line in `colour`.
+fn banner(left: f32, lines: [&str; 2], top: f32, colour: Color) {
+    let left = left + 20.0;
+    let right = panel::origin().x - 20.0;
+    let sizes = [26u16, 20];
+    let width = lines.iter().zip(sizes).map(|(l, size)| measure_text(l, None, size, 1.0).width);
+    let width = width.fold(0.0, f32::max).min(right - left).max(100.0);
+    let x = ((left + right) / 2.0 - width / 2.0).max(left);
+    draw_rectangle(x - 12.0, top, width + 24.0, 66.0, Color::new(0.02, 0.03, 0.06, 0.88));
+    let colours = [colour, Color::new(0.85, 0.88, 0.95, 1.0)];
+    for (i, line) in lines.iter().enumerate() {
+        overlay::fitted(line, x, top + 28.0 + 28.0 * i as f32, width, sizes[i], colours[i]);
     }
 }
 

@@ -44,10 +44,14 @@ pub enum Action {
     Digest,
     /// Turn the named group of systems on (true) or off.
     Group(&'static str, bool),
+    /// Step the world back one frame (the key is held: one per drawn frame).
+    Rewind,
+    /// End a rewind: back to the live frame at once.
+    ToLive,
 }
 
 /// How many entries the key line has.
-const KEYS_LEN: usize = 19;
+const KEYS_LEN: usize = 20;
 
 /// The keys and what they do, in the key line at the bottom (and the README).
 pub static KEYS: LazyLock<[(String, &'static str); KEYS_LEN]> = LazyLock::new(|| {
@@ -70,6 +74,7 @@ pub static KEYS: LazyLock<[(String, &'static str); KEYS_LEN]> = LazyLock::new(||
         ("C".into(), "compare"),
         ("D".into(), "digest"),
         ("F5/F9".into(), "save/load"),
+        ("hold Backspace/End".into(), "rewind/live"),
         ("Esc".into(), "quit"),
     ]
 });
@@ -282,6 +287,12 @@ pub fn read_input(current: Backend, to_arena: impl Fn(Vec2) -> Vec2, over_ui: bo
     }
     if is_key_pressed(KeyCode::Tab) {
         actions.push(Action::Backend(current.next()));
+    }
+    if is_key_down(KeyCode::Backspace) {
+        actions.push(Action::Rewind);
+    }
+    if is_key_pressed(KeyCode::End) {
+        actions.push(Action::ToLive);
     }
     if is_mouse_button_pressed(MouseButton::Left) && !over_ui {
         actions.push(Action::Burst(to_arena(mouse_position().into())));

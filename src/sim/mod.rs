@@ -25,6 +25,7 @@ pub mod play;
 pub mod recording;
 pub mod replay;
 pub mod report;
+pub mod rewind;
 pub mod rollback;
 pub mod rounds;
 pub mod snapshot;

@@ -6,7 +6,7 @@
 use crate::{world, Name, Pos, Red};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use swarm::ecs::{Backend, Checkpoint, Entity, RollbackError, World};
+use swarm::ecs::{Backend, Checkpoint, Checkpoints, Entity, RollbackError, World};
 
 #[derive(Clone, Debug, PartialEq)]
 struct Score(u64);
@@ -145,6 +145,29 @@ fn bad_checkpoints_and_restores_are_refused_and_change_nothing(backend: Backend)
     let mut other = other;
     assert_eq!(other.restore(&saved).unwrap_err(), RollbackError::OtherWorld);
     assert_eq!(dump(&other), before);
+}
+
+/// The ring keeps frames in order, forgets a future it overwrites and the oldest beyond its capacity, and finds
+/// where a rewind starts from.
+#[test]
+fn the_ring_keeps_the_last_frames_in_order() {
+    let mut w = rollback_world(Backend::SparseSet);
+    let mut ring = Checkpoints::new(3);
+    for frame in [0, 10, 20, 30] {
+        w.spawn((Pos(frame as f32, 0.0),)).unwrap();
+        ring.keep(frame, w.checkpoint().unwrap());
+    }
+    assert_eq!(ring.frames().collect::<Vec<_>>(), [10, 20, 30], "the oldest is forgotten past the capacity");
+    assert_eq!(ring.oldest(), Some(10));
+    assert_eq!(ring.at_or_before(25).map(|(f, c)| (f, c.len())), Some((20, 3)));
+    assert_eq!(ring.at_or_before(30).map(|(f, _)| f), Some(30));
+    assert!(ring.at_or_before(9).is_none(), "nothing kept that early");
+    ring.keep(20, w.checkpoint().unwrap());
+    assert_eq!(ring.frames().collect::<Vec<_>>(), [10, 20], "keeping frame 20 again forgets 20 and 30");
+    ring.set_capacity(1);
+    assert_eq!((ring.capacity(), ring.frames().collect::<Vec<_>>()), (1, vec![20]));
+    ring.clear();
+    assert!(ring.is_empty() && ring.oldest().is_none());
 }
 
 mod every_backend {
