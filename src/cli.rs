@@ -63,12 +63,15 @@ pub struct Cli {
     /// Print the headless report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Headless: run under a GGRS sync test that rolls back K frames every frame and resimulates them (two players'
-    /// scripted bursts), comparing each frame's digest with the first run's; exit 1 at the first mismatch.
+    /// Run under a GGRS sync test that rolls back K frames every frame and resimulates them, comparing each frame's
+    /// digest with the first run's; exit 1 at the first mismatch. Headless, both players' bursts are scripted; in
+    /// the window, clicks are red's and blue's are scripted.
     #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = within(limits::CHECK_DISTANCE))]
     pub synctest: Option<u32>,
-    /// Headless: play as one of two peers over UDP (GGRS, desync detection on) with scripted bursts, until --frames
-    /// is confirmed; prints the digest of that frame, the same on both peers whatever their backends and threads.
+    /// Play as one of two peers over UDP (GGRS, desync detection on): player 0 is red, 1 blue. Headless, with
+    /// scripted bursts until --frames is confirmed; in the window, clicks are this player's bursts (with --frames,
+    /// until that frame is confirmed). Prints the digest of that frame, the same on both peers whatever their
+    /// backends and threads.
     #[arg(long, requires_all = ["local_port", "remote", "player"])]
     pub p2p: bool,
     /// The UDP port this peer listens on (--p2p).
@@ -213,9 +216,14 @@ impl Cli {
             if self.compare {
                 return conflict("--compare opens the window's compare view; headless, use --backend all");
             }
-            if self.p2p && (self.synctest.is_some() || self.backend() == BackendChoice::All || self.load.is_some()) {
-                return conflict("--p2p plays one new world: drop --synctest, --backend all and --load");
-            }
+        }
+        if self.p2p && (self.synctest.is_some() || self.backend() == BackendChoice::All || self.load.is_some()) {
+            return conflict("--p2p plays one new world: drop --synctest, --backend all and --load");
+        }
+        if (self.synctest.is_some() || self.p2p) && (self.record.is_some() || self.compare) {
+            return conflict("--synctest and --p2p are played through GGRS: drop --record and --compare");
+        }
+        if self.headless {
             if (self.synctest.is_some() || self.p2p)
                 && (self.replay.is_some() || self.switch_every.is_some() || self.chart.is_some())
             {
@@ -235,9 +243,6 @@ impl Cli {
             }
             if self.json {
                 return conflict("--json prints the headless report; add --headless");
-            }
-            if self.synctest.is_some() || self.p2p {
-                return conflict("--synctest and --p2p run headless; add --headless");
             }
             if self.screenshot.is_some() && self.frames.is_none() {
                 return conflict("--screenshot needs --frames N (the frame to capture)");

@@ -90,17 +90,13 @@ fn p2p(cli: &Cli) -> ExitCode {
         local_port: cli.local_port.unwrap_or_default(),
         remote: cli.remote.expect("--p2p requires --remote"),
         player,
-        frames: s.frames,
+        frames: Some(s.frames),
         timeout: std::time::Duration::from_secs(cli.timeout),
     };
     let arena = app.world.resource::<swarm::sim::SimConfig>().arena;
     match run_peer(&mut app, &peer, |frame| scripted_input(arena, frame, player)) {
         Ok(run) => {
-            println!(
-                "p2p player {player} ({backend}, {} threads): frame {} confirmed; {} rollbacks, {} frames simulated, \
-                 predicted up to {} frames ahead, ping {} ms; digest {:016x}",
-                s.threads, s.frames, run.rollbacks, run.simulated, run.deepest_prediction, run.ping_ms, run.digest
-            );
+            println!("{}", run.summary(player, backend, s.threads, s.frames));
             ExitCode::SUCCESS
         }
         Err(error) => {

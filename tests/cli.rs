@@ -34,7 +34,7 @@ fn bad_input_is_refused_clearly() {
     refused(&["--headless", "--seed", "18446744073709551616"], "--seed");
     refused(&["--nonsense"], "--nonsense");
     refused(&["--headless", "--synctest", "9"], "outside the limit of 1 to 8");
-    refused(&["--synctest", "2"], "--synctest and --p2p run headless; add --headless");
+    refused(&["--synctest", "2", "--record", "r.jsonl"], "played through GGRS: drop --record and --compare");
     refused(&["--headless", "--synctest", "2", "--switch-every", "5"], "drop --replay, --switch-every");
     refused(&["--backend", "all"], "needs --headless");
     refused(&["--json"], "add --headless");
@@ -511,7 +511,10 @@ fn bad_peers_get_a_clear_message_and_status_2() {
         &["--headless", "--p2p", "--local-port", "7000", "--remote", "127.0.0.1:7001", "--player", "2"],
         "--player",
     );
-    refused(&["--p2p", "--local-port", "7000", "--remote", "127.0.0.1:7001", "--player", "0"], "add --headless");
+    refused(
+        &["--p2p", "--local-port", "7000", "--remote", "127.0.0.1:7001", "--player", "0", "--compare"],
+        "--compare",
+    );
     refused(&["--headless", "--p2p", "--remote", "127.0.0.1:7001", "--player", "0"], "--local-port");
     // A port in use.
     let taken = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();

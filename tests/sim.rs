@@ -544,3 +544,22 @@ fn a_ggrs_sync_test_names_the_frame_a_hidden_state_desyncs() {
     assert!(error.to_string().starts_with("desync: at frame"), "{error}");
     assert!(matches!(sync_test(&mut app, 5, 9, scripted), Err(SyncError::Ggrs(_))));
 }
+
+#[test]
+fn a_players_clicks_spawn_its_own_team() {
+    // In a sync test, only player 1 (blue) clicks, in an empty arena: every fighter is blue, a burst of them.
+    let mut config = SimConfig::with_population(0);
+    config.target_population = 0;
+    let mut app = build_app(config.clone(), 4, Backend::SparseSet, 5_000);
+    let blue_clicks = |frame: u32, player: usize| {
+        PlayerInput::burst((player == 1 && frame % 10 == 3).then_some(Vec2::new(900.0, 500.0)))
+    };
+    sync_test(&mut app, 25, 4, blue_clicks).unwrap();
+    let census = swarm::sim::census(&app.world);
+    assert_eq!((census.red, census.blue), (0, 3 * config.burst), "three clicks (frames 3, 13, 23), three bursts");
+    // And player 0's are red.
+    let mut app = build_app(config.clone(), 4, Backend::Archetype, 5_000);
+    sync_test(&mut app, 25, 4, |frame, player| blue_clicks(frame, 1 - player)).unwrap();
+    let census = swarm::sim::census(&app.world);
+    assert_eq!((census.red, census.blue), (3 * config.burst, 0));
+}

@@ -267,3 +267,60 @@ fn a_recorded_window_run_replays_headless_to_the_saved_world() {
     assert_eq!(replayed, format!("{:016x}", swarm::sim::digest(&app.world)), "the replay ends in the saved world");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Two UDP ports free now (bound and released).
+fn free_ports() -> (u16, u16) {
+    let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
+}
+
+#[test]
+fn the_window_plays_a_ggrs_sync_test_and_a_peer_in_sync_with_a_headless_one() {
+    let Some(display) = display() else { return };
+    let dir = temp("ggrs");
+    // A sync test in the window: every frame rolled back 8 and run again, no desync, the line headless prints.
+    let out = window(display)
+        .args(["--synctest", "8", "--frames", "40", "--entities", "2000", "--screenshot"])
+        .arg(dir.join("sync.png"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("40 frames, each rolled back 8 and resimulated") && stdout.contains("no desync"),
+        "{stdout}"
+    );
+    // Player 0 in the window (sparse set, no clicks) against player 1 headless (archetype, one thread, scripted
+    // bursts): the frame asked for is confirmed on both with one digest.
+    let (a, b) = free_ports();
+    let common = ["--p2p", "--frames", "120", "--entities", "2000", "--timeout", "60"];
+    let headless = Command::new(env!("CARGO_BIN_EXE_swarm"))
+        .args(["--headless", "--local-port", &a.to_string(), "--remote", &format!("127.0.0.1:{b}"), "--player", "1"])
+        .args(common)
+        .args(["--backend", "archetype", "--threads", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = window(display)
+        .args(["--local-port", &b.to_string(), "--remote", &format!("127.0.0.1:{a}"), "--player", "0"])
+        .args(common)
+        .arg("--screenshot")
+        .arg(dir.join("p2p.png"))
+        .output()
+        .unwrap();
+    let other = headless.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let other_out = String::from_utf8_lossy(&other.stdout);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(other.status.success(), "{other_out}\n{}", String::from_utf8_lossy(&other.stderr));
+    let digest = |text: &str| {
+        text.lines().find(|l| l.contains("confirmed")).map(|l| l.rsplit("digest ").next().unwrap().to_string())
+    };
+    assert!(stdout.contains("p2p player 0 (sparse-set"), "{stdout}");
+    assert!(stdout.contains("frame 120 confirmed"), "{stdout}");
+    assert_eq!(digest(&stdout), digest(&other_out), "{stdout}\n{other_out}");
+    assert!(digest(&stdout).is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}

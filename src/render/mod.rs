@@ -6,6 +6,7 @@ pub mod camera;
 pub mod compare;
 pub mod layout;
 pub mod legend;
+pub mod netplay;
 pub mod overlay;
 pub mod panel;
 pub mod quick;
@@ -60,8 +61,11 @@ struct Game {
     play: Play,
     profiler: Profiler,
     recorder: Option<Recorder>,
-    /// The ring a held Backspace steps back through; `None` once a checkpoint failed (said on screen).
+    /// The ring a held Backspace steps back through; `None` once a checkpoint failed (said on screen), and in a
+    /// GGRS game.
     rewind: Option<Rewind>,
+    /// A GGRS game (`--synctest`, `--p2p`): it runs the frames.
+    net: Option<netplay::NetPlay>,
     quick: QuickSlot,
     /// A message on screen, and when it was shown.
     message: Option<(String, Instant)>,
@@ -83,6 +87,10 @@ impl Game {
         let render_id = profiler.register("render");
         let overlay_id = profiler.register("overlay+panel");
         let digest_id = profiler.register("digest (on demand)");
+        let net = netplay::NetPlay::start(&cli, &play.app).unwrap_or_else(|(error, status)| {
+            eprintln!("swarm: {error}");
+            std::process::exit(status.into());
+        });
         let recorder = cli.record.as_ref().map(|path| {
             Recorder::create(path, &start).unwrap_or_else(|error| {
                 eprintln!("swarm: --record: {error}");
@@ -94,7 +102,8 @@ impl Game {
             play,
             profiler,
             recorder,
-            rewind: Some(Rewind::new()),
+            rewind: net.is_none().then(Rewind::new),
+            net,
             quick: QuickSlot::new(quick::path()),
             message: None,
             render_id,
@@ -118,6 +127,14 @@ impl Game {
     /// Runs one frame of the simulation: live, then the rewind's ring; while watching a rewind, the next frame of
     /// its replay (and a word when it reaches the live frame).
     fn advance(&mut self) {
+        if let Some(net) = &mut self.net {
+            let stopped = net.failed().is_some();
+            net.step(&mut self.play.app);
+            if let (false, Some((why, _))) = (stopped, net.failed()) {
+                eprintln!("swarm: {why}");
+            }
+            return;
+        }
         let Some(rewind) = self.rewind.as_mut().filter(|r| r.watching().is_some()) else {
             self.play.app.update();
             return self.keep_rewinding(|rewind, play| rewind.after_frame(play));
@@ -133,6 +150,9 @@ impl Game {
 
     /// A held Backspace: one frame back (a word at the oldest frame kept).
     fn rewind_back(&mut self) {
+        if self.net.is_some() {
+            return self.say("no rewind in a GGRS game: GGRS rolls back on its own".to_string());
+        }
         let Some(rewind) = &mut self.rewind else {
             return self.say("rewind is off (a checkpoint failed)".to_string());
         };
@@ -170,6 +190,22 @@ impl Game {
     /// Applies `input` to the running play and records it. Only a quick load or an unknown group can fail, and then
     /// nothing changed (and nothing is recorded).
     fn input(&mut self, input: Input) -> Result<(), String> {
+        if let Some(net) = &mut self.net {
+            // Only clicks travel to the other player; what changes no value applies here; nothing is recorded.
+            return match input {
+                Input::Burst(at) => {
+                    net.click(at);
+                    Ok(())
+                }
+                Input::Step if net.allows(&input) => {
+                    self.play.paused = true;
+                    self.advance();
+                    Ok(())
+                }
+                _ if net.allows(&input) => self.play.apply(&input).map_err(|e| e.to_string()),
+                _ => Err(format!("in a GGRS game only clicks go to the session: {input} is not applied")),
+            };
+        }
         if let Some(live) = self.rewind.as_ref().and_then(Rewind::watching) {
             // Watching a rewind: the past replays as it was, and nothing of it is recorded (the recording holds
             // the live run; what is allowed here changes no value).
@@ -221,6 +257,14 @@ impl Game {
     fn close(&mut self, trace: Option<TraceFile>, mut code: i32) -> ! {
         // The recording's end and the saved world are the live run's.
         self.back_to_live();
+        if let Some(net) = &self.net {
+            if let Some(line) = net.summary(&self.play.app) {
+                println!("{line}");
+            }
+            if let Some((_, status)) = net.failed() {
+                code = code.max(i32::from(*status));
+            }
+        }
         if let Some(recorder) = self.recorder.take() {
             let path = recorder.path().to_path_buf();
             match recorder.finish(&self.play) {
@@ -500,6 +544,9 @@ impl Window {
         for action in actions.drain(..) {
             match action {
                 Action::Compare if self.compare.is_some() => self.compare = None,
+                Action::Compare if self.game.net.is_some() => {
+                    self.game.say("no compare view in a GGRS game: it would stop the frames".to_string())
+                }
                 Action::Compare => {
                     let app = &self.game.play.app;
                     self.compare = Some(CompareView::open(&app.world, self.game.cli.compare_frames, app.threads()))
@@ -600,6 +647,7 @@ impl Window {
                 hud.draw_empty_hint(&scene.view, arena, config);
                 hud.draw_round(&game.play.app.world);
                 hud.draw_rewind(game);
+                hud.draw_net(game);
             }
             draw_notes(game, &scene.sprites);
         });
@@ -617,10 +665,13 @@ impl Window {
     /// is closed or Esc quits.
     fn screenshot_or_close(&mut self, quit: bool) {
         let cli = &self.game.cli;
+        // A peer's --frames is a frame both players confirmed: its run ends when that is (or when it stopped).
+        let reached = match &self.game.net {
+            Some(net) if cli.p2p => cli.frames.is_some() && (net.finished() || net.failed().is_some()),
+            _ => cli.frames.is_some_and(|limit| self.frame >= limit),
+        };
         // With --compare, --frames ends the run once the comparison is done (and drawn).
-        let done = cli.frames.is_some_and(|limit| self.frame >= limit)
-            && !self.compare_due
-            && self.compare.as_ref().is_none_or(CompareView::is_finished);
+        let done = reached && !self.compare_due && self.compare.as_ref().is_none_or(CompareView::is_finished);
         if let (true, Some(path)) = (done, &cli.screenshot) {
             let code = match save_screenshot(path) {
                 Ok(()) => {
@@ -788,6 +839,17 @@ impl Hud {
         banner(self.left_edge(), [one, two], if battle { 90.0 } else { 12.0 }, Color::new(0.55, 0.85, 1.0, 1.0));
     }
 
+    /// In a GGRS game: what runs and its rollback figures (or why it stopped); under the round box in `battle`.
+    fn draw_net(&mut self, game: &Game) {
+        let Some(net) = &game.net else { return };
+        let battle = game.play.app.world.resource::<SimConfig>().scenario == swarm::sim::Scenario::Battle;
+        let first = net.lines(&mut self.text);
+        let (one, two) = self.text.split_at(first);
+        let colour =
+            if net.failed().is_some() { Color::new(1.0, 0.45, 0.4, 1.0) } else { Color::new(0.6, 1.0, 0.7, 1.0) };
+        banner(self.left_edge(), [one, two], if battle { 90.0 } else { 12.0 }, colour);
+    }
+
     /// Where the arena's free width starts: right of the overlay when it is shown.
     fn left_edge(&self) -> f32 {
         if self.overlay_on {
@@ -805,18 +867,26 @@ impl Hud {
     }
 }
 
-/// A two-line box at `top`, centred between `left` (the overlay's edge) and the panel; the first line in `colour`.
-fn banner(left: f32, lines: [&str; 2], top: f32, colour: Color) {
-    let left = left + 20.0;
-    let right = panel::origin().x - 20.0;
+/// A box at `top`, centred between `left` (the overlay's edge) and the panel: a title line in `colour`, and a
+/// line under it wrapped at spaces onto as many lines as it needs.
+fn banner(left: f32, [title, text]: [&str; 2], top: f32, colour: Color) {
+    let (left, right) = (left + 20.0, panel::origin().x - 20.0);
     let sizes = [26u16, 20];
-    let width = lines.iter().zip(sizes).map(|(l, size)| measure_text(l, None, size, 1.0).width);
-    let width = width.fold(0.0, f32::max).min(right - left).max(100.0);
+    let measure = |size: u16| move |s: &str| measure_text(s, None, size, 1.0).width;
+    let width = measure(sizes[0])(title).max(measure(sizes[1])(text)).min(right - left).max(100.0);
     let x = ((left + right) / 2.0 - width / 2.0).max(left);
-    draw_rectangle(x - 12.0, top, width + 24.0, 66.0, Color::new(0.02, 0.03, 0.06, 0.88));
-    let colours = [colour, Color::new(0.85, 0.88, 0.95, 1.0)];
-    for (i, line) in lines.iter().enumerate() {
-        overlay::fitted(line, x, top + 28.0 + 28.0 * i as f32, width, sizes[i], colours[i]);
+    fn pieces(mut rest: &str, width: f32, size: u16) -> impl Iterator<Item = &str> {
+        std::iter::from_fn(move || {
+            let (line, after) = layout::wrap(rest, width, |s| measure_text(s, None, size, 1.0).width);
+            rest = after;
+            (!line.is_empty()).then_some(line)
+        })
+    }
+    let lines = pieces(text, width, sizes[1]).count() as f32;
+    draw_rectangle(x - 12.0, top, width + 24.0, 38.0 + 28.0 * lines, Color::new(0.02, 0.03, 0.06, 0.88));
+    overlay::fitted(title, x, top + 28.0, width, sizes[0], colour);
+    for (i, line) in pieces(text, width, sizes[1]).enumerate() {
+        overlay::fitted(line, x, top + 56.0 + 28.0 * i as f32, width, sizes[1], Color::new(0.85, 0.88, 0.95, 1.0));
     }
 }
 

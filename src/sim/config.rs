@@ -252,3 +252,8 @@ pub struct StaleCatches(pub Vec<Vec2>);
 /// Requests from outside the simulation (the window): fighters to spawn around points.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpawnRequests(pub Vec<Vec2>);
+
+/// A player's bursts in a game of two (GGRS, [`crate::sim::rollback`]): fighters of that player's team to spawn
+/// around points. Served after [`SpawnRequests`], each fighter drawn as a burst's is (its drawn team replaced).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TeamBursts(pub Vec<(Vec2, crate::sim::components::Team)>);

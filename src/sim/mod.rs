@@ -37,7 +37,7 @@ use crate::app::profile::Profiler;
 use crate::app::{App, Plugin};
 use crate::ecs::Entities;
 use crate::ecs::{Backend, World};
-pub use config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests, StaleCatches, Stream, DT};
+pub use config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests, StaleCatches, Stream, TeamBursts, DT};
 pub use digest::digest;
 
 /// The whole simulation as one plugin: its resources and the system plugins, in order.
@@ -54,6 +54,7 @@ impl Plugin for SimPlugin {
             .insert_resource(SimRng::new(self.seed))
             .insert_resource(SimStats::default())
             .insert_resource(SpawnRequests::default())
+            .insert_resource(TeamBursts::default())
             .add_plugins((
                 spawn::plugin,
                 hunt::plugin,

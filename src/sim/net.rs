@@ -24,8 +24,8 @@ pub struct PeerSettings {
     pub remote: SocketAddr,
     /// This peer's player: 0 or 1.
     pub player: usize,
-    /// The frame to reach (confirmed).
-    pub frames: u32,
+    /// The frame to reach (confirmed); `None`: play until stopped.
+    pub frames: Option<u32>,
     /// How long to wait for the other peer to answer, at the start and whenever it goes quiet.
     pub timeout: Duration,
 }
@@ -160,25 +160,83 @@ pub fn run_peer(
     settings: &PeerSettings,
     script: impl Fn(u32) -> PlayerInput,
 ) -> Result<PeerRun, NetError> {
-    let inner = ggrs::UdpNonBlockingSocket::bind_to_port(settings.local_port)
-        .map_err(|error| NetError::Bind(settings.local_port, error))?;
-    let running = std::rc::Rc::new(std::cell::Cell::new(false));
-    let socket = RepeatingSocket { inner, request: None, sent_at: Instant::now(), running: running.clone() };
-    let (local, remote) = (settings.player, 1 - settings.player.min(1));
-    let mut session = ggrs::SessionBuilder::<GgrsConfig>::new()
-        .with_num_players(PLAYERS)
-        .with_desync_detection_mode(ggrs::DesyncDetection::On { interval: 1 })
-        .with_disconnect_timeout(settings.timeout)
-        .add_player(ggrs::PlayerType::Local, local)?
-        .add_player(ggrs::PlayerType::Remote(settings.remote), remote)?
-        .start_p2p_session(socket)?;
-    let fingerprint = fingerprint(&app.world);
-    let target = settings.frames as i32;
-    let mut run = PeerRun { digest: 0, rollbacks: 0, simulated: 0, deepest_prediction: 0, ping_ms: 0 };
-    let mut digests: HashMap<i32, u64> = HashMap::new();
-    let started = Instant::now();
-    let mut done: Option<Instant> = None;
+    let mut peer = Peer::start(app, settings)?;
     loop {
+        match peer.step(app, &script)? {
+            Progress::Done(run) => return Ok(run),
+            Progress::Advanced => {}
+            // Nothing to do before the next message: not a busy loop.
+            Progress::Syncing | Progress::Waiting | Progress::Finishing => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// What a [`Peer::step`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The peers are still synchronizing (nothing ran).
+    Syncing,
+    /// A frame was advanced (with any rollback GGRS asked for first).
+    Advanced,
+    /// Too far ahead of the other peer's inputs, or GGRS recommended waiting: nothing ran.
+    Waiting,
+    /// The frame asked for is confirmed; answering the other peer until it has every input.
+    Finishing,
+    /// Done: the frame asked for, confirmed, and its digest.
+    Done(PeerRun),
+}
+
+/// One of two peers, stepped by its caller: [`run_peer`] in a loop, the window once per fixed step.
+pub struct Peer {
+    session: ggrs::P2PSession<GgrsConfig>,
+    running: std::rc::Rc<std::cell::Cell<bool>>,
+    settings: PeerSettings,
+    local: usize,
+    remote: usize,
+    fingerprint: u32,
+    /// The digest of each frame saved since the confirmed one (what the target's digest is read from).
+    digests: HashMap<i32, u64>,
+    run: PeerRun,
+    started: Instant,
+    done: Option<Instant>,
+    /// Frames GGRS recommended to wait (this peer ran ahead).
+    skip: u32,
+}
+
+impl Peer {
+    /// Binds the port and starts the session with the other peer (nothing is sent yet).
+    pub fn start(app: &App, settings: &PeerSettings) -> Result<Self, NetError> {
+        let inner = ggrs::UdpNonBlockingSocket::bind_to_port(settings.local_port)
+            .map_err(|error| NetError::Bind(settings.local_port, error))?;
+        let running = std::rc::Rc::new(std::cell::Cell::new(false));
+        let socket = RepeatingSocket { inner, request: None, sent_at: Instant::now(), running: running.clone() };
+        let (local, remote) = (settings.player, 1 - settings.player.min(1));
+        let session = ggrs::SessionBuilder::<GgrsConfig>::new()
+            .with_num_players(PLAYERS)
+            .with_desync_detection_mode(ggrs::DesyncDetection::On { interval: 1 })
+            .with_disconnect_timeout(settings.timeout)
+            .add_player(ggrs::PlayerType::Local, local)?
+            .add_player(ggrs::PlayerType::Remote(settings.remote), remote)?
+            .start_p2p_session(socket)?;
+        Ok(Self {
+            session,
+            running,
+            settings: settings.clone(),
+            local,
+            remote,
+            fingerprint: fingerprint(&app.world),
+            digests: HashMap::new(),
+            run: PeerRun { digest: 0, rollbacks: 0, simulated: 0, deepest_prediction: 0, ping_ms: 0 },
+            started: Instant::now(),
+            done: None,
+            skip: 0,
+        })
+    }
+
+    /// Polls the other peer, then (synchronized, and short of the frame asked for) adds this player's input for
+    /// the current frame (`input` is asked with it) and advances a frame, serving GGRS's requests on `app`.
+    pub fn step(&mut self, app: &mut App, input: impl FnOnce(u32) -> PlayerInput) -> Result<Progress, NetError> {
+        let session = &mut self.session;
         session.poll_remote_clients();
         let events: Vec<_> = session.events().collect();
         for event in events {
@@ -186,59 +244,115 @@ pub fn run_peer(
                 ggrs::GgrsEvent::DesyncDetected { frame, local_checksum, remote_checksum, .. } => {
                     return Err(NetError::Desync { frame, checksums: (local_checksum, remote_checksum) })
                 }
-                ggrs::GgrsEvent::Disconnected { .. } if done.is_none() => {
+                ggrs::GgrsEvent::Disconnected { .. } if self.done.is_none() => {
                     let at = Some(session.confirmed_frame());
-                    return Err(NetError::NoAnswer { remote: settings.remote, waited: settings.timeout, at });
+                    return Err(NetError::NoAnswer { remote: self.settings.remote, waited: self.settings.timeout, at });
                 }
+                ggrs::GgrsEvent::WaitRecommendation { skip_frames } => self.skip = self.skip.max(skip_frames),
                 _ => {}
             }
         }
-        if let Some(since) = done {
+        if let Some(since) = self.done {
             // Only answering now: done once the other peer acknowledged every input sent (it has what it needs to
             // confirm the frame too), or after the timeout if it went away.
-            let acknowledged = session.network_stats(remote).is_ok_and(|stats| stats.send_queue_len == 0);
-            if (acknowledged && since.elapsed() >= LINGER) || since.elapsed() >= settings.timeout {
-                return Ok(run);
+            let acknowledged = session.network_stats(self.remote).is_ok_and(|stats| stats.send_queue_len == 0);
+            if (acknowledged && since.elapsed() >= LINGER) || since.elapsed() >= self.settings.timeout {
+                return Ok(Progress::Done(self.run));
             }
-            std::thread::sleep(Duration::from_millis(1));
-            continue;
+            return Ok(Progress::Finishing);
         }
-        running.set(session.current_state() == ggrs::SessionState::Running);
-        if !running.get() {
-            if started.elapsed() >= settings.timeout {
-                return Err(NetError::NoAnswer { remote: settings.remote, waited: settings.timeout, at: None });
+        self.running.set(session.current_state() == ggrs::SessionState::Running);
+        if !self.running.get() {
+            if self.started.elapsed() >= self.settings.timeout {
+                let (remote, waited) = (self.settings.remote, self.settings.timeout);
+                return Err(NetError::NoAnswer { remote, waited, at: None });
             }
-            std::thread::sleep(Duration::from_millis(1));
-            continue;
+            return Ok(Progress::Syncing);
+        }
+        if let Ok(stats) = session.network_stats(self.remote) {
+            self.run.ping_ms = stats.ping;
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return Ok(Progress::Waiting);
         }
         let frame = session.current_frame();
-        let input = if frame < target { script(frame as u32) } else { PlayerInput::default() };
-        session.add_local_input(local, PlayerInput { settings: fingerprint, ..input })?;
-        match session.advance_frame() {
+        let target = self.settings.frames.map_or(i32::MAX, |frames| frames as i32);
+        let input = if frame < target { input(frame as u32) } else { PlayerInput::default() };
+        session.add_local_input(self.local, PlayerInput { settings: self.fingerprint, ..input })?;
+        let progress = match session.advance_frame() {
             Ok(requests) => {
                 for request in requests {
                     match &request {
-                        ggrs::GgrsRequest::LoadGameState { .. } => run.rollbacks += 1,
-                        ggrs::GgrsRequest::AdvanceFrame { .. } => run.simulated += 1,
+                        ggrs::GgrsRequest::LoadGameState { .. } => self.run.rollbacks += 1,
+                        ggrs::GgrsRequest::AdvanceFrame { .. } => self.run.simulated += 1,
                         ggrs::GgrsRequest::SaveGameState { .. } => {}
                     }
-                    if let Some((frame, digest)) = serve(app, request, fingerprint)? {
-                        digests.insert(frame, digest);
+                    if let Some((frame, digest)) = serve(app, request, self.fingerprint)? {
+                        self.digests.insert(frame, digest);
                     }
                 }
+                Progress::Advanced
             }
             // Too far ahead of the other peer's inputs: wait for them.
-            Err(ggrs::GgrsError::PredictionThreshold) => std::thread::sleep(Duration::from_millis(1)),
+            Err(ggrs::GgrsError::PredictionThreshold) => Progress::Waiting,
             Err(error) => return Err(error.into()),
-        }
+        };
         let (current, confirmed) = (session.current_frame(), session.confirmed_frame());
-        run.deepest_prediction = run.deepest_prediction.max(current - confirmed.max(0));
-        if done.is_none() && confirmed >= target && current > target {
-            run.digest = *digests.get(&target).expect("the target frame was saved");
-            if let Ok(stats) = session.network_stats(remote) {
-                run.ping_ms = stats.ping;
-            }
-            done = Some(Instant::now());
+        self.run.deepest_prediction = self.run.deepest_prediction.max(current - confirmed.max(0));
+        if confirmed >= target && current > target {
+            self.run.digest = *self.digests.get(&target).expect("the target frame was saved");
+            self.done = Some(Instant::now());
         }
+        // Only frames not yet confirmed can be asked for again.
+        self.digests.retain(|frame, _| *frame >= confirmed.min(target));
+        Ok(progress)
+    }
+
+    /// What the overlay shows: the frame, the confirmed frame, and what [`PeerRun`] counts so far.
+    pub fn stats(&self) -> PeerStats {
+        PeerStats {
+            player: self.local,
+            remote: self.settings.remote,
+            frame: self.session.current_frame(),
+            confirmed: self.session.confirmed_frame(),
+            run: self.run,
+            synchronized: self.running.get(),
+        }
+    }
+}
+
+impl PeerRun {
+    /// The line a finished peer prints (headless and window alike): who it was, what it did, and the digest.
+    pub fn summary(&self, player: usize, backend: crate::ecs::Backend, threads: usize, frames: u32) -> String {
+        format!(
+            "p2p player {player} ({backend}, {threads} threads): frame {frames} confirmed; {} rollbacks, {} frames \
+             simulated, predicted up to {} frames ahead, ping {} ms; digest {:016x}",
+            self.rollbacks, self.simulated, self.deepest_prediction, self.ping_ms, self.digest
+        )
+    }
+}
+
+/// A peer's figures as it runs ([`Peer::stats`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerStats {
+    /// This peer's player.
+    pub player: usize,
+    /// The other peer.
+    pub remote: SocketAddr,
+    /// The frame being run.
+    pub frame: i32,
+    /// The last frame both players' inputs are known for.
+    pub confirmed: i32,
+    /// Rollbacks, frames simulated, deepest prediction and the last ping so far (`digest`: 0 until done).
+    pub run: PeerRun,
+    /// Whether the peers have synchronized.
+    pub synchronized: bool,
+}
+
+impl PeerStats {
+    /// How many frames this peer runs ahead of the confirmed one (on predicted inputs).
+    pub fn prediction(&self) -> i32 {
+        self.frame - self.confirmed.max(0)
     }
 }

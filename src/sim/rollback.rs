@@ -3,8 +3,9 @@
 //! on exactly as the saved one did (`tests/sim.rs` checks it on every backend and thread count).
 
 use super::collision::Broadphase;
+use super::components::Team;
 use super::components::TABLE;
-use super::config::{SimConfig, SimRng, SimStats, SpawnRequests, StaleCatches};
+use super::config::{SimConfig, SimRng, SimStats, StaleCatches, TeamBursts};
 use super::lifecycle::Hurt;
 use super::rounds::{Phase, Round};
 use super::spawn::OpenSquads;
@@ -23,7 +24,8 @@ pub fn plugin(app: &mut App) {
         .rollback_resource::<SimConfig>()
         .rollback_resource::<SimRng>()
         .rollback_resource::<SimStats>()
-        .rollback_resource::<SpawnRequests>()
+        .rollback_resource::<super::config::SpawnRequests>()
+        .rollback_resource::<TeamBursts>()
         .rollback_resource::<OpenSquads>()
         .rollback_resource::<Broadphase>()
         .rollback_resource::<StaleCatches>()
@@ -84,6 +86,11 @@ impl ggrs::Config for GgrsConfig {
 
 /// Players of a GGRS game.
 pub const PLAYERS: usize = 2;
+
+/// A player's team: player 0 plays red, player 1 blue.
+pub fn team(player: usize) -> Option<Team> {
+    [Team::Red, Team::Blue].get(player).copied()
+}
 
 /// Why a rollback run stopped.
 #[derive(Debug)]
@@ -187,46 +194,82 @@ pub fn serve(
             if confirmed.clone().any(|(input, _)| input.settings != settings) {
                 return Err(SyncError::OtherSettings);
             }
-            let requests = app.world.resource_mut::<SpawnRequests>();
-            requests.0.extend(inputs.iter().filter_map(|(input, _)| input.clicked_at()));
+            let bursts = app.world.resource_mut::<TeamBursts>();
+            let clicks =
+                inputs.iter().enumerate().filter_map(|(player, (input, _))| input.clicked_at().zip(team(player)));
+            bursts.0.extend(clicks);
             app.update();
         }
     }
     Ok(None)
 }
 
-/// Runs `frames` frames of `app` in a GGRS sync test: every frame is saved, then the last `check_distance` frames
-/// (1 to [`MAX_CHECK_DISTANCE`]) are rolled back and resimulated, and their checksums (the world's digest) compared
-/// with the first run's. `script` gives each player's input per frame. Stops at the first mismatch.
+/// Runs `frames` frames of `app` in a GGRS sync test ([`SyncTester`]); `script` gives each player's input per
+/// frame. Stops at the first mismatch.
 pub fn sync_test(
     app: &mut App,
     frames: u32,
     check_distance: usize,
     script: impl Fn(u32, usize) -> PlayerInput,
 ) -> Result<SyncTested, SyncError> {
-    if !(1..=MAX_CHECK_DISTANCE).contains(&check_distance) {
-        return Err(SyncError::Ggrs(format!("the check distance is {check_distance}, not 1 to {MAX_CHECK_DISTANCE}")));
-    }
-    let mut session = ggrs::SessionBuilder::<GgrsConfig>::new()
-        .with_num_players(PLAYERS)
-        .with_max_prediction_window(check_distance + 1)
-        .with_check_distance(check_distance)
-        .start_synctest_session()?;
-    let mut tested = SyncTested { frames: 0, simulated: 0, saves: 0, loads: 0 };
-    let settings = fingerprint(&app.world);
+    let mut tester = SyncTester::new(app, check_distance)?;
     for frame in 0..frames {
-        for player in 0..PLAYERS {
-            session.add_local_input(player, PlayerInput { settings, ..script(frame, player) })?;
-        }
-        for request in session.advance_frame()? {
-            match &request {
-                ggrs::GgrsRequest::SaveGameState { .. } => tested.saves += 1,
-                ggrs::GgrsRequest::LoadGameState { .. } => tested.loads += 1,
-                ggrs::GgrsRequest::AdvanceFrame { .. } => tested.simulated += 1,
-            }
-            serve(app, request, settings)?;
-        }
-        tested.frames += 1;
+        tester.advance(app, std::array::from_fn(|player| script(frame, player)))?;
     }
-    Ok(tested)
+    Ok(tester.tested())
+}
+
+/// A GGRS sync test run a frame at a time: every frame is saved, then the last `check_distance` frames (1 to
+/// [`MAX_CHECK_DISTANCE`]) are rolled back and resimulated, and their checksums (the world's digest) compared with
+/// the first run's. Both players are local. The headless `--synctest` and the window's run it.
+pub struct SyncTester {
+    session: ggrs::SyncTestSession<GgrsConfig>,
+    settings: u32,
+    tested: SyncTested,
+    distance: usize,
+}
+
+impl SyncTester {
+    /// A sync test of `app` rolling back `check_distance` frames every frame.
+    pub fn new(app: &App, check_distance: usize) -> Result<Self, SyncError> {
+        if !(1..=MAX_CHECK_DISTANCE).contains(&check_distance) {
+            return Err(SyncError::Ggrs(format!(
+                "the check distance is {check_distance}, not 1 to {MAX_CHECK_DISTANCE}"
+            )));
+        }
+        let session = ggrs::SessionBuilder::<GgrsConfig>::new()
+            .with_num_players(PLAYERS)
+            .with_max_prediction_window(check_distance + 1)
+            .with_check_distance(check_distance)
+            .start_synctest_session()?;
+        let tested = SyncTested { frames: 0, simulated: 0, saves: 0, loads: 0 };
+        Ok(Self { session, settings: fingerprint(&app.world), tested, distance: check_distance })
+    }
+
+    /// One frame with the players' `inputs`: advanced, then rolled back and resimulated (once enough frames ran).
+    pub fn advance(&mut self, app: &mut App, inputs: [PlayerInput; PLAYERS]) -> Result<(), SyncError> {
+        for (player, input) in inputs.into_iter().enumerate() {
+            self.session.add_local_input(player, PlayerInput { settings: self.settings, ..input })?;
+        }
+        for request in self.session.advance_frame()? {
+            match &request {
+                ggrs::GgrsRequest::SaveGameState { .. } => self.tested.saves += 1,
+                ggrs::GgrsRequest::LoadGameState { .. } => self.tested.loads += 1,
+                ggrs::GgrsRequest::AdvanceFrame { .. } => self.tested.simulated += 1,
+            }
+            serve(app, request, self.settings)?;
+        }
+        self.tested.frames += 1;
+        Ok(())
+    }
+
+    /// What it did so far.
+    pub fn tested(&self) -> SyncTested {
+        self.tested
+    }
+
+    /// The frames rolled back each frame.
+    pub fn distance(&self) -> usize {
+        self.distance
+    }
 }

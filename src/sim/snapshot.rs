@@ -7,7 +7,7 @@
 
 use super::collision::Broadphase;
 use super::components::TABLE;
-use super::config::{SimConfig, SimRng, SimStats, SpawnRequests};
+use super::config::{SimConfig, SimRng, SimStats, SpawnRequests, TeamBursts};
 use super::limits;
 use super::rounds::{Phase, Round};
 use super::spawn::OpenSquads;
@@ -35,6 +35,7 @@ pub fn schema() -> SnapshotSchema {
             Ok(())
         })
         .resource::<SpawnRequests>("spawn requests")
+        .resource_or::<TeamBursts>("team bursts", TeamBursts::default)
         // A captain's handle is checked when the squad is used (a stale one closes it); a deferred one names a
         // spawn of no buffer of this world, and is refused.
         .resource_checked::<OpenSquads>("open squads", |open| {

@@ -3,7 +3,7 @@
 //! (`armies`).
 
 use super::components::{Blue, FighterBundle, Health, Hunter, HunterBundle, Position, Red, Team, Velocity};
-use super::config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests};
+use super::config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests, TeamBursts};
 use super::rounds::Round;
 use super::squads::{slot_offset, SQUAD};
 use crate::app::{Allocator, App, Query, Res, ResMut, Stage};
@@ -32,8 +32,8 @@ pub fn plugin(app: &mut App) {
 /// [`OpenSquads`]. Fighters the world has no room for are refused here, as the apply would refuse them.
 pub fn spawn_fighters(
     (config, rng): (Res<SimConfig>, Res<SimRng>),
-    (mut stats, mut requests, mut round): (ResMut<SimStats>, ResMut<SpawnRequests>, ResMut<Round>),
-    mut open: ResMut<OpenSquads>,
+    (mut stats, mut round, mut open): (ResMut<SimStats>, ResMut<Round>, ResMut<OpenSquads>),
+    (mut requests, mut team_bursts): (ResMut<SpawnRequests>, ResMut<TeamBursts>),
     mut alive: Query<&Health>,
     mut captains: Query<(&Position, &Velocity)>,
     allocator: Allocator,
@@ -72,22 +72,26 @@ pub fn spawn_fighters(
         room -= 1;
         spawned += 1;
     }
-    'bursts: for (served, &center) in requests.0.iter().enumerate() {
+    let (plain, teams) = (&requests.0, &team_bursts.0);
+    let bursts = plain.iter().map(|&at| (at, None)).chain(teams.iter().map(|&(at, team)| (at, Some(team))));
+    let asked = plain.len() + teams.len();
+    'bursts: for (served, (center, team)) in bursts.enumerate() {
         for placed in 0..config.burst {
             let offset = Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen_range(0.0..40.0);
             let at = (center + offset).clamp(Vec2::ZERO, config.arena);
             if room == 0 {
                 // This one, the rest of its burst and every burst after it.
-                let asked = u64::from(config.burst) * (requests.0.len() - served) as u64;
+                let asked = u64::from(config.burst) * (asked - served) as u64;
                 refused += asked - u64::from(placed);
                 break 'bursts;
             }
-            spawn_one(&mut commands, &mut rng, &config, at, Placement::Burst, squads);
+            spawn_one(&mut commands, &mut rng, &config, at, Placement::Burst(team), squads);
             room -= 1;
             spawned += 1;
         }
     }
     requests.0.clear();
+    team_bursts.0.clear();
     round.note_refills(&config, spawned.min(u64::from(deficit)) as u32);
     stats.spawned += spawned;
     stats.spawn_refused += refused;
@@ -115,11 +119,12 @@ pub struct Open {
     pub joined: usize,
 }
 
-/// Why a fighter is spawned: a refill follows the scenario; a burst lands where it was asked for.
+/// Why a fighter is spawned: a refill follows the scenario; a burst lands where it was asked for, on a player's
+/// team if it was a player's.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Placement {
     Refill,
-    Burst,
+    Burst(Option<Team>),
 }
 
 /// How far (radians) an army's heading strays from straight at the other side: enough to spread the front, little
@@ -138,7 +143,12 @@ fn spawn_one(
     placement: Placement,
     squads: &mut [Option<Open>; 2],
 ) {
-    let team = if rng.gen_bool(0.5) { Team::Red } else { Team::Blue };
+    // (Drawn even for a player's burst, so the random stream does not depend on who asked.)
+    let drawn = if rng.gen_bool(0.5) { Team::Red } else { Team::Blue };
+    let team = match placement {
+        Placement::Burst(Some(team)) => team,
+        _ => drawn,
+    };
     let hunter = rng.gen_range(0..config.hunter_every.max(1)) == 0;
     let (at, heading) = match (config.scenario, placement) {
         (Scenario::Armies | Scenario::Battle, Placement::Refill) => {
