@@ -1,11 +1,12 @@
-//! The community's ecs_bench_suite workloads, with the two peers beside the five backends and a raw floor, in one
-//! run: hecs (archetypes) and shipyard (sparse sets), each through its fastest single-threaded API, and through its
-//! parallel one in the parallel groups. Then what a game
-//! with many systems pays per small query, and a frame of heavy churn at 100,000 entities.
+//! The community's ecs_bench_suite workloads, with four peers beside the five backends and a raw floor, in one
+//! run: hecs (archetypes), shipyard (sparse sets), specs (`VecStorage`, joins) and bevy_ecs (tables, query states
+//! built outside the timing), each through its fastest single-threaded API, and through its parallel one in the
+//! parallel groups. Then what a game with many systems pays per small query, and a frame of heavy churn at 100,000
+//! entities.
 //!
-//! Run: `cargo bench --bench peers` (or `-- frag_iter` for one group). On a shared machine, whose speed moves
-//! between runs, `cargo bench --bench peers -- --interleaved` runs each group's contestants in alternating blocks
-//! instead and prints each one's median and fastest tenth of the blocks, with the backends' ratios to the faster
+//! Run: `cargo bench -p swarm-peers` (or `-- frag_iter` for one group). On a shared machine, whose speed moves
+//! between runs, `cargo bench -p swarm-peers -- --interleaved` runs each group's contestants in alternating blocks
+//! instead and prints each one's median and fastest tenth of the blocks, with the backends' ratios to the fastest
 //! peer: the comparison stays fair when the machine slows down halfway through.
 //!
 //! The workloads, as the suite defines them:
@@ -17,7 +18,7 @@
 //! - `add_remove`: 10,000 entities with `A`; add `B` to each, then remove it from each.
 //!
 //! - `par_simple_iter` and `heavy_compute`: the parallel workloads (see [`par_simple_iter`]), every contestant
-//!   on one rayon pool of the machine's cores.
+//!   on one rayon pool of the machine's cores (bevy_ecs on its own task pool of as many threads).
 //!
 //! And not of the suite: `derived_bundle`, the simple_insert bundle spawned as a tuple and as a struct deriving
 //! `Bundle`, one at a time and as a batch, per backend.
@@ -27,23 +28,50 @@
 //! (churn) the textbook sparse set and direct array. A backend does at least its layout's floor's work; a row below
 //! its floor is code placement (see docs/PERFORMANCE.md), not less work.
 
+use bevy_ecs::world::World as BevyWorld;
 use criterion::Criterion;
 use glam::{Mat4, Vec3};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use shipyard::{Component, EntitiesView, Get, IntoIter, Remove, View, ViewMut};
+use shipyard::{EntitiesView, Get, IntoIter, Remove, View, ViewMut};
+use specs::{Builder, Join, WorldExt};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 use swarm::ecs::{Backend, Entity, World};
 
-#[derive(Clone, Copy, Component)]
-struct Transform(Mat4);
-#[derive(Clone, Copy, Component)]
-struct Position(Vec3);
-#[derive(Clone, Copy, Component)]
-struct Rotation(#[allow(dead_code)] Vec3);
-#[derive(Clone, Copy, Component)]
-struct Velocity(Vec3);
+/// Declares a component type of every ECS here (swarm's, hecs' and any `'static` type already are).
+macro_rules! component {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident($($field:tt)*)) => {
+        #[derive(Clone, Copy, shipyard::Component, bevy_ecs::component::Component)]
+        $(#[$meta])* $vis struct $name($($field)*);
+        impl specs::Component for $name {
+            type Storage = specs::VecStorage<Self>;
+        }
+    };
+}
+
+component!(struct Transform(Mat4));
+component!(struct Position(Vec3));
+component!(struct Rotation(#[allow(dead_code)] Vec3));
+component!(struct Velocity(Vec3));
+
+/// A specs world with `T..` registered.
+macro_rules! specs_world {
+    ($($t:ty),*) => {{
+        let mut world = specs::World::new();
+        $(world.register::<$t>();)*
+        world
+    }};
+}
+
+/// A specs world of the suite's four-component entities.
+fn specs_of(bundles: impl Iterator<Item = (Transform, Position, Rotation, Velocity)>) -> specs::World {
+    let mut world = specs_world!(Transform, Position, Rotation, Velocity);
+    for (t, p, r, v) in bundles {
+        world.create_entity().with(t).with(p).with(r).with(v).build();
+    }
+    world
+}
 
 const N: usize = 10_000;
 
@@ -80,6 +108,18 @@ fn simple_insert() -> Vec<Case> {
         case("shipyard", || {
             let mut world = shipyard::World::new();
             world.bulk_add_entity((0..N).map(|_| bundle()));
+            black_box(world);
+        }),
+        case("specs", || {
+            let mut world = specs_world!(Transform, Position, Rotation, Velocity);
+            for (t, p, r, v) in (0..N).map(|_| bundle()) {
+                world.create_entity().with(t).with(p).with(r).with(v).build();
+            }
+            black_box(world);
+        }),
+        case("bevy_ecs", || {
+            let mut world = BevyWorld::new();
+            world.spawn_batch((0..N).map(|_| bundle()));
             black_box(world);
         }),
     ];
@@ -148,12 +188,28 @@ fn simple_iter() -> Vec<Case> {
     hecs_world.spawn_batch((0..N).map(|_| bundle()));
     let mut shipyard_world = shipyard::World::new();
     shipyard_world.bulk_add_entity((0..N).map(|_| bundle()));
+    let specs_world = specs_of((0..N).map(|_| bundle()));
+    let mut bevy_world = BevyWorld::new();
+    bevy_world.spawn_batch((0..N).map(|_| bundle()));
+    let mut bevy_query = bevy_world.query::<(&Velocity, &mut Position)>();
     let mut cases = vec![
         case("raw-vec", move || {
             for (p, v) in positions.iter_mut().zip(&velocities) {
                 p.0 += v.0;
             }
             black_box(&mut positions);
+        }),
+        case("specs", move || {
+            let (velocities, mut positions) =
+                (specs_world.read_storage::<Velocity>(), specs_world.write_storage::<Position>());
+            for (v, p) in (&velocities, &mut positions).join() {
+                p.0 += v.0;
+            }
+        }),
+        case("bevy_ecs", move || {
+            for (v, mut p) in bevy_query.iter_mut(&mut bevy_world) {
+                p.0 += v.0;
+            }
         }),
         case("hecs", move || {
             for (v, p) in hecs_world.query_mut::<(&Velocity, &mut Position)>() {
@@ -190,14 +246,13 @@ fn simple_iter() -> Vec<Case> {
     cases
 }
 
-#[derive(Clone, Copy, Component)]
-struct Data(f32);
+component!(struct Data(f32));
 
 /// Declares the 26 fragment types and a function that gives each 20 entities with `Data` in each ECS.
 macro_rules! fragments {
     ($($name:ident)*) => {
         mod fragment {
-            $(#[derive(Clone, Copy, shipyard::Component)] pub struct $name(#[allow(dead_code)] pub f32);)*
+            $(component!(pub struct $name(#[allow(dead_code)] pub f32));)*
         }
         fn frag_worlds(backend: Backend) -> World {
             let mut world = World::new();
@@ -215,6 +270,18 @@ macro_rules! fragments {
             $(world.bulk_add_entity((0..20).map(|_| (fragment::$name(0.0), Data(1.0))));)*
             world
         }
+        fn frag_specs() -> specs::World {
+            let mut world = specs_world!(Data $(, fragment::$name)*);
+            $(for _ in 0..20 {
+                world.create_entity().with(fragment::$name(0.0)).with(Data(1.0)).build();
+            })*
+            world
+        }
+        fn frag_bevy() -> BevyWorld {
+            let mut world = BevyWorld::new();
+            $(world.spawn_batch((0..20).map(|_| (fragment::$name(0.0), Data(1.0))));)*
+            world
+        }
     };
 }
 fragments!(A B C D E F G H I J K L M N O P Q R S T U V W X Y Z);
@@ -223,6 +290,9 @@ fn frag_iter() -> Vec<Case> {
     let mut data = vec![Data(1.0); 26 * 20];
     let mut hecs_world = frag_hecs();
     let shipyard_world = frag_shipyard();
+    let specs_world = frag_specs();
+    let mut bevy_world = frag_bevy();
+    let mut bevy_query = bevy_world.query::<&mut Data>();
     // The floor of a layout of tables: 26 runs of 20, each its own loop.
     let mut tables = vec![vec![Data(1.0); 20]; 26];
     let mut cases = vec![
@@ -252,6 +322,16 @@ fn frag_iter() -> Vec<Case> {
                 }
             })
         }),
+        case("specs", move || {
+            for d in (&mut specs_world.write_storage::<Data>()).join() {
+                d.0 *= 2.0;
+            }
+        }),
+        case("bevy_ecs", move || {
+            for mut d in bevy_query.iter_mut(&mut bevy_world) {
+                d.0 *= 2.0;
+            }
+        }),
     ];
     for backend in Backend::ALL {
         let mut world = frag_worlds(backend);
@@ -260,10 +340,8 @@ fn frag_iter() -> Vec<Case> {
     cases
 }
 
-#[derive(Clone, Copy, Component)]
-struct First(#[allow(dead_code)] f32);
-#[derive(Clone, Copy, Component)]
-struct Second(#[allow(dead_code)] f32);
+component!(struct First(#[allow(dead_code)] f32));
+component!(struct Second(#[allow(dead_code)] f32));
 
 fn add_remove() -> Vec<Case> {
     // The floor: a direct array of optional values, indexed by entity.
@@ -273,6 +351,10 @@ fn add_remove() -> Vec<Case> {
     let hecs_handles: Vec<_> = hecs_world.spawn_batch((0..N).map(|_| (First(0.0),))).collect();
     let mut shipyard_world = shipyard::World::new();
     let shipyard_handles: Vec<_> = shipyard_world.bulk_add_entity((0..N).map(|_| (First(0.0),))).collect();
+    let mut specs_world = specs_world!(First, Second);
+    let specs_handles: Vec<_> = (0..N).map(|_| specs_world.create_entity().with(First(0.0)).build()).collect();
+    let mut bevy_world = BevyWorld::new();
+    let bevy_handles: Vec<_> = bevy_world.spawn_batch((0..N).map(|_| (First(0.0),))).collect();
     let mut cases = vec![
         case("raw-vec", move || {
             for &i in &indices {
@@ -301,6 +383,23 @@ fn add_remove() -> Vec<Case> {
                     black_box(second.remove(e));
                 }
             });
+        }),
+        case("specs", move || {
+            let mut second = specs_world.write_storage::<Second>();
+            for &e in &specs_handles {
+                second.insert(e, Second(0.0)).unwrap();
+            }
+            for &e in &specs_handles {
+                black_box(second.remove(e).unwrap());
+            }
+        }),
+        case("bevy_ecs", move || {
+            for &e in &bevy_handles {
+                bevy_world.entity_mut(e).insert(Second(0.0));
+            }
+            for &e in &bevy_handles {
+                black_box(bevy_world.entity_mut(e).take::<Second>().unwrap());
+            }
         }),
     ];
     for backend in Backend::ALL {
@@ -349,12 +448,9 @@ fn small_query() -> Vec<Case> {
 mod churn {
     use super::*;
 
-    #[derive(Clone, Copy, Component)]
-    pub struct Health(pub f32);
-    #[derive(Clone, Copy, Component)]
-    pub struct Team(#[allow(dead_code)] pub u8);
-    #[derive(Clone, Copy, Component)]
-    pub struct Lifetime(#[allow(dead_code)] pub f32);
+    component!(pub struct Health(pub f32));
+    component!(pub struct Team(#[allow(dead_code)] pub u8));
+    component!(pub struct Lifetime(#[allow(dead_code)] pub f32));
 
     pub const SIZE: usize = 100_000;
     pub const TURNOVER: usize = SIZE / 20;
@@ -604,6 +700,65 @@ fn churn() -> Vec<Case> {
             });
         }));
     }
+    {
+        let mut world = specs_world!(Position, Velocity, Health, Team, Lifetime);
+        let spawn = |world: &mut specs::World, i: usize| {
+            if i.is_multiple_of(2) {
+                let (p, v, h, t) = fighter(i);
+                world.create_entity().with(p).with(v).with(h).with(t).build()
+            } else {
+                let (p, v, h, l) = spark(i);
+                world.create_entity().with(p).with(v).with(h).with(l).build()
+            }
+        };
+        let mut handles: Vec<specs::Entity> = (0..SIZE).map(|i| spawn(&mut world, i)).collect();
+        let (plans, mut next) = (plans.clone(), 0);
+        cases.push(case("specs", move || {
+            let plan = &plans[next % plans.len()];
+            next += 1;
+            for &k in &plan.deaths {
+                world.delete_entity(handles.swap_remove(k)).unwrap();
+            }
+            // (The deleted entities' components go here: specs removes them at `maintain`.)
+            world.maintain();
+            for i in 0..TURNOVER {
+                handles.push(spawn(&mut world, i));
+            }
+            let mut health = world.write_storage::<Health>();
+            for &k in &plan.writes {
+                if let Some(h) = health.get_mut(handles[k]) {
+                    h.0 -= 1.0;
+                }
+            }
+        }));
+    }
+    {
+        let mut world = BevyWorld::new();
+        let spawn = |world: &mut BevyWorld, i: usize| {
+            if i.is_multiple_of(2) {
+                world.spawn(fighter(i)).id()
+            } else {
+                world.spawn(spark(i)).id()
+            }
+        };
+        let mut handles: Vec<bevy_ecs::entity::Entity> = (0..SIZE).map(|i| spawn(&mut world, i)).collect();
+        let (plans, mut next) = (plans.clone(), 0);
+        cases.push(case("bevy_ecs", move || {
+            let plan = &plans[next % plans.len()];
+            next += 1;
+            for &k in &plan.deaths {
+                world.despawn(handles.swap_remove(k));
+            }
+            for i in 0..TURNOVER {
+                handles.push(spawn(&mut world, i));
+            }
+            for &k in &plan.writes {
+                if let Some(mut h) = world.get_mut::<Health>(handles[k]) {
+                    h.0 -= 1.0;
+                }
+            }
+        }));
+    }
     for backend in Backend::ALL {
         let mut world = World::new();
         world.set_backend(backend);
@@ -631,6 +786,405 @@ fn churn() -> Vec<Case> {
     cases
 }
 
+/// A game's frame, the same steps in every ECS, at 10,000 and 100,000 fighters: integrate (`position +=
+/// velocity`, bouncing off the arena's walls), grid every fighter with its team, find hits between enemies sharing
+/// a cell (plain code on the grid, the same for all), damage both of each pair through random access by handle,
+/// collect the dead, despawn them together, and spawn as many again. The hits do not depend on the order an ECS
+/// visits in, so every contestant runs the same world (`-- --check` prints each one's after 30 frames). The arena
+/// grows with the count, so the density, the hits and the turnover per fighter are the same at both sizes.
+mod frame {
+    use super::churn::{Health, Team};
+    use super::*;
+
+    /// A cell's side, the hit radius, and the arena's area per fighter.
+    const CELL: f32 = 16.0;
+    const RADIUS: f32 = 6.0;
+    const AREA_PER_FIGHTER: f32 = 60.0;
+
+    /// What a frame needs from an ECS; `H` is its handle.
+    pub trait Ecs {
+        type H: Copy;
+        /// `position += velocity`, turning back at the walls of `[0, side]`.
+        fn integrate(&mut self, side: f32);
+        /// Every fighter: handle, team, position.
+        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3));
+        /// `health -= 1` for each handle still alive.
+        fn damage(&mut self, hits: &[Self::H]);
+        /// The handles with health at 0 or below.
+        fn dead(&mut self, out: &mut Vec<Self::H>);
+        /// Despawns them all.
+        fn despawn(&mut self, dead: &[Self::H]);
+        /// Spawns a fighter.
+        fn spawn(&mut self, fighter: (Position, Velocity, Health, Team));
+    }
+
+    /// The frame's buffers and its random stream (spawn places), kept across frames.
+    pub struct Frame<H> {
+        side: f32,
+        cells: usize,
+        grid: Vec<Vec<(H, u8, Vec3)>>,
+        hits: Vec<H>,
+        dead: Vec<H>,
+        rng: Pcg64Mcg,
+    }
+
+    pub fn fighter(rng: &mut Pcg64Mcg, side: f32) -> (Position, Velocity, Health, Team) {
+        let at = Vec3::new(rng.gen_range(0.0..side), rng.gen_range(0.0..side), 0.0);
+        let heading = Vec3::new(rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0), 0.0);
+        (Position(at), Velocity(heading), Health(rng.gen_range(20.0..60.0)), Team(rng.gen_range(0..2)))
+    }
+
+    impl<H: Copy> Frame<H> {
+        /// A world of `n` fighters, and the frame's state.
+        pub fn new<E: Ecs<H = H>>(ecs: &mut E, n: usize) -> Self {
+            let side = (n as f32 * AREA_PER_FIGHTER).sqrt();
+            let cells = (side / CELL).ceil() as usize;
+            let mut rng = Pcg64Mcg::seed_from_u64(49);
+            for _ in 0..n {
+                ecs.spawn(fighter(&mut rng, side));
+            }
+            Self { side, cells, grid: vec![Vec::new(); cells * cells], hits: Vec::new(), dead: Vec::new(), rng }
+        }
+
+        pub fn run<E: Ecs<H = H>>(&mut self, ecs: &mut E) {
+            ecs.integrate(self.side);
+            for cell in &mut self.grid {
+                cell.clear();
+            }
+            let (cells, grid) = (self.cells, &mut self.grid);
+            ecs.each(&mut |h, team, at| {
+                let x = ((at.x / CELL) as usize).min(cells - 1);
+                let y = ((at.y / CELL) as usize).min(cells - 1);
+                grid[y * cells + x].push((h, team, at));
+            });
+            self.hits.clear();
+            for cell in &self.grid {
+                for (k, &(one, team, at)) in cell.iter().enumerate() {
+                    for &(other, their, there) in &cell[k + 1..] {
+                        if their != team && at.distance_squared(there) < RADIUS * RADIUS {
+                            self.hits.extend([one, other]);
+                        }
+                    }
+                }
+            }
+            ecs.damage(&self.hits);
+            self.dead.clear();
+            ecs.dead(&mut self.dead);
+            ecs.despawn(&self.dead);
+            for _ in 0..self.dead.len() {
+                ecs.spawn(fighter(&mut self.rng, self.side));
+            }
+        }
+    }
+
+    fn bounce(p: &mut Position, v: &mut Velocity, side: f32) {
+        p.0 += v.0;
+        if !(0.0..=side).contains(&p.0.x) {
+            v.0.x = -v.0.x;
+        }
+        if !(0.0..=side).contains(&p.0.y) {
+            v.0.y = -v.0.y;
+        }
+    }
+
+    /// The floor: one packed array per component (a sparse set whose four pools are packed alike), a sparse
+    /// index per handle, swap-and-pop removal.
+    #[derive(Default)]
+    pub struct Raw {
+        handles: churn::Handles,
+        sparse: Vec<u32>,
+        index: Vec<u32>,
+        live: Vec<churn::Handle>,
+        position: Vec<Position>,
+        velocity: Vec<Velocity>,
+        health: Vec<Health>,
+        team: Vec<Team>,
+    }
+
+    impl Ecs for Raw {
+        type H = churn::Handle;
+        fn integrate(&mut self, side: f32) {
+            for (p, v) in self.position.iter_mut().zip(&mut self.velocity) {
+                bounce(p, v, side);
+            }
+        }
+        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+            for ((h, t), p) in self.live.iter().zip(&self.team).zip(&self.position) {
+                f(*h, t.0, p.0);
+            }
+        }
+        fn damage(&mut self, hits: &[Self::H]) {
+            for &h in hits {
+                if self.handles.alive(h) {
+                    self.health[self.sparse[h.0 as usize] as usize].0 -= 1.0;
+                }
+            }
+        }
+        fn dead(&mut self, out: &mut Vec<Self::H>) {
+            out.extend(self.live.iter().zip(&self.health).filter(|(_, h)| h.0 <= 0.0).map(|(e, _)| *e));
+        }
+        fn despawn(&mut self, dead: &[Self::H]) {
+            for &h in dead {
+                let at = self.sparse[h.0 as usize] as usize;
+                self.index.swap_remove(at);
+                self.live.swap_remove(at);
+                self.position.swap_remove(at);
+                self.velocity.swap_remove(at);
+                self.health.swap_remove(at);
+                self.team.swap_remove(at);
+                if let Some(&moved) = self.index.get(at) {
+                    self.sparse[moved as usize] = at as u32;
+                }
+                self.handles.free(h);
+            }
+        }
+        fn spawn(&mut self, (p, v, h, t): (Position, Velocity, Health, Team)) {
+            let handle = self.handles.alloc();
+            if self.sparse.len() <= handle.0 as usize {
+                self.sparse.resize(handle.0 as usize + 1, u32::MAX);
+            }
+            self.sparse[handle.0 as usize] = self.live.len() as u32;
+            self.index.push(handle.0);
+            self.live.push(handle);
+            self.position.push(p);
+            self.velocity.push(v);
+            self.health.push(h);
+            self.team.push(t);
+        }
+    }
+
+    impl Ecs for World {
+        type H = Entity;
+        fn integrate(&mut self, side: f32) {
+            self.query::<(&mut Position, &mut Velocity)>().for_each(|_, (p, v)| bounce(p, v, side));
+        }
+        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+            self.query::<(&Team, &Position)>().for_each(|e, (t, p)| f(e, t.0, p.0));
+        }
+        fn damage(&mut self, hits: &[Self::H]) {
+            let mut health = self.view_mut::<Health>();
+            for &e in hits {
+                if let Some(h) = health.get_mut(e) {
+                    h.0 -= 1.0;
+                }
+            }
+        }
+        fn dead(&mut self, out: &mut Vec<Self::H>) {
+            self.query::<&Health>().for_each(|e, h| {
+                if h.0 <= 0.0 {
+                    out.push(e)
+                }
+            });
+        }
+        fn despawn(&mut self, dead: &[Self::H]) {
+            self.despawn_batch(dead);
+        }
+        fn spawn(&mut self, fighter: (Position, Velocity, Health, Team)) {
+            World::spawn(self, fighter).unwrap();
+        }
+    }
+
+    impl Ecs for hecs::World {
+        type H = hecs::Entity;
+        fn integrate(&mut self, side: f32) {
+            for (p, v) in self.query_mut::<(&mut Position, &mut Velocity)>() {
+                bounce(p, v, side);
+            }
+        }
+        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+            for (e, (t, p)) in self.query_mut::<(hecs::Entity, (&Team, &Position))>() {
+                f(e, t.0, p.0);
+            }
+        }
+        fn damage(&mut self, hits: &[Self::H]) {
+            for &e in hits {
+                if let Ok(h) = self.query_one_mut::<&mut Health>(e) {
+                    h.0 -= 1.0;
+                }
+            }
+        }
+        fn dead(&mut self, out: &mut Vec<Self::H>) {
+            out.extend(
+                self.query_mut::<(hecs::Entity, &Health)>().into_iter().filter(|(_, h)| h.0 <= 0.0).map(|(e, _)| e),
+            );
+        }
+        fn despawn(&mut self, dead: &[Self::H]) {
+            for &e in dead {
+                let _ = hecs::World::despawn(self, e);
+            }
+        }
+        fn spawn(&mut self, fighter: (Position, Velocity, Health, Team)) {
+            hecs::World::spawn(self, fighter);
+        }
+    }
+
+    impl Ecs for shipyard::World {
+        type H = shipyard::EntityId;
+        fn integrate(&mut self, side: f32) {
+            self.run(|mut positions: ViewMut<Position>, mut velocities: ViewMut<Velocity>| {
+                for (p, v) in (&mut positions, &mut velocities).iter() {
+                    bounce(p, v, side);
+                }
+            });
+        }
+        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+            self.run(|teams: View<Team>, positions: View<Position>| {
+                for (e, (t, p)) in (&teams, &positions).iter().with_id() {
+                    f(e, t.0, p.0);
+                }
+            });
+        }
+        fn damage(&mut self, hits: &[Self::H]) {
+            self.run(|mut health: ViewMut<Health>| {
+                for &e in hits {
+                    if let Ok(mut h) = (&mut health).get(e) {
+                        h.0 -= 1.0;
+                    }
+                }
+            });
+        }
+        fn dead(&mut self, out: &mut Vec<Self::H>) {
+            self.run(|health: View<Health>| {
+                out.extend(health.iter().with_id().filter(|(_, h)| h.0 <= 0.0).map(|(e, _)| e));
+            });
+        }
+        fn despawn(&mut self, dead: &[Self::H]) {
+            for &e in dead {
+                self.delete_entity(e);
+            }
+        }
+        fn spawn(&mut self, fighter: (Position, Velocity, Health, Team)) {
+            self.add_entity(fighter);
+        }
+    }
+
+    impl Ecs for specs::World {
+        type H = specs::Entity;
+        fn integrate(&mut self, side: f32) {
+            let (mut positions, mut velocities) = (self.write_storage::<Position>(), self.write_storage::<Velocity>());
+            for (p, v) in (&mut positions, &mut velocities).join() {
+                bounce(p, v, side);
+            }
+        }
+        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+            let (entities, teams, positions) =
+                (self.entities(), self.read_storage::<Team>(), self.read_storage::<Position>());
+            for (e, t, p) in (&entities, &teams, &positions).join() {
+                f(e, t.0, p.0);
+            }
+        }
+        fn damage(&mut self, hits: &[Self::H]) {
+            let mut health = self.write_storage::<Health>();
+            for &e in hits {
+                if let Some(h) = health.get_mut(e) {
+                    h.0 -= 1.0;
+                }
+            }
+        }
+        fn dead(&mut self, out: &mut Vec<Self::H>) {
+            let (entities, health) = (self.entities(), self.read_storage::<Health>());
+            out.extend((&entities, &health).join().filter(|(_, h)| h.0 <= 0.0).map(|(e, _)| e));
+        }
+        fn despawn(&mut self, dead: &[Self::H]) {
+            self.delete_entities(dead).unwrap();
+            self.maintain();
+        }
+        fn spawn(&mut self, (p, v, h, t): (Position, Velocity, Health, Team)) {
+            self.create_entity().with(p).with(v).with(h).with(t).build();
+        }
+    }
+
+    /// bevy_ecs through query states made once (a system's, kept across frames), as its systems use them.
+    pub struct Bevy {
+        world: BevyWorld,
+        moving: bevy_ecs::query::QueryState<(&'static mut Position, &'static mut Velocity)>,
+        placed: bevy_ecs::query::QueryState<(bevy_ecs::entity::Entity, &'static Team, &'static Position)>,
+        health: bevy_ecs::query::QueryState<(bevy_ecs::entity::Entity, &'static Health)>,
+    }
+
+    impl Default for Bevy {
+        fn default() -> Self {
+            let mut world = BevyWorld::new();
+            let (moving, placed, health) = (world.query(), world.query(), world.query());
+            Self { world, moving, placed, health }
+        }
+    }
+
+    impl Ecs for Bevy {
+        type H = bevy_ecs::entity::Entity;
+        fn integrate(&mut self, side: f32) {
+            for (mut p, mut v) in self.moving.iter_mut(&mut self.world) {
+                bounce(&mut p, &mut v, side);
+            }
+        }
+        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+            for (e, t, p) in self.placed.iter(&self.world) {
+                f(e, t.0, p.0);
+            }
+        }
+        fn damage(&mut self, hits: &[Self::H]) {
+            for &e in hits {
+                if let Some(mut h) = self.world.get_mut::<Health>(e) {
+                    h.0 -= 1.0;
+                }
+            }
+        }
+        fn dead(&mut self, out: &mut Vec<Self::H>) {
+            out.extend(self.health.iter(&self.world).filter(|(_, h)| h.0 <= 0.0).map(|(e, _)| e));
+        }
+        fn despawn(&mut self, dead: &[Self::H]) {
+            for &e in dead {
+                self.world.despawn(e);
+            }
+        }
+        fn spawn(&mut self, fighter: (Position, Velocity, Health, Team)) {
+            self.world.spawn(fighter);
+        }
+    }
+
+    /// The contestants of a frame of `n` fighters.
+    pub fn cases(n: usize) -> Vec<Case> {
+        fn contestant<E: Ecs + 'static>(name: &str, mut ecs: E, n: usize) -> Case {
+            let mut frame = Frame::new(&mut ecs, n);
+            if std::env::args().any(|a| a == "--check") {
+                let mut died = 0;
+                for _ in 0..30 {
+                    frame.run(&mut ecs);
+                    died += frame.dead.len();
+                }
+                let (mut live, mut sum) = (0usize, 0f64);
+                ecs.each(&mut |_, team, at| {
+                    live += 1;
+                    sum += f64::from(at.x + at.y) * f64::from(team + 1);
+                });
+                println!("frame of {n}, {name}: after 30 frames {live} live, {died} died, position sum {sum:.3}");
+            }
+            case(name, move || frame.run(&mut ecs))
+        }
+        let mut cases = vec![
+            contestant("raw-sparse", Raw::default(), n),
+            contestant("hecs", hecs::World::new(), n),
+            contestant("shipyard", shipyard::World::new(), n),
+            contestant("specs", specs_world!(Position, Velocity, Health, Team), n),
+            contestant("bevy_ecs", Bevy::default(), n),
+        ];
+        for backend in Backend::ALL {
+            let mut world = World::new();
+            world.set_backend(backend);
+            cases.push(contestant(backend.name(), world, n));
+        }
+        cases
+    }
+}
+
+fn frame_10k() -> Vec<Case> {
+    frame::cases(10_000)
+}
+
+fn frame_100k() -> Vec<Case> {
+    frame::cases(100_000)
+}
+
 /// A workload: its name, its contestants, and for the interleaved mode the iterations per block (a block of a few
 /// milliseconds for the slowest contestant or less).
 /// Entities of the parallel `simple_iter`.
@@ -644,10 +1198,18 @@ fn pool() -> &'static rayon::ThreadPool {
     POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().build().expect("a thread pool"))
 }
 
+/// bevy_ecs's parallel queries run on its compute task pool: made once, with as many threads as [`pool`].
+fn bevy_pool() {
+    bevy_tasks::ComputeTaskPool::get_or_init(|| {
+        bevy_tasks::TaskPoolBuilder::new().num_threads(pool().current_num_threads()).build()
+    });
+}
+
 /// The suite's parallel workloads on one rayon pool: `par_simple_iter` is simple_iter at 100,000 entities, and
 /// `heavy_compute` gives each of 1,000 entities 100 matrix inversions. hecs through `iter_batched` (batches of
-/// 1,024 bridged to the pool), shipyard through its rayon `par_iter`, the backends through `par_for_each` (pieces
-/// of 1,024), the floor through rayon's own slice split.
+/// 1,024 bridged to the pool), shipyard through its rayon `par_iter`, specs through `par_join`, bevy_ecs through
+/// `par_iter_mut` (batches of 1,024, on its task pool of as many threads), the backends through `par_for_each`
+/// (pieces of 1,024), the floor through rayon's own slice split.
 fn par_simple_iter() -> Vec<Case> {
     use rayon::prelude::*;
     use shipyard::IntoIter as _;
@@ -657,6 +1219,11 @@ fn par_simple_iter() -> Vec<Case> {
     hecs_world.spawn_batch((0..PAR_N).map(|_| bundle()));
     let mut shipyard_world = shipyard::World::new();
     shipyard_world.bulk_add_entity((0..PAR_N).map(|_| bundle()));
+    let specs_world = specs_of((0..PAR_N).map(|_| bundle()));
+    bevy_pool();
+    let mut bevy_world = BevyWorld::new();
+    bevy_world.spawn_batch((0..PAR_N).map(|_| bundle()));
+    let mut bevy_query = bevy_world.query::<(&Velocity, &mut Position)>();
     let mut cases = vec![
         case("raw-vec", move || {
             pool()
@@ -679,6 +1246,20 @@ fn par_simple_iter() -> Vec<Case> {
                     (&velocities, &mut positions).par_iter().for_each(|(v, p)| p.0 += v.0);
                 })
             })
+        }),
+        case("specs", move || {
+            use specs::ParJoin;
+            pool().install(|| {
+                let (velocities, mut positions) =
+                    (specs_world.read_storage::<Velocity>(), specs_world.write_storage::<Position>());
+                (&velocities, &mut positions).par_join().for_each(|(v, p)| p.0 += v.0);
+            })
+        }),
+        case("bevy_ecs", move || {
+            bevy_query
+                .par_iter_mut(&mut bevy_world)
+                .batching_strategy(bevy_ecs::batching::BatchingStrategy::fixed(1024))
+                .for_each(|(v, mut p)| p.0 += v.0);
         }),
     ];
     for backend in Backend::ALL {
@@ -712,6 +1293,11 @@ fn heavy_compute() -> Vec<Case> {
     hecs_world.spawn_batch((0..HEAVY_N).map(|_| start()));
     let mut shipyard_world = shipyard::World::new();
     shipyard_world.bulk_add_entity((0..HEAVY_N).map(|_| start()));
+    let specs_world = specs_of((0..HEAVY_N).map(|_| start()));
+    bevy_pool();
+    let mut bevy_world = BevyWorld::new();
+    bevy_world.spawn_batch((0..HEAVY_N).map(|_| start()));
+    let mut bevy_query = bevy_world.query::<(&mut Transform, &mut Position)>();
     let mut cases = vec![
         case("raw-vec", move || {
             pool().install(|| raw.par_iter_mut().with_min_len(64).for_each(|(t, p)| heavy(t, p)));
@@ -733,6 +1319,20 @@ fn heavy_compute() -> Vec<Case> {
                     (&mut transforms, &mut positions).par_iter().for_each(|(t, p)| heavy(t, p));
                 })
             })
+        }),
+        case("specs", move || {
+            use specs::ParJoin;
+            pool().install(|| {
+                let (mut transforms, mut positions) =
+                    (specs_world.write_storage::<Transform>(), specs_world.write_storage::<Position>());
+                (&mut transforms, &mut positions).par_join().for_each(|(t, p)| heavy(t, p));
+            })
+        }),
+        case("bevy_ecs", move || {
+            bevy_query
+                .par_iter_mut(&mut bevy_world)
+                .batching_strategy(bevy_ecs::batching::BatchingStrategy::fixed(64))
+                .for_each(|(mut t, mut p)| heavy(&mut t, &mut p));
         }),
     ];
     for backend in Backend::ALL {
@@ -757,6 +1357,8 @@ fn groups() -> Vec<Group> {
         ("add_remove", add_remove, 3),
         ("small_query", small_query, 5_000),
         ("churn_100k", churn, 1),
+        ("frame_10k", frame_10k, 5),
+        ("frame_100k", frame_100k, 1),
         ("derived_bundle", derived_bundle, 2),
         ("par_simple_iter", par_simple_iter, 10),
         ("heavy_compute", heavy_compute, 2),
@@ -788,7 +1390,7 @@ fn run_criterion(filter: &[String]) {
 
 /// Each group's contestants in alternating blocks: `rounds` times, every contestant runs one block of `per`
 /// iterations in turn, so a slow spell of the machine hits them all alike. Prints each contestant's median and
-/// fastest tenth (p10) per iteration, and the backends' ratio to the faster peer.
+/// fastest tenth (p10) per iteration, and the backends' ratio to the fastest peer.
 fn run_interleaved(filter: &[String]) {
     const ROUNDS: usize = 40;
     println!("{:<28} {:>12} {:>12} {:>15}", "workload/contestant", "median", "p10", "vs faster peer");
@@ -823,13 +1425,12 @@ fn run_interleaved(filter: &[String]) {
         let peer = |k: usize| {
             let prefix = cases[k].0.rsplit_once('/').map(|(p, _)| p);
             let peers = cases.iter().zip(&stats).filter(|((n, _), _)| {
-                n.rsplit_once('/').map(|(p, _)| p) == prefix
-                    && n.rsplit('/').next().is_some_and(|n| n == "hecs" || n == "shipyard")
+                n.rsplit_once('/').map(|(p, _)| p) == prefix && n.rsplit('/').next().is_some_and(|n| PEERS.contains(&n))
             });
             peers.map(|(_, &(median, p10))| (median, p10)).reduce(|a, b| (a.0.min(b.0), a.1.min(b.1)))
         };
         for (k, ((case, _), &(median, p10))) in cases.iter().zip(&stats).enumerate() {
-            let backend = !(case.starts_with("raw-") || ["hecs", "shipyard"].contains(&case.as_str()));
+            let backend = !(case.starts_with("raw-") || PEERS.contains(&case.as_str()));
             let ratio = match peer(k) {
                 Some((pm, pp)) if backend => format!("{:.2}x / {:.2}x", median / pm, p10 / pp),
                 _ => String::new(),
@@ -837,8 +1438,11 @@ fn run_interleaved(filter: &[String]) {
             println!("{:<28} {:>12} {:>12} {:>15}", format!("{name}/{case}"), ns(median), ns(p10), ratio);
         }
     }
-    println!("(ratios: median / p10, each against the faster of hecs and shipyard)");
+    println!("(ratios: median / p10, each against the fastest of {})", PEERS.join(", "));
 }
+
+/// The peers, by the names their rows carry.
+const PEERS: [&str; 4] = ["hecs", "shipyard", "specs", "bevy_ecs"];
 
 fn ns(v: f64) -> String {
     if v >= 1e6 {
