@@ -130,10 +130,9 @@ pub struct Cli {
     /// at once without --frames; with --frames the window exits when the comparison is done (after --screenshot).
     #[arg(long)]
     pub compare: bool,
-    /// Frames each backend runs in the window's compare view.
-    #[arg(long, value_name = "N", default_value_t = 120,
-          value_parser = within(limits::COMPARE_FRAMES))]
-    pub compare_frames: u32,
+    /// Frames each backend runs in the window's compare view [default: 120].
+    #[arg(long, value_name = "N", value_parser = within(limits::COMPARE_FRAMES))]
+    pub compare_frames: Option<u32>,
 }
 
 /// Prints a clap error with the usage line and exits with its status (2 for refusals, 0 for `--help`).
@@ -213,8 +212,10 @@ impl Cli {
                      --replay FILE)",
                 );
             }
-            if self.compare {
-                return conflict("--compare opens the window's compare view; headless, use --backend all");
+            if self.compare || self.compare_frames.is_some() {
+                return conflict(
+                    "--compare and --compare-frames are the window's compare view; headless, use --backend all",
+                );
             }
         }
         if self.p2p && (self.synctest.is_some() || self.backend() == BackendChoice::All || self.load.is_some()) {
@@ -268,6 +269,11 @@ impl Cli {
             }
         }
         warnings
+    }
+
+    /// Frames each backend runs in the window's compare view: `--compare-frames`, else 120.
+    pub fn compare_frames(&self) -> u32 {
+        self.compare_frames.unwrap_or(120)
     }
 
     /// The backend asked for: `--backend`, else the default (a `--load` run uses the file's backend instead, when

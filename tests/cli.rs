@@ -30,6 +30,7 @@ fn bad_input_is_refused_clearly() {
     refused(&["--headless", "--capacity", "0"], "outside the limit of 1 to");
     refused(&["--headless", "--align-every", "99999999"], "--align-every");
     refused(&["--compare-frames", "0"], "--compare-frames");
+    refused(&["--headless", "--compare-frames", "10"], "--compare-frames are the window's compare view");
     refused(&["--headless", "--switch-every", "0"], "--switch-every");
     refused(&["--headless", "--seed", "18446744073709551616"], "--seed");
     refused(&["--nonsense"], "--nonsense");
@@ -393,6 +394,8 @@ fn make_assets_takes_help_and_a_folder_and_refuses_bad_flags() {
     let (code, out, _) = run(&["--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("Usage:") && out.contains("[DIR]"), "{out}");
+    // Its own description, not the crate's.
+    assert!(out.contains("sprite textures") && !out.contains("storage backends"), "{out}");
     assert!(!dir.join("--help").exists() && !dir.join("assets").exists(), "--help wrote files");
     let (code, _, err) = run(&["--nonsense"]);
     assert_eq!(code, 2, "{}", String::from_utf8_lossy(&err));

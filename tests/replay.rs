@@ -179,6 +179,21 @@ fn a_run_from_a_snapshot_records_it_and_replays_from_it() {
 }
 
 #[test]
+fn the_y_sort_shows_no_time_once_sorting_is_off() {
+    let mut play = Play::new(&new_start(3), Profiler::new()).unwrap();
+    let last = |play: &Play| play.profiler().with_timings(|t| t.get("y_sort").map(|s| (s.last_ms, s.runs)).unwrap());
+    play.apply(&Input::DrawOrder(DrawOrder::YSorted(SortMethod::Hybrid))).unwrap();
+    for _ in 0..3 {
+        play.run_frame();
+    }
+    let (_, runs) = last(&play);
+    assert_eq!(runs, 3, "each frame sorted");
+    play.apply(&Input::DrawOrder(DrawOrder::Storage)).unwrap();
+    play.run_frame();
+    assert_eq!(last(&play), (0.0, 3), "sorting off: the span shows 0 ms, and no run was counted");
+}
+
+#[test]
 fn a_bad_quick_load_changes_nothing() {
     let mut play = Play::new(&new_start(5), Profiler::new()).unwrap();
     for _ in 0..40 {
@@ -207,6 +222,8 @@ fn bad_recordings_are_refused_naming_the_line() {
     let quick = lines.iter().position(|l| l.contains("quick_load")).unwrap();
     let cases: Vec<(String, usize, &str)> = vec![
         (text[..text.len() / 2].to_string(), 0, "not a complete JSON line"),
+        // A whole line with a value JSON has no word for is not "cut short".
+        (with(2, r#"{"frame":40,"input":{"burst":[NaN,1.0]},"digest":"0000000000000000"}"#), 3, "not valid JSON"),
         (with(0, &header.replace("swarm recording", "swarm snapshot")), 1, "not a swarm recording"),
         (with(0, &header.replace("\"version\":1", "\"version\":7")), 1, "version 7 is newer"),
         (

@@ -563,3 +563,17 @@ fn a_players_clicks_spawn_its_own_team() {
     let census = swarm::sim::census(&app.world);
     assert_eq!((census.red, census.blue), (3 * config.burst, 0));
 }
+
+#[test]
+fn every_system_of_the_game_has_its_own_colour_in_the_charts() {
+    use swarm::sim::chart::PALETTE;
+    let report = run(&settings(1, 200, 3, Backend::SparseSet, None), |_| {});
+    assert!(
+        report.systems.len() <= PALETTE.len(),
+        "{} systems in the report, {} colours: two would share one",
+        report.systems.len(),
+        PALETTE.len()
+    );
+    let distinct: std::collections::BTreeSet<u32> = PALETTE.iter().copied().collect();
+    assert_eq!(distinct.len(), PALETTE.len(), "a colour appears twice");
+}

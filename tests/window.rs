@@ -133,6 +133,9 @@ fn window_runs_and_the_screenshot_shows_the_game() {
         seen.red, seen.red_x, seen.blue, seen.blue_x, seen.overlay_text, seen.panel_selected
     );
     assert_eq!(seen.width, 1600, "the window opens at 1600 x 900");
+    // Opaque, as the window shows it (a page behind a translucent PNG would show through the boxes).
+    let image = image::open(&shot).unwrap().to_rgba8();
+    assert!(image.pixels().all(|p| p.0[3] == 255), "the screenshot has translucent pixels");
     assert!(seen.red > 2_000, "too few red sprite pixels: {}", seen.red);
     assert!(seen.blue > 2_000, "too few blue sprite pixels: {}", seen.blue);
     // Armies start on opposite sides: red on the left, blue on the right (the camera fits the whole arena). The

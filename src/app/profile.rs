@@ -158,6 +158,15 @@ impl Profiler {
         }
     }
 
+    /// Notes that row `id` did nothing this time (its work is off): its last run shows 0 ms; totals and runs are
+    /// unchanged.
+    pub fn idle(&self, id: u64) {
+        if let Some(stat) = self.lock().timings.stats.get_mut(id as usize) {
+            stat.last_ms = 0.0;
+            stat.parallel = false;
+        }
+    }
+
     /// A copy of the current timings.
     pub fn snapshot(&self, out: &mut Vec<SpanStat>) {
         let shared = self.lock();

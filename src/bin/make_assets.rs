@@ -12,7 +12,7 @@ use swarm::art::Sprite;
 /// Writes the game's sprite textures (fighter, hunter, particle) as PNG files. The window loads them from
 /// `assets/`, or from the folder named by `SWARM_ASSETS`.
 #[derive(Parser, Debug)]
-#[command(name = "make_assets", version, about)]
+#[command(name = "make_assets", version)]
 struct Args {
     /// The folder to write into (made if missing; existing sprite files in it are replaced).
     #[arg(value_name = "DIR", default_value = "assets")]

@@ -516,8 +516,10 @@ impl World {
                 if let Some(other) = listed.insert(child, *parent) {
                     return Err(format!("{child:?} is listed twice (by {other:?} and {parent:?})"));
                 }
-                if self.parent(child) != Some(*parent) {
-                    return Err(format!("{parent:?} lists {child:?}, whose parent is {:?}", self.parent(child)));
+                match self.parent(child) {
+                    Some(own) if own == *parent => {}
+                    Some(own) => return Err(format!("{parent} lists {child}, whose parent is {own}")),
+                    None => return Err(format!("{parent} lists {child}, which has no parent")),
                 }
             }
         }

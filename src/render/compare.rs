@@ -19,19 +19,11 @@ use swarm::sim::SimStats;
 /// Comparison work per rendered frame: the window keeps about 60 fps on top of it at the default population.
 pub const BUDGET: Duration = Duration::from_millis(12);
 
-/// Colours of the systems, in report order: the SVG chart's palette (`sim::chart`), so both read alike.
-pub const PALETTE: [Color; 10] = [
-    Color::from_hex(0x4e79a7),
-    Color::from_hex(0xf28e2b),
-    Color::from_hex(0xe15759),
-    Color::from_hex(0x76b7b2),
-    Color::from_hex(0x59a14f),
-    Color::from_hex(0xedc948),
-    Color::from_hex(0xb07aa1),
-    Color::from_hex(0xff9da7),
-    Color::from_hex(0x9c755f),
-    Color::from_hex(0xbab0ac),
-];
+/// System `i`'s colour, in report order: the SVG chart's palette (`sim::chart`), so both read alike.
+pub fn system_colour(i: usize) -> Color {
+    use swarm::sim::chart::PALETTE;
+    Color::from_hex(PALETTE[i % PALETTE.len()])
+}
 /// The bytes-per-entity bars.
 pub const BYTES: Color = Color::from_hex(0x8c8c8c);
 
@@ -206,7 +198,7 @@ fn chart(reports: &[Report], axes: [(f64, f64); 2], x: f32, y: f32, w: f32, h: f
         let mut bx = x + LABEL;
         for (i, system) in report.systems.iter().enumerate() {
             let bw = system.mean_ms as f32 / time_max * time_w;
-            draw_rectangle(bx, ry, bw, bar_h, PALETTE[i % PALETTE.len()]);
+            draw_rectangle(bx, ry, bw, bar_h, system_colour(i));
             bx += bw;
         }
         let p99 = x + LABEL + report.p99_ms as f32 / time_max * time_w;
@@ -230,7 +222,7 @@ fn chart(reports: &[Report], axes: [(f64, f64); 2], x: f32, y: f32, w: f32, h: f
             lx = x + LABEL;
             ly += 28.0;
         }
-        draw_rectangle(lx, ly - 14.0, 16.0, 16.0, PALETTE[i % PALETTE.len()]);
+        draw_rectangle(lx, ly - 14.0, 16.0, 16.0, system_colour(i));
         draw_text(&system.name, lx + 24.0, ly, 20.0, TEXT);
         lx += width;
     }

@@ -29,7 +29,7 @@ const ENTRIES: [(Sample, &str); 5] = [
     (Sample::Hunter, "hunter: ringed; line to target; its squad linked"),
     (Sample::Stale, "stale handle caught: the target had died"),
     (Sample::Death, "death: a burst of sparks"),
-    (Sample::Field, "zoomed far out: each army's colour; the front is where they meet"),
+    (Sample::Field, "zoomed far out: red or blue where one team holds the ground, paler where both do"),
 ];
 
 const SIZE: u16 = 16;

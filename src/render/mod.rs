@@ -549,7 +549,8 @@ impl Window {
                 }
                 Action::Compare => {
                     let app = &self.game.play.app;
-                    self.compare = Some(CompareView::open(&app.world, self.game.cli.compare_frames, app.threads()))
+                    let frames = self.game.cli.compare_frames();
+                    self.compare = Some(CompareView::open(&app.world, frames, app.threads()))
                 }
                 // The game is frozen while the compare view is open: it shows that moment.
                 _ if self.compare.is_some() => {}
@@ -1021,6 +1022,11 @@ fn save_screenshot(path: &Path) -> Result<(), String> {
     let mut rows = vec![0u8; w * h * 4];
     for y in 0..h {
         rows[y * w * 4..(y + 1) * w * 4].copy_from_slice(&image.bytes[(h - 1 - y) * w * 4..(h - y) * w * 4]);
+    }
+    // Opaque, as the window shows it: the frame buffer's alpha is what the boxes were blended with, and a viewer
+    // would blend the picture with its page again.
+    for pixel in rows.chunks_exact_mut(4) {
+        pixel[3] = 255;
     }
     swarm::files::write_whole(path, |temp| {
         image::save_buffer(temp, &rows, w as u32, h as u32, image::ColorType::Rgba8).map_err(|e| e.to_string())

@@ -272,8 +272,12 @@ pub fn draw(
     let red = Color::new(1.0, 0.45, 0.4, 1.0);
     let group = Color::new(0.6, 0.82, 1.0, 1.0);
 
-    let paused = if readout.paused { "   PAUSED" } else { "" };
-    let modified = if readout.modified { "   MODIFIED" } else { "" };
+    // On a line of their own, so a long header cannot cut them off.
+    if readout.paused || readout.modified {
+        let paused = if readout.paused { "PAUSED   " } else { "" };
+        let modified = if readout.modified { "MODIFIED (a group of systems was turned off)" } else { "" };
+        say!(red, "{paused}{modified}");
+    }
     let (w, f) = (readout.whole, readout.sim);
     text.clear();
     let _ = write!(text, "backend: {}   threads: {}   ", readout.backend, readout.threads);
@@ -282,7 +286,7 @@ pub fn draw(
     } else {
         let _ = write!(text, "- fps");
     }
-    let _ = write!(text, "   scenario: {}{paused}{modified}", readout.scenario);
+    let _ = write!(text, "   scenario: {}", readout.scenario);
     put(text, amber, &mut y);
     say!(dim, "ms per frame          avg      p50      p99      max");
     say!(amber, "whole frame    {:>10.2} {:>8.2} {:>8.2} {:>8.2}", w.mean, w.p50, w.p99, w.max);

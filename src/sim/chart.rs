@@ -6,9 +6,17 @@ use super::compare::bytes_per_entity;
 use super::report::Report;
 use std::fmt::Write;
 
-/// Colours for the systems, in order (repeating if there are more).
-const PALETTE: [&str; 10] =
-    ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+/// Colours for the systems, in order, as `0xRRGGBB`: one each for more systems than the game has (`tests/sim.rs`
+/// checks), so no two share one. The window's compare view draws with the same.
+pub const PALETTE: [u32; 16] = [
+    0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f, 0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac, 0xa0cbe8,
+    0xffbe7d, 0x8cd17d, 0xb6992d, 0x499894, 0xd4a6c8,
+];
+
+/// System `i`'s colour as SVG writes it.
+fn system_colour(i: usize) -> String {
+    format!("#{:06x}", PALETTE[i % PALETTE.len()])
+}
 
 const WIDTH: f64 = 1000.0;
 const LABEL: f64 = 170.0; // left column: backend names and their figures
@@ -94,7 +102,7 @@ pub fn svg(reports: &[Report], title: &str) -> String {
             writeln!(
                 w,
                 r#"<rect class="system" x="{x:.2}" y="{y:.2}" width="{width:.2}" height="{bar_h:.2}" fill="{}"><title>{}: {:.3} ms</title></rect>"#,
-                PALETTE[i % PALETTE.len()],
+                system_colour(i),
                 escape(&system.name),
                 system.mean_ms
             )
@@ -127,8 +135,7 @@ pub fn svg(reports: &[Report], title: &str) -> String {
     for (i, name) in systems.iter().enumerate() {
         let (col, row) = ((i % 4) as f64, (i / 4) as f64);
         let (x, y) = (LABEL + col * 200.0, legend_y + row * 22.0);
-        writeln!(w, r#"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/>"#, y - 10.0, PALETTE[i % PALETTE.len()])
-            .ok();
+        writeln!(w, r#"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/>"#, y - 10.0, system_colour(i)).ok();
         writeln!(w, r#"<text x="{}" y="{y}">{}</text>"#, x + 18.0, escape(name)).ok();
     }
     writeln!(w, "</svg>").ok();

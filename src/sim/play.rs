@@ -290,9 +290,10 @@ impl Play {
     }
 
     /// Sorts the pools into the draw order (a y-sort; nothing for storage order or other backends than the
-    /// sparse set), timed as the `y_sort` span. The window calls it once per drawn frame, a replay once per frame.
+    /// sparse set), timed as the `y_sort` span; in storage order the span shows 0 ms, not the last sort's time.
+    /// The window calls it once per drawn frame, a replay once per frame.
     pub fn sort(&mut self) {
-        let DrawOrder::YSorted(method) = self.order else { return };
+        let DrawOrder::YSorted(method) = self.order else { return self.profiler.idle(self.sort_id) };
         let Self { app, profiler, sort_id, sort_order, sort_scratch, .. } = self;
         profiler.time("y_sort", *sort_id, || sort_by_y(&mut app.world, method, sort_order, sort_scratch));
     }

@@ -223,8 +223,12 @@ impl Recording {
         let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l)).filter(|(_, l)| !l.trim().is_empty());
         let fail = |line: usize, why: String| RecordingError { line, why };
         let json = |line: usize, text: &str| {
-            serde_json::from_str::<serde_json::Value>(text)
-                .map_err(|e| fail(line, format!("not a complete JSON line ({e}); the file may be cut short")))
+            serde_json::from_str::<serde_json::Value>(text).map_err(|e| {
+                // A line that ends early is a file cut short; a whole line that does not parse is a bad value.
+                let why = if e.is_eof() { "not a complete JSON line" } else { "not valid JSON" };
+                let hint = if e.is_eof() { "; the file may be cut short" } else { "" };
+                fail(line, format!("{why} ({e}){hint}"))
+            })
         };
 
         let Some((line, first)) = lines.next() else { return Err(fail(1, "empty file, not a recording".into())) };

@@ -299,7 +299,7 @@ fn a_damaged_tree_in_a_file_is_refused(backend: Backend) {
     let damaged = [
         ("listed twice", edit("@children", json!([ip]), json!([[h(a), h(b), h(a)]])), "listed twice"),
         ("dangling parent", edit("@parent", json!([ia, ib]), json!([h(p), h(gone)])), "not alive"),
-        ("disagreeing sides", edit("@parent", json!([ia, ib]), json!([h(p), h(a)])), "whose parent is"),
+        ("disagreeing sides", edit("@parent", json!([ia, ib]), json!([h(p), h(a)])), "whose parent is "),
         (
             "cycle",
             {
@@ -320,6 +320,7 @@ fn a_damaged_tree_in_a_file_is_refused(backend: Backend) {
         let error = schema.load_into(&mut target, bad, None).unwrap_err();
         assert!(matches!(error, SnapshotError::Hierarchy(_)), "{what}: {error}");
         assert!(error.to_string().contains(says), "{what}: {error}");
+        assert!(!error.to_string().contains("Some("), "{what}: words, not Rust syntax: {error}");
         assert_eq!(target.get::<Pos>(kept), Some(&Pos(5.0, 5.0)), "{what}: the world untouched");
     }
     // The intact file loads with the tree.
