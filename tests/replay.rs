@@ -232,6 +232,11 @@ fn bad_recordings_are_refused_naming_the_line() {
             "unknown variant `teleport`",
         ),
         (with(2, r#"{"frame":40,"input":"step","digest":"xyz"}"#), 3, "not 16 hex digits"),
+        (
+            with(2, r#"{"frame":40,"input":{"population":100000000},"digest":"0000000000000000"}"#),
+            3,
+            "population change is 100000000, outside the limit of -2000000 to 2000000",
+        ),
         (with(2, r#"{"frame":40,"input":{"backend":"sparse"},"digest":"0000000000000000"}"#), 3, "unknown backend"),
         (
             with(quick, r#"{"frame":99,"input":{"quick_load":"@@@"},"digest":"0000000000000000"}"#),

@@ -300,6 +300,12 @@ impl Recording {
                 let digest = parse_digest(&parsed.digest).map_err(|why| fail(line, why))?;
                 let at = parsed.frame;
                 match &parsed.input {
+                    // A change of the target population, at most the population's whole range either way.
+                    Input::Population(delta) => {
+                        let most = i64::from(*limits::POPULATION.end());
+                        limits::check("population change", *delta, &(-most..=most))
+                            .map_err(|e| fail(line, e.to_string()))?
+                    }
                     Input::AlignEvery(every) => limits::check("align_every", *every, &limits::ALIGN_EVERY)
                         .map_err(|e| fail(line, e.to_string()))?,
                     Input::Threads(n) => {
