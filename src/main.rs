@@ -55,15 +55,14 @@ fn synctest(cli: &Cli, distance: usize) -> ExitCode {
         let started = std::time::Instant::now();
         match sync_test(&mut app, settings.frames, distance, |frame, player| scripted_input(arena, frame, player)) {
             Ok(tested) => println!(
-                "synctest {backend}, {} threads: {} frames, each rolled back {distance} and resimulated ({} frames \
-                 simulated, {} saves, {} loads) in {:.2} s; no desync; digest {:016x}",
-                settings.threads,
-                tested.frames,
-                tested.simulated,
-                tested.saves,
-                tested.loads,
-                started.elapsed().as_secs_f64(),
-                swarm::sim::digest(&app.world)
+                "{}",
+                tested.summary(
+                    backend,
+                    settings.threads,
+                    distance,
+                    swarm::sim::digest(&app.world),
+                    Some(started.elapsed())
+                )
             ),
             Err(error) => {
                 eprintln!("swarm: synctest {backend}: {error}");

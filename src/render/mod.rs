@@ -203,7 +203,7 @@ impl Game {
                     Ok(())
                 }
                 _ if net.allows(&input) => self.play.apply(&input).map_err(|e| e.to_string()),
-                _ => Err(format!("in a GGRS game only clicks go to the session: {input} is not applied")),
+                _ => Err(format!("in a GGRS game only clicks go to GGRS: {input} is not applied")),
             };
         }
         if let Some(live) = self.rewind.as_ref().and_then(Rewind::watching) {

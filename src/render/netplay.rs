@@ -14,15 +14,15 @@ use swarm::sim::play::Input;
 use swarm::sim::rollback::{scripted_input, PlayerInput, SyncTester};
 use swarm::sim::SimConfig;
 
-/// The session.
-enum Session {
+/// What runs the frames: a sync test, or one of two peers.
+enum Link {
     Sync(Box<SyncTester>),
     Peer(Box<Peer>),
 }
 
-/// A GGRS game in the window: the session, the click waiting for the next frame, and how it ended.
+/// A GGRS game in the window: what runs its frames, the click waiting for the next frame, and how it ended.
 pub struct NetPlay {
-    session: Session,
+    link: Link,
     click: Option<Vec2>,
     /// Why it stopped, and the exit status that says so.
     failed: Option<(String, u8)>,
@@ -32,12 +32,12 @@ pub struct NetPlay {
 }
 
 impl NetPlay {
-    /// The session the flags ask for, if any; `Err` with the message and exit status when it cannot start (a port
+    /// The GGRS game the flags ask for, if any; `Err` with the message and exit status when it cannot start (a port
     /// in use).
     pub fn start(cli: &Cli, app: &App) -> Result<Option<Self>, (String, u8)> {
-        let session = if let Some(distance) = cli.synctest {
+        let link = if let Some(distance) = cli.synctest {
             let tester = SyncTester::new(app, distance as usize).map_err(|e| (format!("synctest: {e}"), 2))?;
-            Session::Sync(Box::new(tester))
+            Link::Sync(Box::new(tester))
         } else if cli.p2p {
             let settings = PeerSettings {
                 local_port: cli.local_port.unwrap_or_default(),
@@ -47,11 +47,11 @@ impl NetPlay {
                 timeout: Duration::from_secs(cli.timeout),
             };
             let peer = Peer::start(app, &settings).map_err(|e| (format!("p2p: {e}"), e.status()))?;
-            Session::Peer(Box::new(peer))
+            Link::Peer(Box::new(peer))
         } else {
             return Ok(None);
         };
-        Ok(Some(Self { session, click: None, failed: None, done: None, frames: cli.frames }))
+        Ok(Some(Self { link, click: None, failed: None, done: None, frames: cli.frames }))
     }
 
     /// Whether `input` may be applied: a burst is taken here (the next frame's click), switching the backend,
@@ -59,7 +59,7 @@ impl NetPlay {
     pub fn allows(&self, input: &Input) -> bool {
         match input {
             Input::Backend(_) | Input::Threads(_) | Input::DrawOrder(_) => true,
-            Input::Pause(_) | Input::Step => matches!(self.session, Session::Sync(_)),
+            Input::Pause(_) | Input::Step => matches!(self.link, Link::Sync(_)),
             _ => false,
         }
     }
@@ -69,21 +69,21 @@ impl NetPlay {
         self.click = Some(at);
     }
 
-    /// One step of the session on `app`: a frame of the sync test, or a peer's step (which may wait for the other
+    /// One step of the game on `app`: a frame of the sync test, or a peer's step (which may wait for the other
     /// peer). Nothing once it stopped or finished.
     pub fn step(&mut self, app: &mut App) {
         if self.failed.is_some() || self.done.is_some() {
             return;
         }
-        match &mut self.session {
-            Session::Sync(tester) => {
+        match &mut self.link {
+            Link::Sync(tester) => {
                 let arena = app.world.resource::<SimConfig>().arena;
                 let blue = scripted_input(arena, tester.tested().frames, 1);
                 if let Err(error) = tester.advance(app, [PlayerInput::burst(self.click.take()), blue]) {
                     self.failed = Some((format!("synctest: {error}"), 1));
                 }
             }
-            Session::Peer(peer) => {
+            Link::Peer(peer) => {
                 let mut taken = None;
                 let click = &mut self.click;
                 match peer.step(app, |_| {
@@ -114,23 +114,14 @@ impl NetPlay {
             return None;
         }
         let (backend, threads) = (app.world.backend(), app.threads());
-        match &self.session {
-            Session::Peer(peer) => {
+        match &self.link {
+            Link::Peer(peer) => {
                 let run = self.done?;
                 Some(run.summary(peer.stats().player, backend, threads, self.frames.unwrap_or_default()))
             }
-            Session::Sync(tester) => {
-                let tested = tester.tested();
-                Some(format!(
-                    "synctest {backend}, {threads} threads: {} frames, each rolled back {} and resimulated ({} frames \
-                     simulated, {} saves, {} loads); no desync; digest {:016x}",
-                    tested.frames,
-                    tester.distance(),
-                    tested.simulated,
-                    tested.saves,
-                    tested.loads,
-                    swarm::sim::digest(&app.world)
-                ))
+            Link::Sync(tester) => {
+                let digest = swarm::sim::digest(&app.world);
+                Some(tester.tested().summary(backend, threads, tester.distance(), digest, None))
             }
         }
     }
@@ -146,8 +137,8 @@ impl NetPlay {
             let _ = write!(text, "{why}");
             return first;
         }
-        match &self.session {
-            Session::Sync(tester) => {
+        match &self.link {
+            Link::Sync(tester) => {
                 let tested = tester.tested();
                 let _ = write!(text, "GGRS sync test: click for a red burst, blue's are scripted");
                 let first = text.len();
@@ -161,7 +152,7 @@ impl NetPlay {
                 );
                 first
             }
-            Session::Peer(peer) => {
+            Link::Peer(peer) => {
                 let stats = peer.stats();
                 let team = if stats.player == 0 { "red" } else { "blue" };
                 if !stats.synchronized {

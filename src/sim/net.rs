@@ -188,7 +188,7 @@ pub enum Progress {
 
 /// One of two peers, stepped by its caller: [`run_peer`] in a loop, the window once per fixed step.
 pub struct Peer {
-    session: ggrs::P2PSession<GgrsConfig>,
+    p2p: ggrs::P2PSession<GgrsConfig>,
     running: std::rc::Rc<std::cell::Cell<bool>>,
     settings: PeerSettings,
     local: usize,
@@ -204,14 +204,14 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// Binds the port and starts the session with the other peer (nothing is sent yet).
+    /// Binds the port and starts GGRS with the other peer (nothing is sent yet).
     pub fn start(app: &App, settings: &PeerSettings) -> Result<Self, NetError> {
         let inner = ggrs::UdpNonBlockingSocket::bind_to_port(settings.local_port)
             .map_err(|error| NetError::Bind(settings.local_port, error))?;
         let running = std::rc::Rc::new(std::cell::Cell::new(false));
         let socket = RepeatingSocket { inner, request: None, sent_at: Instant::now(), running: running.clone() };
         let (local, remote) = (settings.player, 1 - settings.player.min(1));
-        let session = ggrs::SessionBuilder::<GgrsConfig>::new()
+        let p2p = ggrs::SessionBuilder::<GgrsConfig>::new()
             .with_num_players(PLAYERS)
             .with_desync_detection_mode(ggrs::DesyncDetection::On { interval: 1 })
             .with_disconnect_timeout(settings.timeout)
@@ -219,7 +219,7 @@ impl Peer {
             .add_player(ggrs::PlayerType::Remote(settings.remote), remote)?
             .start_p2p_session(socket)?;
         Ok(Self {
-            session,
+            p2p,
             running,
             settings: settings.clone(),
             local,
@@ -236,16 +236,16 @@ impl Peer {
     /// Polls the other peer, then (synchronized, and short of the frame asked for) adds this player's input for
     /// the current frame (`input` is asked with it) and advances a frame, serving GGRS's requests on `app`.
     pub fn step(&mut self, app: &mut App, input: impl FnOnce(u32) -> PlayerInput) -> Result<Progress, NetError> {
-        let session = &mut self.session;
-        session.poll_remote_clients();
-        let events: Vec<_> = session.events().collect();
+        let p2p = &mut self.p2p;
+        p2p.poll_remote_clients();
+        let events: Vec<_> = p2p.events().collect();
         for event in events {
             match event {
                 ggrs::GgrsEvent::DesyncDetected { frame, local_checksum, remote_checksum, .. } => {
                     return Err(NetError::Desync { frame, checksums: (local_checksum, remote_checksum) })
                 }
                 ggrs::GgrsEvent::Disconnected { .. } if self.done.is_none() => {
-                    let at = Some(session.confirmed_frame());
+                    let at = Some(p2p.confirmed_frame());
                     return Err(NetError::NoAnswer { remote: self.settings.remote, waited: self.settings.timeout, at });
                 }
                 ggrs::GgrsEvent::WaitRecommendation { skip_frames } => self.skip = self.skip.max(skip_frames),
@@ -255,13 +255,13 @@ impl Peer {
         if let Some(since) = self.done {
             // Only answering now: done once the other peer acknowledged every input sent (it has what it needs to
             // confirm the frame too), or after the timeout if it went away.
-            let acknowledged = session.network_stats(self.remote).is_ok_and(|stats| stats.send_queue_len == 0);
+            let acknowledged = p2p.network_stats(self.remote).is_ok_and(|stats| stats.send_queue_len == 0);
             if (acknowledged && since.elapsed() >= LINGER) || since.elapsed() >= self.settings.timeout {
                 return Ok(Progress::Done(self.run));
             }
             return Ok(Progress::Finishing);
         }
-        self.running.set(session.current_state() == ggrs::SessionState::Running);
+        self.running.set(p2p.current_state() == ggrs::SessionState::Running);
         if !self.running.get() {
             if self.started.elapsed() >= self.settings.timeout {
                 let (remote, waited) = (self.settings.remote, self.settings.timeout);
@@ -269,18 +269,18 @@ impl Peer {
             }
             return Ok(Progress::Syncing);
         }
-        if let Ok(stats) = session.network_stats(self.remote) {
+        if let Ok(stats) = p2p.network_stats(self.remote) {
             self.run.ping_ms = stats.ping;
         }
         if self.skip > 0 {
             self.skip -= 1;
             return Ok(Progress::Waiting);
         }
-        let frame = session.current_frame();
+        let frame = p2p.current_frame();
         let target = self.settings.frames.map_or(i32::MAX, |frames| frames as i32);
         let input = if frame < target { input(frame as u32) } else { PlayerInput::default() };
-        session.add_local_input(self.local, PlayerInput { settings: self.fingerprint, ..input })?;
-        let progress = match session.advance_frame() {
+        p2p.add_local_input(self.local, PlayerInput { settings: self.fingerprint, ..input })?;
+        let progress = match p2p.advance_frame() {
             Ok(requests) => {
                 for request in requests {
                     match &request {
@@ -298,7 +298,7 @@ impl Peer {
             Err(ggrs::GgrsError::PredictionThreshold) => Progress::Waiting,
             Err(error) => return Err(error.into()),
         };
-        let (current, confirmed) = (session.current_frame(), session.confirmed_frame());
+        let (current, confirmed) = (p2p.current_frame(), p2p.confirmed_frame());
         self.run.deepest_prediction = self.run.deepest_prediction.max(current - confirmed.max(0));
         if confirmed >= target && current > target {
             self.run.digest = *self.digests.get(&target).expect("the target frame was saved");
@@ -314,8 +314,8 @@ impl Peer {
         PeerStats {
             player: self.local,
             remote: self.settings.remote,
-            frame: self.session.current_frame(),
-            confirmed: self.session.confirmed_frame(),
+            frame: self.p2p.current_frame(),
+            confirmed: self.p2p.confirmed_frame(),
             run: self.run,
             synchronized: self.running.get(),
         }

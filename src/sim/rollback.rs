@@ -171,6 +171,25 @@ pub struct SyncTested {
     pub loads: u64,
 }
 
+impl SyncTested {
+    /// The line a passed sync test prints (headless and window alike); `took`: its time, when timed.
+    pub fn summary(
+        &self,
+        backend: crate::ecs::Backend,
+        threads: usize,
+        distance: usize,
+        digest: u64,
+        took: Option<std::time::Duration>,
+    ) -> String {
+        let took = took.map(|t| format!(" in {:.2} s", t.as_secs_f64())).unwrap_or_default();
+        format!(
+            "synctest {backend}, {threads} threads: {} frames, each rolled back {distance} and resimulated ({} frames \
+             simulated, {} saves, {} loads){took}; no desync; digest {digest:016x}",
+            self.frames, self.simulated, self.saves, self.loads
+        )
+    }
+}
+
 /// Serves one GGRS request on `app`: saves a checkpoint with the digest as its checksum (returned with its frame),
 /// restores one, or applies the players' inputs (bursts) and runs a frame. A confirmed input whose settings are not
 /// `settings` stops it.
@@ -223,7 +242,7 @@ pub fn sync_test(
 /// [`MAX_CHECK_DISTANCE`]) are rolled back and resimulated, and their checksums (the world's digest) compared with
 /// the first run's. Both players are local. The headless `--synctest` and the window's run it.
 pub struct SyncTester {
-    session: ggrs::SyncTestSession<GgrsConfig>,
+    sync: ggrs::SyncTestSession<GgrsConfig>,
     settings: u32,
     tested: SyncTested,
     distance: usize,
@@ -237,21 +256,21 @@ impl SyncTester {
                 "the check distance is {check_distance}, not 1 to {MAX_CHECK_DISTANCE}"
             )));
         }
-        let session = ggrs::SessionBuilder::<GgrsConfig>::new()
+        let sync = ggrs::SessionBuilder::<GgrsConfig>::new()
             .with_num_players(PLAYERS)
             .with_max_prediction_window(check_distance + 1)
             .with_check_distance(check_distance)
             .start_synctest_session()?;
         let tested = SyncTested { frames: 0, simulated: 0, saves: 0, loads: 0 };
-        Ok(Self { session, settings: fingerprint(&app.world), tested, distance: check_distance })
+        Ok(Self { sync, settings: fingerprint(&app.world), tested, distance: check_distance })
     }
 
     /// One frame with the players' `inputs`: advanced, then rolled back and resimulated (once enough frames ran).
     pub fn advance(&mut self, app: &mut App, inputs: [PlayerInput; PLAYERS]) -> Result<(), SyncError> {
         for (player, input) in inputs.into_iter().enumerate() {
-            self.session.add_local_input(player, PlayerInput { settings: self.settings, ..input })?;
+            self.sync.add_local_input(player, PlayerInput { settings: self.settings, ..input })?;
         }
-        for request in self.session.advance_frame()? {
+        for request in self.sync.advance_frame()? {
             match &request {
                 ggrs::GgrsRequest::SaveGameState { .. } => self.tested.saves += 1,
                 ggrs::GgrsRequest::LoadGameState { .. } => self.tested.loads += 1,
