@@ -104,6 +104,55 @@ fn a_recorded_session_replays_to_the_same_digests() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// An input edited in the file differs at its own line even when a reset or a quick load right after it wipes
+/// what it did: each line's digest covers what the input set (a burst asked for, the target population), not only
+/// the world's values, which the input has not changed yet.
+#[test]
+fn an_edited_input_differs_at_its_line_even_when_a_reset_follows() {
+    let dir = temp("edited");
+    let path = dir.join("run.jsonl");
+    let start = new_start(3);
+    let mut play = Play::new(&start, Profiler::new()).unwrap();
+    play.app.set_threads(1);
+    let mut recorder = Recorder::create(&path, &start).unwrap();
+    for _ in 0..20 {
+        play.app.update();
+    }
+    let saved = snapshot::save(&play.app.world, Format::Binary).unwrap();
+    let inputs = [
+        Input::Burst(Vec2::new(300.0, 200.0)),
+        Input::Reset,
+        Input::Population(500),
+        Input::QuickLoad(saved),
+        Input::AlignEvery(30),
+        Input::Reset,
+    ];
+    for input in &inputs {
+        let at = play.frame();
+        play.apply(input).unwrap();
+        recorder.record(at, input, &play).unwrap();
+    }
+    for _ in 0..10 {
+        play.app.update();
+    }
+    recorder.finish(&play).unwrap();
+    let (replayed, checks) = replay_file(&path);
+    assert_eq!(replayed.differs, 0, "{checks:?}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (edit, from, to, line) in [
+        ("burst", "[300.0,200.0]", "[301.0,200.0]", 2),
+        ("population", "\"population\":500", "\"population\":400", 4),
+        ("alignment", "\"align_every\":30", "\"align_every\":15", 6),
+    ] {
+        assert!(text.contains(from), "{edit}: {from} not in\n{text}");
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+        let (_, checks) = replay_file(&path);
+        let bad: Vec<usize> = checks.iter().filter(|c| !c.same()).map(|c| c.line).collect();
+        assert_eq!(bad[..1], [line], "{edit} edited: lines {bad:?} differ\n{text}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn a_tampered_digest_differs_and_a_cut_recording_replays_to_its_last_input() {
     let dir = temp("tampered");
@@ -225,7 +274,7 @@ fn bad_recordings_are_refused_naming_the_line() {
         // A whole line with a value JSON has no word for is not "cut short".
         (with(2, r#"{"frame":40,"input":{"burst":[NaN,1.0]},"digest":"0000000000000000"}"#), 3, "not valid JSON"),
         (with(0, &header.replace("swarm recording", "swarm snapshot")), 1, "not a swarm recording"),
-        (with(0, &header.replace("\"version\":1", "\"version\":7")), 1, "version 7 is newer"),
+        (with(0, &header.replace("\"version\":2", "\"version\":7")), 1, "version 7 is newer"),
         (
             with(2, r#"{"frame":40,"input":{"teleport":1},"digest":"0000000000000000"}"#),
             3,

@@ -60,10 +60,32 @@ fn a_full_world_stops_spawning_and_counts() {
     for backend in Backend::ALL {
         s.backend = backend;
         let report = run(&s, |_| {});
-        assert!(report.fighters_refused > 0, "{backend}: no refusal counted");
+        // The refill asks again every frame: what is counted is how far below the target the world holds it.
+        assert_eq!(report.fighters_refused, 0, "{backend}: refills are not summed over frames");
+        assert!(report.short_of_target > 1_000, "{backend}: short by only {}", report.short_of_target);
+        assert!(report.short_of_target < 2_000, "{backend}: short by {}", report.short_of_target);
         assert!(report.peak_live <= 500, "{backend}: peak {} above capacity", report.peak_live);
         assert!(report.live > 0);
     }
+}
+
+#[test]
+fn a_burst_the_full_world_refuses_is_counted_once() {
+    let mut s = settings(5, 2_000, 1, Backend::SparseSet, None);
+    s.capacity = 500;
+    let mut app = build_app(s.config.clone(), s.seed, s.backend, s.capacity);
+    app.set_threads(1);
+    for _ in 0..30 {
+        app.update();
+    }
+    assert_eq!(app.world.resource::<SimStats>().spawn_refused, 0, "nothing asked for but refills yet");
+    app.world.resource_mut::<swarm::sim::SpawnRequests>().0.push(Vec2::new(300.0, 200.0));
+    for _ in 0..60 {
+        app.update();
+    }
+    let burst = u64::from(app.world.resource::<SimConfig>().burst);
+    assert_eq!(app.world.resource::<SimStats>().spawn_refused, burst, "one burst refused, counted once");
+    assert!(app.world.resource::<swarm::sim::Shortfall>().0 > 1_000);
 }
 
 #[test]

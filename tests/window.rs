@@ -153,6 +153,23 @@ fn window_runs_and_the_screenshot_shows_the_game() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// Every line of the overlay and the legend is drawn whole, above the key strip (a line too wide for the box goes
+/// on over the next; the run warns of any line it had to cut), with the longest figures: churn at 100,000 and
+/// the armies at 10,000, each after a live switch (the previous backend's figures beside the current ones).
+#[test]
+fn the_overlay_and_the_legend_fit_their_boxes() {
+    let Some(display) = display() else { return };
+    let dir = temp("fit");
+    for (scenario, entities) in [("churn", "100000"), ("armies", "10000"), ("battle", "2000")] {
+        let shot = dir.join(format!("{scenario}.png"));
+        let stderr =
+            shoot(display, &shot, None, &["--entities", entities, "--scenario", scenario, "--switch-every", "30"]);
+        assert!(!stderr.contains("overlay cut"), "{scenario} {entities}: {stderr}");
+        assert!(!stderr.contains("legend runs under"), "{scenario} {entities}: {stderr}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// The legend box under the panel (its dark blue fill, with red and blue team samples and the yellow marker ring in
 /// it), and the dark strip behind the key line, which the armies would otherwise show through.
 fn legend_and_key_strip(shot: &Path) {

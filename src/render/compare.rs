@@ -2,10 +2,11 @@
 //! backend, drawn as a chart over the game. The headless `--backend all` chart (`sim::chart`) is the same chart
 //! as SVG.
 //!
-//! The comparison runs on copies loaded from the snapshot, a little per rendered frame (a time budget), so the
-//! window stays responsive and shows its progress; the game itself is frozen meanwhile and is not touched. The
-//! chart's axes use round steps and only grow while the backends report, so the bars already drawn never jump,
-//! and they stay as they are once the run is done.
+//! The comparison runs on copies loaded from the snapshot, a little per rendered frame (a time budget that grows
+//! with what the rest of the frame costs, so a large world, slow to draw, still spends most of the wall time on
+//! the comparison), so the window stays responsive; the game itself is frozen meanwhile and is not touched. While
+//! it runs, each backend shows a progress bar and, once done, its mean frame time; the chart is drawn when every
+//! backend has reported, on axes of round steps fitted to all of them, so no bar is drawn to a scale that changes.
 
 use super::layout::axis;
 use macroquad::prelude::*;
@@ -16,8 +17,16 @@ use swarm::sim::compare::{bytes_per_entity, Comparison};
 use swarm::sim::report::Report;
 use swarm::sim::SimStats;
 
-/// Comparison work per rendered frame: the window keeps about 60 fps on top of it at the default population.
+/// The least comparison work per rendered frame: the window keeps about 60 fps on top of it at the default
+/// population.
 pub const BUDGET: Duration = Duration::from_millis(12);
+
+/// Comparison work for the next rendered frame when the rest of the last one (drawing the world, the panel) took
+/// `rest`: three times that, so the comparison gets about three quarters of the wall time, between [`BUDGET`] and
+/// half a second (the window still answers Esc).
+pub fn budget(rest: Duration) -> Duration {
+    (rest * 3).clamp(BUDGET, Duration::from_millis(500))
+}
 
 /// System `i`'s colour, in report order: the SVG chart's palette (`sim::chart`), so both read alike.
 pub fn system_colour(i: usize) -> Color {
@@ -38,8 +47,6 @@ pub struct CompareView {
     /// Live entities and the simulation frame when the snapshot was taken.
     entities: u32,
     sim_frame: u64,
-    /// The frame-time axis (top, step in ms) and the bytes axis (top, step), grown to fit the reports so far.
-    axes: [(f64, f64); 2],
 }
 
 impl CompareView {
@@ -48,12 +55,7 @@ impl CompareView {
     /// a view that shows why.
     pub fn open(world: &World, frames: u32, threads: usize) -> Self {
         let comparison = Comparison::from_world(world, frames, threads).map_err(|e| format!("cannot compare now: {e}"));
-        Self {
-            comparison,
-            entities: world.len(),
-            sim_frame: world.resource::<SimStats>().frames,
-            axes: [(0.0, 1.0); 2],
-        }
+        Self { comparison, entities: world.len(), sim_frame: world.resource::<SimStats>().frames }
     }
 
     /// Runs the comparison for about `budget`; nothing once it is done or failed.
@@ -61,15 +63,6 @@ impl CompareView {
         if let Ok(comparison) = &mut self.comparison {
             if !comparison.is_done() {
                 comparison.step(budget);
-                let reports = comparison.reports();
-                let time = reports.iter().map(|r| r.p99_ms.max(r.mean_ms)).fold(0.0, f64::max);
-                let bytes = reports.iter().map(bytes_per_entity).fold(0.0, f64::max);
-                for (held, max) in self.axes.iter_mut().zip([time, bytes]) {
-                    let grown = axis(max, 5);
-                    if grown.0 > held.0 {
-                        *held = grown;
-                    }
-                }
             }
         }
     }
@@ -128,8 +121,13 @@ impl CompareView {
             draw_text(text.as_str(), x, y, 24.0, colour);
         }
         y += 40.0;
-        if !reports.is_empty() {
-            chart(reports, self.axes, x, y, w - 40.0, y0 + h - 60.0 - y, text);
+        if comparison.is_done() && !reports.is_empty() {
+            // Axes of round steps fitted to every backend's figures.
+            let time = reports.iter().map(|r| r.p99_ms.max(r.mean_ms)).fold(0.0, f64::max);
+            let bytes = reports.iter().map(bytes_per_entity).fold(0.0, f64::max);
+            chart(reports, [axis(time, 5), axis(bytes, 5)], x, y, w - 40.0, y0 + h - 60.0 - y, text);
+        } else {
+            backends(comparison, x, y, w - 40.0, text);
         }
         draw_text("Esc or C: back to the game (the game is paused while this is open)", x, y0 + h - 16.0, 20.0, DIM);
     }
@@ -151,6 +149,34 @@ fn progress(comparison: &Comparison, x: f32, y: f32, w: f32, text: &mut String) 
     let (bx, by, bw) = (x + 520.0, y - 16.0, (w - 520.0).max(100.0));
     draw_rectangle(bx, by, bw, 18.0, Color::new(0.14, 0.17, 0.25, 1.0));
     draw_rectangle(bx, by, bw * fraction, 18.0, Color::new(0.85, 0.55, 0.18, 1.0));
+}
+
+/// While the comparison runs: a row per backend with its progress bar, and its mean frame time once it is done.
+fn backends(comparison: &Comparison, x: f32, y: f32, w: f32, text: &mut String) {
+    let reports = comparison.reports();
+    let frames = comparison.frames() as f32;
+    let total = frames * swarm::ecs::Backend::ALL.len() as f32;
+    let done = comparison.fraction() * total;
+    for (row, backend) in swarm::ecs::Backend::ALL.into_iter().enumerate() {
+        let ry = y + 40.0 * row as f32;
+        let fraction = ((done - frames * row as f32) / frames).clamp(0.0, 1.0);
+        let label = backend.name();
+        let dims = measure_text(label, None, 22, 1.0);
+        draw_text(label, x + 130.0 - 12.0 - dims.width, ry + 18.0, 22.0, TEXT);
+        let (bx, bw) = (x + 130.0, (w * 0.5).max(100.0));
+        draw_rectangle(bx, ry, bw, 24.0, Color::new(0.14, 0.17, 0.25, 1.0));
+        draw_rectangle(bx, ry, bw * fraction, 24.0, Color::new(0.85, 0.55, 0.18, 1.0));
+        text.clear();
+        match reports.get(row) {
+            Some(report) => {
+                let _ = write!(text, "{:.2} ms mean  {:.2} p99", report.mean_ms, report.p99_ms);
+            }
+            None if comparison.current() == Some(backend) => text.push_str("running"),
+            None => text.push_str("waiting"),
+        }
+        draw_text(text.as_str(), bx + bw + 12.0, ry + 18.0, 20.0, if row < reports.len() { TEXT } else { DIM });
+    }
+    draw_text("the chart follows once every backend has run", x + 130.0, y + 40.0 * 5.0 + 20.0, 20.0, DIM);
 }
 
 /// The chart in `w` x `h`: per backend, frame ms split by system with the p99 marked, and bytes per entity; then
@@ -225,5 +251,17 @@ fn chart(reports: &[Report], axes: [(f64, f64); 2], x: f32, y: f32, w: f32, h: f
         draw_rectangle(lx, ly - 14.0, 16.0, 16.0, system_colour(i));
         draw_text(&system.name, lx + 24.0, ly, 20.0, TEXT);
         lx += width;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_follows_the_rest_of_the_frame_within_bounds() {
+        assert_eq!(budget(Duration::ZERO), BUDGET);
+        assert_eq!(budget(Duration::from_millis(100)), Duration::from_millis(300));
+        assert_eq!(budget(Duration::from_secs(2)), Duration::from_millis(500), "Esc still answers");
     }
 }

@@ -108,6 +108,56 @@ pub fn wrap(text: &str, width: f32, measure: impl Fn(&str) -> f32) -> (&str, &st
     }
 }
 
+/// What a label of the frame-time graph names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphLabel {
+    /// The top of the scale.
+    Top,
+    /// The 60 FPS guide.
+    Fps60,
+    /// The 30 FPS guide.
+    Fps30,
+    /// Both guides, when they are too close to label apart (placed by the 30 FPS one).
+    Fps60And30,
+    /// The gridlines' step.
+    Step,
+    /// The bottom, 0 ms.
+    Zero,
+}
+
+/// Baselines (from the graph's top, `height` tall, on a scale to `top_ms`) for the graph's labels, each at least
+/// `line` px from the others, in order of importance: the scale's top, the guides (each just above its line, or
+/// just under it when that is taken), the gridlines' step, 0 at the bottom. A label that finds no room is left out
+/// (a guide's line is still drawn). The labels go in a gutter the plotted lines never enter.
+pub fn graph_labels(top_ms: f32, height: f32, line: f32) -> impl Iterator<Item = (GraphLabel, f32)> {
+    let mut placed: [(GraphLabel, f32); 5] = [(GraphLabel::Top, f32::NAN); 5];
+    let mut n = 0;
+    let mut place = |label: GraphLabel, candidates: &[f32]| {
+        let free =
+            |y: f32| (line - 2.0..=height).contains(&y) && placed[..n].iter().all(|&(_, at)| (at - y).abs() >= line);
+        if let Some(&y) = candidates.iter().find(|&&y| free(y)) {
+            placed[n] = (label, y);
+            n += 1;
+        }
+    };
+    place(GraphLabel::Top, &[line - 2.0]);
+    let y_of = |ms: f32| height - height * (ms / top_ms);
+    let together = 1000.0 / 30.0 < top_ms && y_of(1000.0 / 60.0) - y_of(1000.0 / 30.0) < line;
+    let guides = match together {
+        true => [(f32::INFINITY, GraphLabel::Fps60), (1000.0 / 30.0, GraphLabel::Fps60And30)],
+        false => [(1000.0 / 60.0, GraphLabel::Fps60), (1000.0 / 30.0, GraphLabel::Fps30)],
+    };
+    for (ms, label) in guides {
+        if ms < top_ms {
+            let at = height - height * (ms / top_ms);
+            place(label, &[at - 2.0, at + line - 2.0]);
+        }
+    }
+    place(GraphLabel::Step, &[2.0 * line - 2.0]);
+    place(GraphLabel::Zero, &[height - 3.0]);
+    placed.into_iter().take(n)
+}
+
 /// Places `items` (each a width) left to right in lines of `width` with `gap` between items; calls `place(index,
 /// x, line)` for each. Returns the number of lines.
 pub fn flow(items: impl Iterator<Item = f32>, width: f32, gap: f32, mut place: impl FnMut(usize, f32, usize)) -> usize {
@@ -181,6 +231,32 @@ mod tests {
         let wide = "é".repeat(20);
         let n = fit(&wide, 100.0, mono);
         assert!(wide.is_char_boundary(n) && n > 0);
+    }
+
+    #[test]
+    fn graph_labels_keep_apart_and_label_the_guides_when_there_is_room() {
+        for k in 1..400 {
+            let top = k as f32 * 2.5;
+            let labels: Vec<_> = graph_labels(top, 70.0, 13.0).collect();
+            assert_eq!(labels[0], (GraphLabel::Top, 11.0), "{top}: the scale's top is always labelled");
+            for (i, &(a, y)) in labels.iter().enumerate() {
+                assert!((11.0..=70.0).contains(&y), "{top}: {a:?} at {y}");
+                for &(b, other) in &labels[i + 1..] {
+                    assert!((y - other).abs() >= 13.0, "{top}: {a:?} at {y} and {b:?} at {other}");
+                }
+            }
+            // A guide drawn well inside the graph has its label (above or under its line), or one label names
+            // both guides when they are too close to label apart.
+            let both = labels.iter().any(|&(l, _)| l == GraphLabel::Fps60And30);
+            for ms in [1000.0 / 60.0, 1000.0 / 30.0] {
+                let at = 70.0 - 70.0 * ms / top;
+                let guide = if ms < 20.0 { GraphLabel::Fps60 } else { GraphLabel::Fps30 };
+                if (26.0..=50.0).contains(&at) {
+                    assert!(both || labels.iter().any(|&(l, _)| l == guide), "{top}: {guide:?} at {at} unlabelled");
+                }
+            }
+            assert_eq!(both, top > 1000.0 / 30.0 && 70.0 * (1000.0 / 60.0) / top < 13.0, "{top}: {labels:?}");
+        }
     }
 
     #[test]

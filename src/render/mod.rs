@@ -19,7 +19,7 @@ use panel::{Action, PanelState};
 use quick::QuickSlot;
 use sprites::{DrawScratch, FieldLayer, Sprites, StaleMarkers};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use swarm::app::profile::{Profiler, SpanStat, TraceFile};
 use swarm::cli::Cli;
 use swarm::ecs::{Backend, Format, World};
@@ -330,6 +330,9 @@ struct Window {
     /// The compare view, when open; `--compare` opens it once `--frames` frames have run (at once without).
     compare: Option<CompareView>,
     compare_due: bool,
+    /// While the compare view runs: when its last step started and how long it took (what it leaves of a frame
+    /// sets the next step's budget).
+    compare_clock: Option<(Instant, Duration)>,
     /// Frames rendered.
     frame: u32,
     /// Whether this frame stepped the world back (a held Backspace): then it runs no step forward.
@@ -407,6 +410,8 @@ struct Hud {
     overlay_on: bool,
     /// Where the overlay and the legend were last drawn: a click there is theirs, not a burst.
     overlay_area: Rect,
+    /// How the overlay's text fitted last frame: its height, and lines cut.
+    overlay_fit: overlay::Fit,
     legend_on: bool,
     legend: legend::Legend,
     legend_area: Rect,
@@ -461,6 +466,7 @@ impl Window {
             hud: Hud {
                 overlay_on: true,
                 overlay_area: Rect::default(),
+                overlay_fit: overlay::Fit::default(),
                 legend_on: true,
                 legend: legend::Legend::default(),
                 legend_area: Rect::default(),
@@ -475,6 +481,7 @@ impl Window {
             actions: Vec::with_capacity(16),
             compare: None,
             compare_due,
+            compare_clock: None,
             frame: 0,
             rewound: false,
             game,
@@ -550,6 +557,7 @@ impl Window {
                 Action::Compare => {
                     let app = &self.game.play.app;
                     let frames = self.game.cli.compare_frames();
+                    self.compare_clock = None;
                     self.compare = Some(CompareView::open(&app.world, frames, app.threads()))
                 }
                 // The game is frozen while the compare view is open: it shows that moment.
@@ -566,7 +574,8 @@ impl Window {
 
     /// Runs the simulation: fixed steps of DT. A screenshot run steps exactly once per frame, so it is reproducible.
     /// The compare view freezes it (without a pause input: nothing changes the simulation). Each frame's stale
-    /// catches are taken as it ends: the next frame clears them.
+    /// catches are taken as it ends: the next frame clears them. The markers age with the simulation's steps, not
+    /// the clock: paused, they stay where they are for a look.
     fn step_simulation(&mut self, dt: f32) {
         let (game, clock) = (&mut self.game, &mut self.clock);
         let Scene { markers, trail, alpha, .. } = &mut self.scene;
@@ -574,7 +583,11 @@ impl Window {
         // Drawn where the last step left them, unless the frame falls between two steps.
         *alpha = 1.0;
         if let Some(compared) = &mut self.compare {
-            compared.step(compare::BUDGET);
+            // The rest of the last frame: from its start to now, less the comparison's own work in it.
+            let now = Instant::now();
+            let rest = self.compare_clock.map_or(Duration::ZERO, |(start, spent)| (now - start).saturating_sub(spent));
+            compared.step(compare::budget(rest));
+            self.compare_clock = Some((now, now.elapsed()));
         } else if std::mem::take(&mut self.rewound) {
             // A held Backspace moved the world back a frame: no step forward in the same frame.
             markers.take(&game.play.app.world);
@@ -594,7 +607,6 @@ impl Window {
         if self.compare.is_none() {
             clock.sim.push(sim_start.elapsed().as_secs_f32() * 1e3);
         }
-        markers.age(dt);
     }
 
     /// Sorts the pools into the draw order, then draws the world through the frame's camera, timed as `render`.
@@ -674,6 +686,13 @@ impl Window {
         // With --compare, --frames ends the run once the comparison is done (and drawn).
         let done = reached && !self.compare_due && self.compare.as_ref().is_none_or(CompareView::is_finished);
         if let (true, Some(path)) = (done, &cli.screenshot) {
+            let cut = self.hud.overlay_fit.cut;
+            if self.hud.overlay_on && cut > 0 {
+                eprintln!("swarm: warning: the overlay cut {cut} lines short to fit the window");
+            }
+            if self.hud.legend_on && self.hud.legend_area.bottom() > panel::keys_top() {
+                eprintln!("swarm: warning: the legend runs under the key strip");
+            }
             let code = match save_screenshot(path) {
                 Ok(()) => {
                     println!("screenshot saved to {}", path.display());
@@ -790,9 +809,10 @@ impl Hud {
             self.previous.as_ref(),
             profiler,
             &self.tree,
-            max_width,
+            (max_width, panel::keys_top() - 4.0),
             &mut self.text,
             actions,
+            &mut self.overlay_fit,
         );
     }
 
@@ -949,6 +969,7 @@ fn gather(
     readout.bytes = world.storage_bytes();
     readout.sim_frame = stats.frames;
     readout.refused = stats.spawn_refused + totals.refused;
+    readout.short = world.get_resource::<swarm::sim::Shortfall>().map_or(0, |s| s.0);
     readout.paused = paused;
     readout.modified = game.play.app.is_modified();
 }

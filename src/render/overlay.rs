@@ -10,7 +10,9 @@
 //! anyway (the census reads the storage's lengths, no query). The digest walks the whole world, so it is taken
 //! only on demand (D, a click on its line, or once per frame shown while paused), timed apart, and left out of the
 //! frame times. Text goes through one reused `String`, so the overlay allocates nothing per frame once warm. Every
-//! line is measured and cut to the box's width (with "..."), so no text runs out of it.
+//! line is measured: one wider than the box goes on over the next lines (wrapped at spaces), and the box is as tall
+//! as what was drawn in it. Only a single word wider than the box, or a line below the screen's bottom, is cut;
+//! [`Fit`] counts those, and a `--screenshot` run names them.
 
 use super::layout::{self, GraphTop};
 use super::panel::Action;
@@ -129,8 +131,10 @@ pub struct Readout {
     pub modified: bool,
     /// Simulation frames.
     pub sim_frame: u64,
-    /// Spawns refused (world full).
+    /// Fighters of bursts and particles refused (world full), each counted once.
     pub refused: u64,
+    /// Fighters below the target the full world held the refill at, in the last frame.
+    pub short: u32,
     /// Paused?
     pub paused: bool,
 }
@@ -202,11 +206,11 @@ impl Tree {
         })
     }
 
-    /// Rows of text the tree takes.
+    /// Rows of text the tree takes: its rows, the sum, and about two for the window's own spans.
     fn lines(&self) -> usize {
         let systems: usize =
             self.nodes.iter().map(|n| if let Node::Group { systems, .. } = n { systems.len() } else { 0 }).sum();
-        self.nodes.len() + systems + 1 + self.apart.len()
+        self.nodes.len() + systems + 1 + 2
     }
 }
 
@@ -229,9 +233,20 @@ pub struct Previous {
     pub systems: Vec<f64>,
 }
 
-/// Draws the overlay in screen space at the top left, at most `max_width` wide; a click on a group's row pushes
-/// [`Action::Group`], on the digest line [`Action::Digest`]. Returns the overlay's box (clicks there are not
-/// bursts). `whole` and `sim` are the frame times, `top` the graph's scale, `text` the reused buffer.
+/// How the overlay's text fitted, kept from one frame to the next: the box is drawn before its text, at the height
+/// the text took the frame before.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fit {
+    /// The height the last frame's text took.
+    pub height: f32,
+    /// Lines of the last frame cut short ("...": a word wider than the box, or no room left on the screen).
+    pub cut: usize,
+}
+
+/// Draws the overlay in screen space at the top left, at most `max_width` wide and down to `bottom`; a click on a
+/// group's row pushes [`Action::Group`], on the digest line [`Action::Digest`]. Returns the overlay's box (clicks
+/// there are not bursts). `whole` and `sim` are the frame times, `top` the graph's scale, `text` the reused
+/// buffer, `fit` the last frame's fit (updated).
 #[allow(clippy::too_many_arguments)]
 pub fn draw(
     readout: &Readout,
@@ -240,22 +255,44 @@ pub fn draw(
     previous: Option<&Previous>,
     profiler: &Profiler,
     tree: &Tree,
-    max_width: f32,
+    (max_width, bottom): (f32, f32),
     text: &mut String,
     actions: &mut Vec<Action>,
+    fit: &mut Fit,
 ) -> Rect {
     let (x0, y0, width) = (10.0, 10.0, max_width.clamp(240.0, 560.0));
     let line = 18.0;
     let graph_h = 70.0;
-    let lines = 14 + tree.lines() + previous.is_some() as usize + readout.modified as usize;
-    let height = lines as f32 * line + graph_h + line + 8.0;
+    let full = readout.refused > 0 || readout.short > 0;
+    let lines = 16 + tree.lines() + previous.is_some() as usize + readout.modified as usize + full as usize;
+    let height = (lines as f32 * line + graph_h + line + 8.0).max(fit.height);
     let area = Rect::new(x0 - 6.0, y0 - 4.0, width, height);
     draw_rectangle(area.x, area.y, area.w, area.h, Color::new(0.02, 0.03, 0.06, 0.78));
     let mut y = y0 + 14.0;
     let room = width - 12.0;
+    let cut = std::cell::Cell::new(0usize);
+    // A line too wide goes on over the next ones, indented; a line past `bottom` is not drawn, and counted.
     let put = |text: &str, color: Color, y: &mut f32| {
-        fitted(text, x0, *y, room, 20, color);
-        *y += line;
+        let measure = |s: &str| measure_text(s, None, 20, 1.0).width;
+        let (mut rest, mut indent) = (text, 0.0);
+        loop {
+            let (shown, more) = match indent == 0.0 && measure(rest) <= room {
+                true => (rest, ""),
+                false => layout::wrap(rest, room - indent, measure),
+            };
+            if *y > bottom {
+                cut.set(cut.get() + 1);
+                return;
+            }
+            if fitted(shown, x0 + indent, *y, room - indent, 20, color) {
+                cut.set(cut.get() + 1);
+            }
+            *y += line;
+            if more.is_empty() {
+                return;
+            }
+            (rest, indent) = (more, 32.0);
+        }
     };
     // One overlay line: format into the reused buffer, draw it, move down.
     macro_rules! say {
@@ -294,18 +331,14 @@ pub fn draw(
     put("  whole: start to start, present included (fps = 1000 / avg)", dim, &mut y);
     put("  simulation: CPU time of the frame's steps", dim, &mut y);
     if let Some(p) = previous {
-        say!(
-            dim,
-            "before ({}): simulation avg {:.2}  p99 {:.2}  max {:.2}",
-            p.backend,
-            p.sim.mean,
-            p.sim.p99,
-            p.sim.max
-        );
+        say!(dim, "before ({}): sim avg {:.2}  p99 {:.2}  max {:.2}", p.backend, p.sim.mean, p.sim.p99, p.sim.max);
     }
 
-    // The graph: both times over the window, on a round scale that follows them, with 60 and 30 FPS guides.
+    // The graph: both times over the window, on a round scale that follows them, with 60 and 30 FPS guides. The
+    // labels sit in a gutter at the right that the plotted lines never enter.
     let (gx, gy, gw, gh) = (x0, y, width - 20.0, graph_h);
+    let gutter = 72.0;
+    let plot_w = gw - gutter;
     let top_ms = top.update(w.max.max(f.max) as f64) as f32;
     let step_ms = top.step() as f32;
     draw_rectangle(gx, gy, gw, gh, Color::new(0.0, 0.0, 0.0, 0.45));
@@ -313,22 +346,17 @@ pub fn draw(
     let mut ms = step_ms;
     while ms < top_ms - 1e-3 {
         let ly = gy + gh - gh * (ms / top_ms);
-        draw_line(gx, ly, gx + gw, ly, 1.0, grid);
+        draw_line(gx, ly, gx + plot_w, ly, 1.0, grid);
         ms += step_ms;
     }
-    // When the two guides are too close to label apart, one label names both.
-    let apart = gh * (1000.0 / 60.0) / top_ms >= 12.0;
-    for (ms, label) in [(1000.0 / 60.0, "60 fps"), (1000.0 / 30.0, if apart { "30 fps" } else { "60, 30 fps" })] {
+    let guide = Color::new(0.5, 0.8, 0.5, 0.7);
+    for ms in [1000.0 / 60.0, 1000.0 / 30.0] {
         if ms < top_ms {
             let ly = gy + gh - gh * (ms / top_ms);
-            draw_line(gx, ly, gx + gw, ly, 1.0, Color::new(0.5, 0.8, 0.5, 0.7));
-            if apart || ms > 20.0 {
-                let lw = measure_text(label, None, 14, 1.0).width;
-                draw_text(label, gx + gw - lw - 4.0, ly - 2.0, 14.0, Color::new(0.5, 0.8, 0.5, 0.9));
-            }
+            draw_line(gx, ly, gx + gw, ly, 1.0, guide);
         }
     }
-    let step = gw / WINDOW as f32;
+    let step = plot_w / WINDOW as f32;
     for (times, colour) in [(sim, teal), (whole, amber)] {
         let mut last: Option<(f32, f32)> = None;
         for (i, ms) in times.in_order().enumerate() {
@@ -339,10 +367,36 @@ pub fn draw(
             last = Some(point);
         }
     }
-    text.clear();
-    let _ = write!(text, "{top_ms} ms (lines every {step_ms})");
-    draw_text(text.as_str(), gx + 4.0, gy + 12.0, 14.0, dim);
-    draw_text("0", gx + 4.0, gy + gh - 3.0, 14.0, dim);
+    for (label, baseline) in layout::graph_labels(top_ms, gh, 13.0) {
+        text.clear();
+        let colour = match label {
+            layout::GraphLabel::Top => {
+                let _ = write!(text, "{top_ms} ms");
+                dim
+            }
+            layout::GraphLabel::Step => {
+                let _ = write!(text, "grid {step_ms}");
+                dim
+            }
+            layout::GraphLabel::Zero => {
+                text.push('0');
+                dim
+            }
+            layout::GraphLabel::Fps60 => {
+                text.push_str("60 fps");
+                Color::new(0.5, 0.8, 0.5, 0.9)
+            }
+            layout::GraphLabel::Fps30 => {
+                text.push_str("30 fps");
+                Color::new(0.5, 0.8, 0.5, 0.9)
+            }
+            layout::GraphLabel::Fps60And30 => {
+                text.push_str("60,30 fps");
+                Color::new(0.5, 0.8, 0.5, 0.9)
+            }
+        };
+        fitted(text, gx + plot_w + 4.0, gy + baseline, gutter - 6.0, 14, colour);
+    }
     y += gh + line;
 
     put("ms last frame, by group (click a group: off / on)", dim, &mut y);
@@ -394,24 +448,24 @@ pub fn draw(
         text.clear();
         let _ = write!(text, "  {:<22} {sum:>7.3}    (par: on several threads)", "systems' sum");
         put(text, dim, &mut y);
-        put("window, not the simulation", dim, &mut y);
-        for &at in &tree.apart {
-            row(at, "  ", 22, white, false, text, &mut y);
+        // The window's own spans, on one line (wrapped when long): not part of the simulation's figures.
+        text.clear();
+        text.push_str("window, not the simulation:");
+        for s in tree.apart.iter().filter_map(|&at| stats.get(at)) {
+            let _ = write!(text, "  {} {:.3}", s.name, s.last_ms);
         }
+        put(text, dim, &mut y);
     });
     let c = readout.census;
     say!(white, "live: red {}  blue {}  (hunters {})  particles {}", c.red, c.blue, c.hunters, c.particles);
     say!(white, "squads: {} (a hunter and its followers)", c.squads);
     let r = readout;
-    say!(
-        white,
-        "per second: spawns {:.0}  deaths {:.0}  events {:.0}   refused {}",
-        r.spawns_per_s,
-        r.deaths_per_s,
-        r.events_per_s,
-        r.refused
-    );
-    say!(white, "commands applied {}  skipped {}   stale handles caught {}", r.commands.0, r.commands.1, r.stale);
+    say!(white, "per second: spawns {:.0}  deaths {:.0}  events {:.0}", r.spawns_per_s, r.deaths_per_s, r.events_per_s);
+    if r.refused > 0 || r.short > 0 {
+        say!(red, "world full: refused {} spawns; {} fighters short of the target", r.refused, r.short);
+    }
+    say!(white, "commands applied {}  skipped {}", r.commands.0, r.commands.1);
+    say!(white, "stale handles caught {}", r.stale);
     let (hit, added, removed) = r.health_changes;
     say!(white, "health changed (exact): hit {hit}  added {added}  removed {removed}");
     text.clear();
@@ -453,17 +507,19 @@ pub fn draw(
         }
         put(text, red, &mut y);
     }
+    *fit = Fit { height: y - line + 8.0 - area.y, cut: cut.get() };
     area
 }
 
-/// Draws `text` at (`x`, `y`) in `size` px, cut with "..." to `width` if it is wider.
-pub fn fitted(text: &str, x: f32, y: f32, width: f32, size: u16, color: Color) {
+/// Draws `text` at (`x`, `y`) in `size` px, cut with "..." to `width` if it is wider; returns whether it was cut.
+pub fn fitted(text: &str, x: f32, y: f32, width: f32, size: u16, color: Color) -> bool {
     let measure = |s: &str| measure_text(s, None, size, 1.0).width;
     let n = layout::fit(text, width, measure);
     draw_text(&text[..n], x, y, size as f32, color);
     if n < text.len() {
         draw_text(layout::ELLIPSIS, x + measure(&text[..n]), y, size as f32, color);
     }
+    n < text.len()
 }
 
 #[cfg(test)]

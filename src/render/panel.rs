@@ -83,16 +83,27 @@ pub static KEYS: LazyLock<[(String, &'static str); KEYS_LEN]> = LazyLock::new(||
 const KEY_SIZE: u16 = 18;
 const KEY_LINE: f32 = 20.0;
 
-/// Draws the key line at the bottom of the window on a dark strip (so sprites under it do not hide letters),
-/// flowing onto a second line when the window is narrow; returns the strip's top. Each text is measured once.
-pub fn draw_keys() -> f32 {
+/// The top of the key strip at the bottom of the window (nothing drawn).
+pub fn keys_top() -> f32 {
+    keys_layout().0
+}
+
+/// The key strip's top, each key's and text's width, and a space's width.
+fn keys_layout() -> (f32, [(f32, f32); KEYS_LEN], f32) {
     let measure = |s: &str| measure_text(s, None, KEY_SIZE, 1.0).width;
     let space = measure(" ");
     let widths: [(f32, f32); KEYS_LEN] = std::array::from_fn(|i| (measure(&KEYS[i].0), measure(KEYS[i].1)));
+    let items = widths.iter().map(|&(key, what)| key + space + what);
+    let lines = super::layout::flow(items, screen_width() - 20.0, 2.0 * space + 4.0, |_, _, _| {});
+    (screen_height() - (lines as f32 * KEY_LINE + 10.0), widths, space)
+}
+
+/// Draws the key line at the bottom of the window on a dark strip (so sprites under it do not hide letters),
+/// flowing onto a second line when the window is narrow; returns the strip's top. Each text is measured once.
+pub fn draw_keys() -> f32 {
+    let (top, widths, space) = keys_layout();
     let items = || widths.iter().map(|&(key, what)| key + space + what);
     let (room, gap) = (screen_width() - 20.0, 2.0 * space + 4.0);
-    let lines = super::layout::flow(items(), room, gap, |_, _, _| {});
-    let top = screen_height() - (lines as f32 * KEY_LINE + 10.0);
     draw_rectangle(0.0, top, screen_width(), screen_height() - top, Color::new(0.02, 0.03, 0.06, 0.92));
     super::layout::flow(items(), room, gap, |i, x, line| {
         let (key, what) = &KEYS[i];
@@ -142,7 +153,7 @@ pub struct PanelState {
 /// Width of the panel in pixels.
 pub const WIDTH: f32 = 250.0;
 /// The panel's height: its fixed rows plus one button row (30 px) per backend.
-pub const HEIGHT: f32 = 360.0 + 30.0 * Backend::ALL.len() as f32;
+pub const HEIGHT: f32 = 326.0 + 30.0 * Backend::ALL.len() as f32;
 const MARGIN: f32 = 8.0;
 
 /// The panel's top left corner.

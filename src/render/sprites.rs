@@ -124,8 +124,9 @@ pub const MARKER_SECONDS: f32 = 0.5;
 /// The most markers alive at once (more are dropped: at 100,000 fighters a second of them would be thousands).
 const MARKER_CAP: usize = 2048;
 
-/// The window's short list of places where hunters found their target handle stale, each with its age: an
-/// expanding, fading ring. Fed from the simulation's [`StaleCatches`] after every frame it runs.
+/// The window's short list of places where hunters found their target handle stale, each with its age in
+/// simulated seconds: an expanding, fading ring. Fed from the simulation's [`StaleCatches`] after every frame it
+/// runs.
 pub struct StaleMarkers {
     live: Vec<(Vec2, f32)>,
     /// The simulation frame whose catches were taken last, so a frame is taken once however often it is asked.
@@ -140,20 +141,22 @@ impl Default for StaleMarkers {
 }
 
 impl StaleMarkers {
-    /// Takes the catches of the frame `world` last ran, if not taken yet.
+    /// Takes the catches of the frame `world` last ran, if not taken yet, after ageing the markers by one step: they
+    /// age with the simulation, so a paused world keeps them.
     pub fn take(&mut self, world: &World) {
         let frame = world.resource::<SimStats>().frames;
         if self.taken == Some(frame) {
             return;
         }
         self.taken = Some(frame);
+        self.age(swarm::sim::DT);
         let Some(catches) = world.get_resource::<StaleCatches>() else { return };
         let room = MARKER_CAP - self.live.len();
         self.live.extend(catches.0.iter().take(room).map(|&at| (at, 0.0)));
     }
 
     /// Ages the markers by `seconds` and drops the expired.
-    pub fn age(&mut self, seconds: f32) {
+    fn age(&mut self, seconds: f32) {
         for marker in &mut self.live {
             marker.1 += seconds;
         }
@@ -366,14 +369,16 @@ impl FieldLayer {
             image.bytes.clear();
             image.bytes.resize(w as usize * h as usize * 4, 0);
         }
-        // A cell holding as many fighters as an army's usual density puts there is "full".
-        let full = (config.target_population as f32 / (arena.x * arena.y) * cell * cell).max(0.5);
-        for ((r, b), out) in self.field.cells().zip(image.bytes.chunks_exact_mut(4)) {
+        // A neighbourhood (3 x 3 cells) holding as many fighters as an army's usual density puts there is "full".
+        let full = (config.target_population as f32 / (arena.x * arena.y) * 9.0 * cell * cell).max(0.5);
+        let mut out = image.bytes.chunks_exact_mut(4);
+        self.field.neighbourhoods(|(r, b)| {
+            let Some(out) = out.next() else { return };
             let (r, b) = (r as f32, b as f32);
             let n = r + b;
             if n == 0.0 {
                 out.copy_from_slice(&[0, 0, 0, 0]);
-                continue;
+                return;
             }
             let mix = r.min(b) / r.max(b);
             let white = 0.5 * mix.sqrt();
@@ -388,7 +393,7 @@ impl FieldLayer {
                 channel(RED_TINT.2, BLUE_TINT.2),
                 (alpha.min(1.0) * 255.0) as u8,
             ]);
-        }
+        });
         match &self.texture {
             Some(texture) if !resized => texture.update(image),
             _ => {
@@ -407,4 +412,37 @@ impl FieldLayer {
 pub fn draw_centered(texture: &Texture2D, at: Vec2, size: f32, rotation: f32, color: Color) {
     let params = DrawTextureParams { dest_size: Some(vec2(size, size)), rotation, ..Default::default() };
     draw_texture_ex(texture, at.x - size / 2.0, at.y - size / 2.0, color, params);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A world at simulation frame `frame` whose last frame caught stale handles at `catches`.
+    fn world_at(frame: u64, catches: &[Vec2]) -> World {
+        let mut world = World::new();
+        world.insert_resource(SimStats { frames: frame, ..SimStats::default() });
+        world.insert_resource(StaleCatches(catches.to_vec()));
+        world
+    }
+
+    #[test]
+    fn markers_age_with_the_simulation_not_the_clock() {
+        let mut markers = StaleMarkers::default();
+        markers.take(&world_at(10, &[Vec2::ONE, Vec2::X]));
+        assert_eq!(markers.live.len(), 2);
+        // Paused: the same frame shown over and over keeps them.
+        for _ in 0..1_000 {
+            markers.take(&world_at(10, &[]));
+        }
+        assert_eq!(markers.live.len(), 2, "a paused world lost its markers");
+        // They fade over MARKER_SECONDS of simulated frames.
+        let steps = (MARKER_SECONDS / swarm::sim::DT).ceil() as u64;
+        for frame in 11..10 + steps {
+            markers.take(&world_at(frame, &[]));
+        }
+        assert_eq!(markers.live.len(), 2, "gone before {MARKER_SECONDS} s of frames");
+        markers.take(&world_at(10 + steps, &[]));
+        assert!(markers.live.is_empty(), "still there after {MARKER_SECONDS} s of frames");
+    }
 }

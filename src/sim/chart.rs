@@ -172,6 +172,7 @@ mod tests {
             deaths: 0,
             particles: 0,
             fighters_refused: 0,
+            short_of_target: 0,
             particles_refused: 0,
             commands_applied: 0,
             commands_skipped: 0,

@@ -227,9 +227,10 @@ pub struct SimStats {
     pub deaths: u64,
     /// Particle spawns recorded.
     pub particles: u64,
-    /// Fighters the spawner asked for and the full world refused, summed over frames (a fighter still missing the
-    /// next frame is asked for again). (Particle spawns are deferred, so a full world refuses
-    /// them when the command buffer is applied: see [`World::command_totals`](crate::ecs::World::command_totals).)
+    /// Fighters of bursts (clicks) the full world refused, each asked for once. A refill the full world refuses is
+    /// not summed here (it is asked for again every frame): [`Shortfall`] says how far below the target the world
+    /// is held. (Particle spawns are deferred, so a full world refuses them when the command buffer is applied:
+    /// see [`World::command_totals`](crate::ecs::World::command_totals).) Named for the file format.
     pub spawn_refused: u64,
     /// Hunters whose target handle was stale (its enemy died, maybe its index reused).
     pub stale_caught: u64,
@@ -242,6 +243,12 @@ pub struct SimStats {
     /// Most entities alive or reserved at a frame's last stage.
     pub peak_live: u32,
 }
+
+/// Fighters below the target population that the last frame's refill could not spawn because the world was full
+/// (0 when it had room, or when the refill rate, not the world, held it back): a state of the last frame, not a
+/// sum over frames. Not saved: the next frame's refill sets it again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shortfall(pub u32);
 
 /// Where hunters found their target handle stale in the last frame (their enemy had died, maybe its index was
 /// reused): the hunters' positions, for the window to mark. Filled by `hunt_targets`, which clears it first and

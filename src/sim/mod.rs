@@ -37,7 +37,9 @@ use crate::app::profile::Profiler;
 use crate::app::{App, Plugin};
 use crate::ecs::Entities;
 use crate::ecs::{Backend, World};
-pub use config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests, StaleCatches, Stream, TeamBursts, DT};
+pub use config::{
+    Draw, Scenario, Shortfall, SimConfig, SimRng, SimStats, SpawnRequests, StaleCatches, Stream, TeamBursts, DT,
+};
 pub use digest::digest;
 
 /// The whole simulation as one plugin: its resources and the system plugins, in order.

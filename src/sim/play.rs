@@ -236,6 +236,43 @@ impl Play {
         digest(&self.app.world)
     }
 
+    /// The world's digest with what every [`Input`] sets that the world's values do not show yet: the bursts asked
+    /// for (they spawn in the next frame), the target population, the alignment, a pending round, the backend, the
+    /// groups that are on, pause and draw order. A recording writes it after each input, so an input edited in the
+    /// file differs at its own line, even when a later reset or quick load would wipe what it did.
+    pub fn state_digest(&self) -> u64 {
+        use super::digest::mix;
+        let world = &self.app.world;
+        let mut state = mix(digest(world));
+        let mut add = |value: u64| state = mix(state ^ value);
+        if let Some(requests) = world.get_resource::<SpawnRequests>() {
+            add(requests.0.len() as u64);
+            requests.0.iter().for_each(|at| add(u64::from(at.x.to_bits()) << 32 | u64::from(at.y.to_bits())));
+        }
+        if let Some(bursts) = world.get_resource::<super::config::TeamBursts>() {
+            add(bursts.0.len() as u64);
+            for (at, team) in &bursts.0 {
+                add(u64::from(at.x.to_bits()) << 32 | u64::from(at.y.to_bits()));
+                add(*team as u64);
+            }
+        }
+        if let Some(config) = world.get_resource::<SimConfig>() {
+            add(u64::from(config.target_population));
+            add(u64::from(config.align_every));
+        }
+        if let Some(next) = world.get_resource::<NextState<Phase>>() {
+            add(next.pending().map_or(0, |phase| phase as u64 + 1));
+        }
+        add(Backend::ALL.iter().position(|&b| b == world.backend()).unwrap_or(0) as u64);
+        self.app.groups().for_each(|group| add(u64::from(group.enabled)));
+        add(u64::from(self.paused));
+        add(match self.order {
+            DrawOrder::Storage => 0,
+            DrawOrder::YSorted(method) => 1 + method as u64,
+        });
+        state
+    }
+
     /// Applies `input`. Only a quick load (a snapshot that does not load) and a group (an unknown name) can fail,
     /// and then nothing changes.
     pub fn apply(&mut self, input: &Input) -> Result<(), InputError> {

@@ -1,13 +1,13 @@
 //! The recording format: a run's start and its inputs written down as the run goes, and read back checked.
 //!
-//! The window writes each input it applies with a [`Recorder`], with the frame it was applied at and the world
-//! digest right after it; [`Recording::read`] reads the file back and checks it whole before anything runs.
+//! The window writes each input it applies with a [`Recorder`], with the frame it was applied at and the digest
+//! right after it; [`Recording::read`] reads the file back and checks it whole before anything runs.
 //!
 //! The file is JSON Lines, written as the run goes and flushed per line, so a run that crashes still leaves a
 //! usable file (it replays up to its last input):
 //!
 //! ```text
-//! {"format":"swarm recording","version":1,"backend":"sparse-set","seed":1,"capacity":28096,"settings":{...}}
+//! {"format":"swarm recording","version":2,"backend":"sparse-set","seed":1,"capacity":28096,"settings":{...}}
 //! {"frame":120,"input":{"burst":[812.0,400.5]},"digest":"0123456789abcdef"}
 //! {"frame":121,"input":{"backend":"archetype"},"digest":"0123456789abcdef"}
 //! {"frame":300,"input":"reset","digest":"fedcba9876543210"}
@@ -17,8 +17,10 @@
 //! A run that starts from a saved world has `"snapshot": "<base64 of the binary snapshot>"` in its header instead
 //! of seed, capacity and settings; a quick load embeds its snapshot the same way. `frame` is the simulation's own
 //! counter ([`SimStats::frames`]) when the input was applied: it goes back to 0 on a reset and to the loaded
-//! world's frame on a quick load. `digest` is [`digest()`](super::digest()) right after the input, as 16 hex
-//! digits.
+//! world's frame on a quick load. `digest` is [`Play::state_digest`] right after the input, as 16 hex digits:
+//! the world's digest with what the input set that the world does not show yet (a burst asked for, the target
+//! population, ...), so an input edited in the file differs at its own line. Version 1 files carry the world's
+//! digest alone ([`Play::digest`]), and are checked against it.
 
 use super::config::{SimConfig, SimStats};
 use super::limits;
@@ -35,7 +37,7 @@ use std::path::{Path, PathBuf};
 /// The `format` field of a recording's header line.
 pub const FORMAT: &str = "swarm recording";
 /// The format version this build writes, and the newest it reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The header line of a recording.
 #[derive(Serialize, Deserialize)]
@@ -123,12 +125,12 @@ impl Recorder {
     /// Records `input`, applied at simulation frame `at` (read before applying it: a step runs frame `at`) and
     /// just applied to `play`, with the digest after it.
     pub fn record(&mut self, at: u64, input: &Input, play: &Play) -> Result<(), String> {
-        self.line(&InputLine { frame: at, input: input.clone(), digest: hex(play.digest()) })
+        self.line(&InputLine { frame: at, input: input.clone(), digest: hex(play.state_digest()) })
     }
 
     /// Writes the end line: the play's frame and digest at the close.
     pub fn finish(mut self, play: &Play) -> Result<(), String> {
-        self.line(&EndLine { end: EndFields { frame: play.frame(), digest: hex(play.digest()) } })
+        self.line(&EndLine { end: EndFields { frame: play.frame(), digest: hex(play.state_digest()) } })
     }
 
     /// The file being written.
@@ -177,6 +179,8 @@ pub struct Recording {
     pub inputs: Vec<Recorded>,
     /// The end line; `None` when the run did not close normally (the window was killed, say).
     pub end: Option<End>,
+    /// The file's format version: which digest its lines carry ([`Recording::digest_of`]).
+    pub version: u32,
 }
 
 /// Why a recording could not be read: the line and the problem.
@@ -216,6 +220,15 @@ fn snapshot_frame(bytes: &[u8]) -> Result<u64, SnapshotError> {
 }
 
 impl Recording {
+    /// The digest this file's lines carry for `play`: [`Play::state_digest`], or in a version 1 file the world's
+    /// digest alone.
+    pub fn digest_of(&self, play: &Play) -> u64 {
+        match self.version {
+            0 | 1 => play.digest(),
+            _ => play.state_digest(),
+        }
+    }
+
     /// Reads a recording and checks it whole before anything runs: the header (format, version, start), every
     /// input (known, with a well-formed digest, its embedded snapshot loading), and that frames only go forward
     /// (back only by a reset or a quick load). Nothing may follow the end line.
@@ -250,6 +263,7 @@ impl Recording {
             Some(_) => {}
             None => return Err(fail(line, "the header has no version".into())),
         }
+        let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
         let header: Header = serde_json::from_value(value).map_err(|e| fail(line, format!("bad header: {e}")))?;
         let backend = match &header.backend {
             Some(name) => Some(name.parse::<Backend>().map_err(|e| fail(line, e.to_string()))?),
@@ -347,7 +361,7 @@ impl Recording {
             }
             frame = after;
         }
-        Ok(Self { start, inputs, end })
+        Ok(Self { start, inputs, end, version })
     }
 
     /// Reads and checks the recording at `path` (see [`Recording::parse`]). The error names the file, the line

@@ -84,7 +84,7 @@ pub fn replay(
     };
     let (mut checks, mut differs) = (0, 0);
     let mut check = |line, frame, input: Option<&Input>, play: &Play, recorded| {
-        let check = Check { line, frame, input: input.cloned(), digest: play.digest(), recorded };
+        let check = Check { line, frame, input: input.cloned(), digest: recording.digest_of(play), recorded };
         checks += 1;
         differs += usize::from(!check.same());
         on_check(&check);

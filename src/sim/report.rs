@@ -89,8 +89,11 @@ pub struct Report {
     pub deaths: u64,
     /// Particles spawned.
     pub particles: u64,
-    /// Fighter spawns refused because the world was full, counted in fighters (see [`SimStats::spawn_refused`]).
+    /// Fighters of bursts refused because the world was full, each counted once (see [`SimStats::spawn_refused`]).
     pub fighters_refused: u64,
+    /// Fighters the refill could not spawn at the last frame because the world was full: how far below the target
+    /// population the full world held it ([`crate::sim::Shortfall`]).
+    pub short_of_target: u32,
     /// Particle spawns refused because the world was full when the frame's commands applied.
     pub particles_refused: u64,
     /// Commands applied.
@@ -293,6 +296,7 @@ impl Meter {
             deaths: stats.deaths,
             particles: stats.particles,
             fighters_refused: stats.spawn_refused,
+            short_of_target: app.world.get_resource::<super::Shortfall>().map_or(0, |s| s.0),
             particles_refused: totals.refused,
             commands_applied: totals.applied,
             commands_skipped: totals.skipped,
@@ -374,9 +378,12 @@ impl fmt::Display for Report {
         writeln!(f, "entities: peak {}  at end {}", self.peak_live, self.live)?;
         writeln!(
             f,
-            "spawned {}  deaths {}  particles {}  refused (world full): {} fighters, {} particles",
+            "spawned {}  deaths {}  particles {}  refused (world full): {} burst fighters, {} particles",
             self.spawned, self.deaths, self.particles, self.fighters_refused, self.particles_refused
         )?;
+        if self.short_of_target > 0 {
+            writeln!(f, "world full at the end: {} fighters short of the target population", self.short_of_target)?;
+        }
         writeln!(
             f,
             "commands applied {}  skipped {}   stale handles caught {}",

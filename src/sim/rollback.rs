@@ -5,7 +5,7 @@
 use super::collision::Broadphase;
 use super::components::Team;
 use super::components::TABLE;
-use super::config::{SimConfig, SimRng, SimStats, StaleCatches, TeamBursts};
+use super::config::{Shortfall, SimConfig, SimRng, SimStats, StaleCatches, TeamBursts};
 use super::lifecycle::Hurt;
 use super::rounds::{Phase, Round};
 use super::spawn::OpenSquads;
@@ -29,6 +29,7 @@ pub fn plugin(app: &mut App) {
         .rollback_resource::<OpenSquads>()
         .rollback_resource::<Broadphase>()
         .rollback_resource::<StaleCatches>()
+        .rollback_resource::<Shortfall>()
         .rollback_resource::<Hurt>()
         .rollback_resource::<Round>()
         .rollback_resource::<State<Phase>>()

@@ -3,7 +3,7 @@
 //! (`armies`).
 
 use super::components::{Blue, FighterBundle, Health, Hunter, HunterBundle, Position, Red, Team, Velocity};
-use super::config::{Draw, Scenario, SimConfig, SimRng, SimStats, SpawnRequests, TeamBursts};
+use super::config::{Draw, Scenario, Shortfall, SimConfig, SimRng, SimStats, SpawnRequests, TeamBursts};
 use super::rounds::Round;
 use super::squads::{slot_offset, SQUAD};
 use crate::app::{Allocator, App, Query, Res, ResMut, Stage};
@@ -13,8 +13,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 /// Adds [`spawn_fighters`] to `PreUpdate`, in the group "spawning", with the squads it keeps open across frames
-/// ([`OpenSquads`], which holds captains' handles).
+/// ([`OpenSquads`], which holds captains' handles) and the [`Shortfall`] it reports.
 pub fn plugin(app: &mut App) {
+    app.world.insert_resource(Shortfall::default());
     app.world.register_entity_holder::<OpenSquads>();
     if !app.world.contains_resource::<OpenSquads>() {
         app.world.insert_resource(OpenSquads::default());
@@ -23,8 +24,8 @@ pub fn plugin(app: &mut App) {
 }
 
 /// Tops the population up toward the target (at most `spawn_per_frame` a frame) and serves burst requests.
-/// When the world is full it stops for this frame and counts the fighters it asked for and did not get; it never
-/// panics. The draws come from the frame's spawn stream, in the order the spawns are recorded (no query decides
+/// When the world is full it stops for this frame: a burst's fighters it had no room for are counted in
+/// [`SimStats::spawn_refused`], how far the refill stays below the target in [`Shortfall`]; it never panics. The draws come from the frame's spawn stream, in the order the spawns are recorded (no query decides
 /// it).
 ///
 /// Spawns are recorded in the system's own buffer, so they take their handles when the frame's commands apply; a
@@ -33,7 +34,7 @@ pub fn plugin(app: &mut App) {
 pub fn spawn_fighters(
     (config, rng): (Res<SimConfig>, Res<SimRng>),
     (mut stats, mut round, mut open): (ResMut<SimStats>, ResMut<Round>, ResMut<OpenSquads>),
-    (mut requests, mut team_bursts): (ResMut<SpawnRequests>, ResMut<TeamBursts>),
+    (mut requests, mut team_bursts, mut shortfall): (ResMut<SpawnRequests>, ResMut<TeamBursts>, ResMut<Shortfall>),
     mut alive: Query<&Health>,
     mut captains: Query<(&Position, &Velocity)>,
     allocator: Allocator,
@@ -59,13 +60,14 @@ pub fn spawn_fighters(
     let mut spawned = 0u64;
     let mut refused = 0u64;
     // (A battle's armies muster once a round: refills stop at the target population.)
-    let deficit =
-        config.target_population.saturating_sub(fighters).min(config.spawn_per_frame).min(round.refill_room(&config));
+    let wanted = config.target_population.saturating_sub(fighters).min(round.refill_room(&config));
+    let deficit = wanted.min(config.spawn_per_frame);
+    shortfall.0 = 0;
     for _ in 0..deficit {
         let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
         if room == 0 {
-            // This one and the rest of the frame's refill.
-            refused += u64::from(deficit) - spawned;
+            // This one and the rest below the target: the world holds the population there.
+            shortfall.0 = wanted - spawned as u32;
             break;
         }
         spawn_one(&mut commands, &mut rng, &config, at, Placement::Refill, squads);
