@@ -137,6 +137,8 @@ pub struct Readout {
     pub short: u32,
     /// Paused?
     pub paused: bool,
+    /// The world pass's draw calls and the quads in them (`render` is the CPU time building them).
+    pub draw_calls: (u32, u32),
 }
 
 /// One row of the systems tree: a group with its systems, or a system in no group. Rows are the profiler's.
@@ -206,11 +208,11 @@ impl Tree {
         })
     }
 
-    /// Rows of text the tree takes: its rows, the sum, and about two for the window's own spans.
+    /// Rows of text the tree takes: its rows, the sum, about two for the window's own spans, and the draw calls.
     fn lines(&self) -> usize {
         let systems: usize =
             self.nodes.iter().map(|n| if let Node::Group { systems, .. } = n { systems.len() } else { 0 }).sum();
-        self.nodes.len() + systems + 1 + 2
+        self.nodes.len() + systems + 1 + 3
     }
 }
 
@@ -455,6 +457,8 @@ pub fn draw(
             let _ = write!(text, "  {} {:.3}", s.name, s.last_ms);
         }
         put(text, dim, &mut y);
+        let (calls, quads) = readout.draw_calls;
+        say!(dim, "  the world in {calls} draw calls ({quads} sprites and lines)");
     });
     let c = readout.census;
     say!(white, "live: red {}  blue {}  (hunters {})  particles {}", c.red, c.blue, c.hunters, c.particles);

@@ -100,6 +100,78 @@ impl Sprites {
     }
 }
 
+/// What a draw samples, for counting draw calls: the atlas (every sprite and the text, one texture once
+/// `build_textures_atlas` has packed them at the start), no texture (lines and rectangles: macroquad's white
+/// texture), or the team field's own texture (made later, updated every frame, so not in the atlas).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sheet {
+    /// Sprites and text.
+    Atlas,
+    /// Lines and rectangles.
+    Plain,
+    /// The far-zoom team field.
+    Field,
+}
+
+/// The most vertices a draw call holds (the window's `Conf`): indices are `u16`, so 65,536 is the most a call can
+/// address.
+pub const CALL_VERTICES: usize = 65_536;
+/// The most indices a draw call holds: 1.5 a vertex, as a quad has 4 vertices and 6 indices.
+pub const CALL_INDICES: usize = 98_304;
+
+/// The world's draw calls in a frame, counted by macroquad's batching rule (`QuadGl::geometry` in macroquad
+/// 0.4): a draw joins the last call when it samples the same texture (and nothing else of the state changed, as
+/// nothing does inside the world's pass) and the call still has room, that is when it holds fewer than
+/// [`CALL_VERTICES`] less the draw's vertices and [`CALL_INDICES`] less its indices; otherwise it starts a call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DrawCalls {
+    /// Draw calls so far.
+    pub calls: u32,
+    /// Quads drawn (sprites, lines, rectangles).
+    pub quads: u32,
+    sheet: Option<Sheet>,
+    vertices: usize,
+    indices: usize,
+}
+
+impl DrawCalls {
+    /// Counts `n` quads (4 vertices, 6 indices each) drawn one after another on `sheet`.
+    pub fn quads(&mut self, sheet: Sheet, n: u32) {
+        self.quads += n;
+        let mut left = n as usize;
+        while left > 0 {
+            if self.sheet != Some(sheet) || !self.fits(4, 6) {
+                self.start(sheet);
+            }
+            // Quads the call takes before it is full: each one needs fewer than the room less its own size held.
+            let room =
+                (CALL_VERTICES - 4 - self.vertices).div_ceil(4).min((CALL_INDICES - 6 - self.indices).div_ceil(6));
+            let taken = room.min(left);
+            self.vertices += 4 * taken;
+            self.indices += 6 * taken;
+            left -= taken;
+        }
+    }
+
+    /// Counts one draw of `vertices` and `indices` on `sheet` (a rectangle's outline: 8 and 24).
+    pub fn shape(&mut self, sheet: Sheet, vertices: usize, indices: usize) {
+        if self.sheet != Some(sheet) || !self.fits(vertices, indices) {
+            self.start(sheet);
+        }
+        self.vertices += vertices;
+        self.indices += indices;
+    }
+
+    fn fits(&self, vertices: usize, indices: usize) -> bool {
+        self.vertices < CALL_VERTICES - vertices && self.indices < CALL_INDICES - indices
+    }
+
+    fn start(&mut self, sheet: Sheet) {
+        self.calls += 1;
+        (self.sheet, self.vertices, self.indices) = (Some(sheet), 0, 0);
+    }
+}
+
 /// Side of the ring texture in pixels.
 const RING_PX: u32 = 64;
 
@@ -165,7 +237,8 @@ impl StaleMarkers {
 
     /// Draws the markers: rings growing from a hunter's size to several, fading out. Sizes are in pixels (`px`
     /// units per pixel), so they read at any zoom.
-    pub fn draw(&self, sprites: &Sprites, px: f32) {
+    pub fn draw(&self, sprites: &Sprites, px: f32, calls: &mut DrawCalls) {
+        calls.quads(Sheet::Atlas, self.live.len() as u32);
         for &(at, age) in &self.live {
             let t = (age / MARKER_SECONDS).clamp(0.0, 1.0);
             let pixels = 14.0 + 34.0 * t.sqrt();
@@ -222,8 +295,11 @@ pub fn draw_world(
     scratch: &mut DrawScratch,
     px: f32,
     between: Option<(&Trail, f32)>,
+    calls: &mut DrawCalls,
 ) {
     let config = world.resource::<SimConfig>();
+    // Quads of the pass under way, counted into `calls` as it ends.
+    let mut n = 0u32;
     let at = |e: swarm::ecs::Entity, p: &Position| match between {
         Some((trail, alpha)) => Position(trail.at(e, p.0, alpha)),
         None => *p,
@@ -250,8 +326,10 @@ pub fn draw_world(
             let (r, g, b) = team(e);
             let color = Color::new(0.5 + 0.5 * r, 0.5 + 0.5 * g, 0.5 + 0.5 * b, 0.45);
             draw_line(p.0.x, p.0.y, goal.0.x, goal.0.y, (1.5 * px).max(0.5), color);
+            n += 1;
         }
     });
+    calls.quads(Sheet::Plain, std::mem::take(&mut n));
 
     let size = fighter_size(config);
     // Squad links, zoomed in only (far out they would hatch the field): a faint line from each follower to its
@@ -263,8 +341,10 @@ pub fn draw_world(
                 let (r, g, b) = team(e);
                 let color = Color::new(0.4 + 0.6 * r, 0.4 + 0.6 * g, 0.4 + 0.6 * b, 0.35);
                 draw_line(p.0.x, p.0.y, captain.0.x, captain.0.y, (1.0 * px).max(0.35), color);
+                n += 1;
             }
         });
+        calls.quads(Sheet::Plain, std::mem::take(&mut n));
     }
     let max_health = config.max_health.max(1) as f32;
     let tint = |e: swarm::ecs::Entity, h: &Health, bright: f32| {
@@ -282,6 +362,7 @@ pub fn draw_world(
     world.query_ref::<(&Position, &Health, &Velocity)>().for_each(|e, (p, h, v)| {
         if marks[e.index() as usize] & HUNTER == 0 {
             draw(&sprites.fighter, &at(e, p), v, size, tint(e, h, 1.0));
+            n += 1;
         }
     });
     // Zoomed far out, hunters keep a minimum size and turn paler than the fighters around them, so they stand out.
@@ -292,6 +373,7 @@ pub fn draw_world(
         let pale = 0.45 * far;
         let c = Color::new(c.r + (1.0 - c.r) * pale, c.g + (1.0 - c.g) * pale, c.b + (1.0 - c.b) * pale, 1.0);
         draw(&sprites.hunter, &at(e, p), v, hunter_size, c);
+        n += 1;
     });
     // The ring: pale team colour, wide enough to clear the sprite, never under MIN_RING_PX; fainter when small, as
     // thousands of them then cover the field.
@@ -303,7 +385,10 @@ pub fn draw_world(
         let (r, g, b) = team(e);
         let color = Color::new(0.55 + 0.45 * r, 0.55 + 0.45 * g, 0.55 + 0.45 * b, ring_alpha);
         draw_centered(ring, p.0, ring_size, 0.0, color);
+        n += 1;
     });
+    // Fighters, hunters and rings: one run on the atlas.
+    calls.quads(Sheet::Atlas, std::mem::take(&mut n));
 
     // Particles over the fighters, so a death shows: a streak behind each spark (they fly apart from one point, so
     // the streaks make a star), and a glow that starts as a flash and shrinks, white-yellow cooling to red.
@@ -324,12 +409,16 @@ pub fn draw_world(
         let (_, color) = heat(l);
         let tail = p.0 - back;
         draw_line(p.0.x, p.0.y, tail.x, tail.y, streak.max(px), Color { a: color.a * 0.8, ..color });
+        n += 1;
     });
+    calls.quads(Sheet::Plain, std::mem::take(&mut n));
     world.query_ref::<(&Position, &Lifetime)>().for_each(|_, (p, l)| {
         let (fade, color) = heat(l);
         let s = config.radius * (2.0 + 4.0 * fade * fade * fade);
         draw_centered(&sprites.particle, p.0, s, 0.0, color);
+        n += 1;
     });
+    calls.quads(Sheet::Atlas, n);
 }
 
 /// The armies as colour fields under the sprites when zoomed far out: a [`TeamField`] of the fighters, a cell a few
@@ -347,13 +436,13 @@ const FIELD_CELL_PX: f32 = 8.0;
 
 impl FieldLayer {
     /// Draws the field of `world` for a view of `px` arena units per pixel, faded in by [`far`] (nothing at all
-    /// when zoomed in).
-    pub fn draw(&mut self, world: &World, px: f32) {
+    /// when zoomed in); returns whether it drew.
+    pub fn draw(&mut self, world: &World, px: f32) -> bool {
         let config = world.resource::<SimConfig>();
         // Only once a fighter is under 4 px: above that the sprites themselves show the teams.
         let far = ((4.0 - fighter_size(config) / px) / 2.0).clamp(0.0, 1.0);
         if far <= 0.0 {
-            return;
+            return false;
         }
         let arena = config.arena;
         // Cells in whole powers of two of units, so a small zoom does not resize the grid every frame.
@@ -402,9 +491,10 @@ impl FieldLayer {
                 self.texture = Some(texture);
             }
         }
-        let Some(texture) = &self.texture else { return };
+        let Some(texture) = &self.texture else { return false };
         let size = vec2(cols as f32, rows as f32) * cell;
         draw_texture_ex(texture, 0.0, 0.0, WHITE, DrawTextureParams { dest_size: Some(size), ..Default::default() });
+        true
     }
 }
 
@@ -424,6 +514,39 @@ mod tests {
         world.insert_resource(SimStats { frames: frame, ..SimStats::default() });
         world.insert_resource(StaleCatches(catches.to_vec()));
         world
+    }
+
+    /// The rule quad by quad, as macroquad applies it, against the counter's arithmetic over runs of quads.
+    #[test]
+    fn draw_calls_follow_the_batching_rule_quad_by_quad() {
+        let runs = [
+            (Sheet::Field, 1),
+            (Sheet::Plain, 2),
+            (Sheet::Plain, 40_000),
+            (Sheet::Atlas, 100_000),
+            (Sheet::Atlas, 16_383),
+            (Sheet::Atlas, 1),
+            (Sheet::Plain, 0),
+            (Sheet::Atlas, 70_000),
+        ];
+        let mut counted = DrawCalls::default();
+        let (mut calls, mut sheet, mut vertices, mut indices) = (0u32, None, 0usize, 0usize);
+        for (run_sheet, n) in runs {
+            counted.quads(run_sheet, n);
+            for _ in 0..n {
+                if sheet != Some(run_sheet) || vertices >= CALL_VERTICES - 4 || indices >= CALL_INDICES - 6 {
+                    (calls, sheet, vertices, indices) = (calls + 1, Some(run_sheet), 0, 0);
+                }
+                vertices += 4;
+                indices += 6;
+            }
+            assert_eq!(counted.calls, calls, "after {n} on {run_sheet:?}");
+        }
+        assert_eq!(counted.quads, runs.iter().map(|r| r.1).sum::<u32>());
+        // A full call holds 16,383 quads: 100,000 sprites take 7 calls.
+        let mut sprites = DrawCalls::default();
+        sprites.quads(Sheet::Atlas, 100_000);
+        assert_eq!(sprites.calls, 7);
     }
 
     #[test]
