@@ -99,9 +99,10 @@ pub struct Cli {
     pub capacity: Option<u32>,
     /// Where fighters start and refill: see [`Cli::scenario`] for the default.
     #[arg(long, value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<Scenario>()),
-          help = format!("Scenario: {} ({}), {} ({}) or {} ({}; `mixed` is its old name) [default: {}]",
+          help = format!("Scenario: {} ({}), {} ({}), {} ({}; `mixed` is its old name) or {} ({}) [default: {}]",
                          Scenario::Armies, Scenario::Armies.describe(), Scenario::Battle, Scenario::Battle.describe(),
-                         Scenario::Churn, Scenario::Churn.describe(), DEFAULT_SCENARIO))]
+                         Scenario::Churn, Scenario::Churn.describe(), Scenario::Stress, Scenario::Stress.describe(),
+                         DEFAULT_SCENARIO))]
     pub scenario: Option<Scenario>,
     /// Sort the velocity and health pools into the position pool's order every N frames (sparse set; 0 = never).
     #[arg(long, allow_negative_numbers = true, default_value_t = 0, value_parser = within(limits::ALIGN_EVERY))]
@@ -130,6 +131,20 @@ pub struct Cli {
     /// at once without --frames; with --frames the window exits when the comparison is done (after --screenshot).
     #[arg(long)]
     pub compare: bool,
+    /// With --scenario stress: the benchmark. The first frame lands the --entities fighters in waves (points drawn
+    /// from the seed) and is timed apart; then fixed steps to --frames; prints frame-time percentiles (headless: the
+    /// simulation's frame; the window: the whole frame, one step each) and the digest, the same on every backend and
+    /// thread count.
+    #[arg(long)]
+    pub benchmark: bool,
+    /// With --scenario stress: add waves (a tenth of the fighters alive, at least 1,000, a step) until the median
+    /// frame of a step passes --ramp-ms (the window: the whole frame, one step each; headless: the simulation's
+    /// frame alone), then print how many fighters it held and exit.
+    #[arg(long)]
+    pub ramp: bool,
+    /// The ramp's budget a frame, in ms [default: 16.7, 60 FPS].
+    #[arg(long, value_name = "MS", requires = "ramp", value_parser = parse_budget)]
+    pub ramp_ms: Option<f64>,
     /// Frames each backend runs in the window's compare view [default: 120].
     #[arg(long, value_name = "N", value_parser = within(limits::COMPARE_FRAMES))]
     pub compare_frames: Option<u32>,
@@ -218,6 +233,33 @@ impl Cli {
                 );
             }
         }
+        if self.benchmark || self.ramp {
+            let flag = if self.benchmark { "--benchmark" } else { "--ramp" };
+            if self.benchmark && self.ramp {
+                return conflict("--benchmark and --ramp are two runs: choose one");
+            }
+            if self.load.is_some() || self.replay.is_some() || self.scenario != Some(Scenario::Stress) {
+                return conflict(&format!("{flag} runs a new world of the stress scenario: add --scenario stress"));
+            }
+            let others = [
+                (self.synctest.is_some(), "--synctest"),
+                (self.p2p, "--p2p"),
+                (self.switch_every.is_some(), "--switch-every"),
+                (self.json, "--json"),
+                (self.chart.is_some(), "--chart"),
+                (self.save.is_some(), "--save"),
+                (self.record.is_some(), "--record"),
+                (self.compare, "--compare"),
+                (self.ramp && self.screenshot.is_some(), "--screenshot"),
+                (self.ramp && self.backend() == BackendChoice::All, "--backend all"),
+            ];
+            if let Some((_, other)) = others.iter().find(|(given, _)| *given) {
+                return conflict(&format!("{flag} is a measurement of its own: drop {other}"));
+            }
+            if self.benchmark && !self.headless && self.frames.is_none() {
+                return conflict("--benchmark in the window needs --frames N (the frames to time)");
+            }
+        }
         if self.p2p && (self.synctest.is_some() || self.backend() == BackendChoice::All || self.load.is_some()) {
             return conflict("--p2p plays one new world: drop --synctest, --backend all and --load");
         }
@@ -271,6 +313,11 @@ impl Cli {
         warnings
     }
 
+    /// The ramp's budget a frame in ms: `--ramp-ms`, else 16.7 (60 FPS).
+    pub fn ramp_ms(&self) -> f64 {
+        self.ramp_ms.unwrap_or(crate::sim::stress::BUDGET_60_FPS)
+    }
+
     /// Frames each backend runs in the window's compare view: `--compare-frames`, else 120.
     pub fn compare_frames(&self) -> u32 {
         self.compare_frames.unwrap_or(120)
@@ -289,9 +336,8 @@ impl Cli {
 
     /// The simulation settings these flags ask for.
     pub fn config(&self) -> SimConfig {
-        let mut config = SimConfig::with_population(self.entities);
+        let mut config = SimConfig::with_scenario(self.entities, self.scenario());
         config.align_every = self.align_every;
-        config.scenario = self.scenario();
         config
     }
 
@@ -312,6 +358,16 @@ impl Cli {
     /// The thread count: `--threads`, or the machine's cores.
     pub fn threads(&self) -> usize {
         self.threads.map_or_else(crate::app::default_threads, |n| n as usize)
+    }
+}
+
+/// `--ramp-ms`: a frame budget in milliseconds, more than 0 and at most a second.
+fn parse_budget(text: &str) -> Result<f64, String> {
+    let ms: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a number of milliseconds"))?;
+    if ms > 0.0 && ms <= 1000.0 {
+        Ok(ms)
+    } else {
+        Err(format!("{ms} is outside the limit of more than 0 to 1000 ms"))
     }
 }
 

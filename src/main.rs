@@ -138,6 +138,12 @@ fn headless(cli: &Cli) -> ExitCode {
     if cli.p2p {
         return p2p(cli);
     }
+    if cli.benchmark {
+        return benchmark(cli);
+    }
+    if cli.ramp {
+        return ramp(cli);
+    }
     // A --load file is read and checked once, before anything runs: a bad one is refused like a bad flag.
     let loaded = cli.load.as_ref().map(|path| {
         let bytes = read_load(path);
@@ -231,6 +237,70 @@ fn headless(cli: &Cli) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// `--benchmark`, headless: the stress run on each backend asked for, timed; its percentiles and digest. Exit 1
+/// if the backends end in different worlds.
+fn benchmark(cli: &Cli) -> ExitCode {
+    let backends = match cli.backend() {
+        BackendChoice::All => Backend::ALL.to_vec(),
+        BackendChoice::One(backend) => vec![backend],
+    };
+    let mut digests = Vec::new();
+    for backend in backends {
+        let s = cli.run_settings(backend);
+        let mut app = swarm::sim::build_app(s.config, s.seed, s.backend, s.capacity);
+        app.set_threads(s.threads);
+        let trace = start_trace(&app, cli.trace.as_ref().map(|p| per_backend_if(cli, p, backend)).as_deref());
+        let measured = swarm::sim::stress::benchmark(&mut app, s.frames);
+        if !finish_trace(trace, false) {
+            return ExitCode::FAILURE;
+        }
+        println!("{measured}");
+        digests.push(measured.digest);
+    }
+    if digests.len() > 1 {
+        if digests.iter().any(|d| *d != digests[0]) {
+            eprintln!("swarm: the backends ended in different worlds (digests differ)");
+            return ExitCode::FAILURE;
+        }
+        println!("digests equal across backends: {}", digests[0]);
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--ramp`, headless: waves added until the simulation's median frame passes the budget; a line per step, then
+/// the fighters held.
+fn ramp(cli: &Cli) -> ExitCode {
+    let backend = match cli.backend() {
+        BackendChoice::One(backend) => backend,
+        BackendChoice::All => Backend::default(), // refused with the flags
+    };
+    let s = cli.run_settings(backend);
+    let mut app = swarm::sim::build_app(s.config, s.seed, s.backend, s.capacity);
+    app.set_threads(s.threads);
+    println!(
+        "ramp: stress on {backend}, {} threads, from {} fighters; each step adds a tenth of those alive (at least {}) \
+         in waves of {}, settles {} frames and takes the median of {}",
+        s.threads,
+        cli.entities,
+        swarm::sim::stress::STEP_LEAST,
+        swarm::sim::stress::WAVE,
+        swarm::sim::stress::SETTLE,
+        swarm::sim::stress::MEASURE
+    );
+    let end = swarm::sim::stress::ramp_headless(&mut app, cli.ramp_ms(), cli.frames, |line| println!("  {line}"));
+    println!("{}", end.line("the simulation's frame alone, headless"));
+    ExitCode::SUCCESS
+}
+
+/// The trace path for `backend`: one file per backend with `--backend all`.
+fn per_backend_if(cli: &Cli, path: &Path, backend: Backend) -> PathBuf {
+    if cli.backend() == BackendChoice::All {
+        per_backend(path, backend)
+    } else {
+        path.to_path_buf()
+    }
 }
 
 /// Starts the Chrome trace of `app`'s profiler to `path`, if asked (the path was checked with the flags).

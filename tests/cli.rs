@@ -41,7 +41,7 @@ fn bad_input_is_refused_clearly() {
     refused(&["--json"], "add --headless");
     refused(&["--headless", "--screenshot", "x.png"], "drop --headless");
     refused(&["--screenshot", "x.png"], "--frames");
-    refused(&["--headless", "--scenario", "siege"], "unknown scenario `siege` (known: churn, armies, battle)");
+    refused(&["--headless", "--scenario", "siege"], "unknown scenario `siege` (known: churn, armies, battle, stress)");
     refused(&["--headless", "--scenario", "armies", "--load", "x.snap"], "--scenario");
     refused(&["--headless", "--scenario", "mixed", "--replay", "x.jsonl"], "--scenario");
 }
@@ -536,4 +536,73 @@ fn bad_peers_get_a_clear_message_and_status_2() {
     let (zero, one) = (finish(zero), finish(one));
     assert_eq!((zero.0, one.0), (2, 2), "{zero:?}\n{one:?}");
     assert!(zero.2.contains("other settings") || one.2.contains("other settings"), "{zero:?}\n{one:?}");
+}
+
+/// `--benchmark` and `--ramp` need the stress scenario and refuse what would not measure it.
+#[test]
+fn benchmark_and_ramp_refuse_bad_combinations() {
+    let stress = ["--headless", "--scenario", "stress"];
+    fn with<'a>(stress: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [stress, extra].concat()
+    }
+    refused(&["--headless", "--benchmark"], "add --scenario stress");
+    refused(&["--headless", "--ramp", "--scenario", "armies"], "add --scenario stress");
+    refused(&["--headless", "--benchmark", "--load", "x.snap"], "--load");
+    refused(&with(&stress, &["--benchmark", "--ramp"]), "choose one");
+    refused(&with(&stress, &["--benchmark", "--json"]), "drop --json");
+    refused(&with(&stress, &["--benchmark", "--switch-every", "5"]), "drop --switch-every");
+    refused(&with(&stress, &["--benchmark", "--synctest", "2"]), "drop --synctest");
+    refused(&with(&stress, &["--ramp", "--backend", "all"]), "drop --backend all");
+    refused(&with(&stress, &["--ramp-ms", "5"]), "--ramp");
+    refused(&with(&stress, &["--ramp", "--ramp-ms", "0"]), "outside the limit");
+    refused(&with(&stress, &["--ramp", "--ramp-ms", "fast"]), "not a number");
+    refused(&["--scenario", "stress", "--benchmark"], "needs --frames N");
+    refused(&["--scenario", "stress", "--ramp", "--screenshot", "x.png", "--frames", "9"], "drop --screenshot");
+}
+
+/// The benchmark prints percentiles and one digest for every backend and thread count, the plain headless run's.
+#[test]
+fn the_stress_benchmark_is_one_world_everywhere() {
+    let args = ["--headless", "--scenario", "stress", "--entities", "2000", "--frames", "90"];
+    let (code, plain, err) = swarm(&args);
+    assert_eq!(code, 0, "{err}");
+    let digest = digest_line(&plain).to_string();
+    for threads in ["1", "2", "3"] {
+        let (code, out, err) = swarm(&[&args[..], &["--benchmark", "--backend", "all", "--threads", threads]].concat());
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("frame 1 lands 2000 fighters in waves of 50"), "{out}");
+        assert_eq!(out.matches("frames 2-90 (89 fixed steps): p50 ").count(), Backend::ALL.len(), "{out}");
+        assert!(out.contains(" p90 ") && out.contains(" p99 ") && out.contains(" max "), "{out}");
+        assert!(out.contains(&format!("digests equal across backends: {digest}")), "{threads} threads:\n{out}");
+    }
+}
+
+/// A ramp against a budget no frame meets ends at its first step, and says how many it held (none).
+#[test]
+fn a_ramp_with_a_tiny_budget_ends_at_once_and_a_frame_limit_ends_it_too() {
+    let args = ["--headless", "--scenario", "stress", "--entities", "500", "--ramp"];
+    let (code, out, err) = swarm(&[&args[..], &["--ramp-ms", "0.001"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("step 1: "), "{out}");
+    assert!(!out.contains("step 2: "), "{out}");
+    assert!(out.contains("held 0 fighters within 0.001 ms a frame (the simulation's frame alone, headless"), "{out}");
+    // A budget every frame meets: --frames ends it, with the fighters of its last step.
+    let (code, out, err) = swarm(&[&args[..], &["--ramp-ms", "1000", "--frames", "130"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("step 2: "), "{out}");
+    let held: u32 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("held "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no held line:\n{out}"));
+    assert!((100..=3_000).contains(&held), "held {held}:\n{out}");
+}
+
+/// The stress scenario under a GGRS sync test: its waves roll back with the world.
+#[test]
+fn the_stress_scenario_passes_a_sync_test() {
+    let args = ["--headless", "--scenario", "stress", "--entities", "500", "--frames", "50", "--synctest", "8"];
+    let (code, out, err) = swarm(&args);
+    assert_eq!(code, 0, "{out}{err}");
 }

@@ -599,3 +599,66 @@ fn every_system_of_the_game_has_its_own_colour_in_the_charts() {
     let distinct: std::collections::BTreeSet<u32> = PALETTE.iter().copied().collect();
     assert_eq!(distinct.len(), PALETTE.len(), "a colour appears twice");
 }
+
+/// The `stress` scenario: the population lands once as waves, nothing refills, waves added later (held or
+/// queued) land the same on every backend and thread count, and the fighters fight and die.
+#[test]
+fn stress_waves_are_the_same_world_on_every_backend_and_thread_count() {
+    use swarm::sim::components::Wave;
+    use swarm::sim::play::{Input, Play, Start};
+    use swarm::sim::stress::{Waves, WAVE};
+    let config = SimConfig::with_scenario(1_000, Scenario::Stress);
+    let run = |backend: Backend, threads: usize| {
+        let start = Start::New { config: config.clone(), seed: 8, capacity: config.default_capacity(), backend };
+        let mut play = Play::new(&start, Profiler::new()).unwrap();
+        play.app.set_threads(threads);
+        for frame in 0..240u32 {
+            // A button held over frames 30-59 (the cursor moving), a ramp's step at 100.
+            let input = match frame {
+                30 => Some(Input::Wave(Some(Vec2::new(300.0, 400.0)))),
+                45 => Some(Input::Wave(Some(Vec2::new(1500.0, 500.0)))),
+                60 => Some(Input::Wave(None)),
+                100 => Some(Input::AddWaves(4)),
+                _ => None,
+            };
+            if let Some(input) = input {
+                play.apply(&input).unwrap();
+            }
+            play.app.update();
+            if frame == 0 {
+                let world = &play.app.world;
+                assert_eq!(world.resource::<SimStats>().spawned, 1_000, "the first frame lands the population");
+                assert_eq!(world.resource::<Waves>().next, 1_000 / WAVE);
+                assert_eq!(world.query_ref::<(&Wave,)>().count(), 1_000);
+            }
+        }
+        let world = &play.app.world;
+        let stats = world.resource::<SimStats>();
+        // 20 waves held (30 steps), 4 queued, and nothing else: no refills.
+        assert_eq!(stats.spawned, 1_000 + 30 * u64::from(WAVE) + 4 * u64::from(WAVE), "{backend}");
+        assert_eq!(world.resource::<Waves>().next, 1_000 / WAVE + 30 + 4);
+        assert!(stats.deaths > 0, "nobody died in the stress run");
+        digest(world)
+    };
+    let reference = run(Backend::SparseSet, 1);
+    for backend in Backend::ALL {
+        for threads in [1, 2, 3] {
+            assert_eq!(run(backend, threads), reference, "stress on {backend} x {threads}");
+        }
+    }
+    // Saved mid-run and loaded on another backend: the waves (held point, queue, numbers) come with it.
+    let start =
+        Start::New { config: config.clone(), seed: 8, capacity: config.default_capacity(), backend: Backend::HashMap };
+    let mut play = Play::new(&start, Profiler::new()).unwrap();
+    play.apply(&Input::Wave(Some(Vec2::new(900.0, 500.0)))).unwrap();
+    for _ in 0..20 {
+        play.app.update();
+    }
+    let (mut loaded, _) =
+        load_app(&save(&play.app.world, Format::Binary).unwrap(), Some(Backend::Archetype), Profiler::new()).unwrap();
+    for _ in 0..20 {
+        play.app.update();
+        loaded.update();
+    }
+    assert_eq!(digest(&loaded.world), digest(&play.app.world), "a held wave survives save and load");
+}

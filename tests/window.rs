@@ -344,3 +344,40 @@ fn the_window_plays_a_ggrs_sync_test_and_a_peer_in_sync_with_a_headless_one() {
     assert!(digest(&stdout).is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The stress scenario in the window: `--benchmark` steps once a frame, prints the whole frame's percentiles and the
+/// digest of the headless run of the same frames, and the screenshot shows the readout (its amber title and
+/// light lines in a dark box at the top, left of the panel) over waves in their tints.
+#[test]
+fn the_stress_window_benchmarks_to_the_headless_digest_and_shows_its_readout() {
+    let Some(display) = display() else { return };
+    let dir = temp("stress");
+    let shot = dir.join("stress.png");
+    let args = ["--scenario", "stress", "--entities", "3000", "--frames", "45"];
+    let out = window(display).args(args).args(["--benchmark", "--screenshot"]).arg(&shot).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("whole frames 2-44 (present included, 43 frames): p50 "), "{stdout}");
+    let headless = Command::new(env!("CARGO_BIN_EXE_swarm")).arg("--headless").args(args).output().unwrap();
+    let headless = String::from_utf8_lossy(&headless.stdout);
+    let digest = |text: &str| text.lines().find(|l| l.starts_with("digest: ")).map(str::to_string);
+    assert_eq!(digest(&stdout), digest(&headless), "window:\n{stdout}\nheadless:\n{headless}");
+    let image = image::open(&shot).unwrap().to_rgba8();
+    let (w, _) = image.dimensions();
+    let (mut amber, mut light, mut tinted) = (0, 0, 0);
+    for (x, y, p) in image.enumerate_pixels() {
+        let [r, g, b, _] = p.0.map(i32::from);
+        // The readout: right of the overlay, left of the panel, at the top.
+        if x > 900 && x < w - 260 && y < 140 {
+            amber += (r > 200 && (150..230).contains(&g) && b < 150) as usize;
+            light += (r > 200 && g > 200 && b > 200) as usize;
+        }
+        // Wave tints beyond plain red and blue: orange, yellow, cyan, green.
+        tinted += (g > 150 && (r > 200 || b > 200) && (r - b).abs() > 60) as usize;
+    }
+    eprintln!("readout: amber {amber} light {light}; tinted sprite pixels {tinted}");
+    assert!(amber > 150, "no readout title: {amber}");
+    assert!(light > 600, "no readout lines: {light}");
+    assert!(tinted > 1_000, "no wave tints: {tinted}");
+    std::fs::remove_dir_all(dir).ok();
+}

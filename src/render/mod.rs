@@ -11,6 +11,7 @@ pub mod overlay;
 pub mod panel;
 pub mod quick;
 pub mod sprites;
+pub mod stress;
 
 use compare::CompareView;
 use macroquad::prelude::*;
@@ -28,7 +29,8 @@ use swarm::sim::play::{Input, Play, Start, ALIGN_EVERY};
 use swarm::sim::recording::Recorder;
 use swarm::sim::rewind::{Forward, Rewind};
 use swarm::sim::step::{FixedStep, Trail};
-use swarm::sim::{census, digest, snapshot, SimConfig, SimStats};
+use swarm::sim::stress::{RampNext, Waves};
+use swarm::sim::{census, digest, snapshot, Scenario, SimConfig, SimStats};
 
 /// Where the textures are: `$SWARM_ASSETS` if set, else `./assets` if present, else the crate's own `assets/`.
 fn assets_dir() -> PathBuf {
@@ -346,6 +348,11 @@ struct Window {
     frame: u32,
     /// Whether this frame stepped the world back (a held Backspace): then it runs no step forward.
     rewound: bool,
+    /// The stress scenario's meter (readout, `--benchmark`, `--ramp`), and the wave inputs waiting for this
+    /// frame: the held point's change, a ramp's step.
+    stress: stress::Meter,
+    hold: Option<Option<Vec2>>,
+    ramp_waves: Option<u32>,
 }
 
 /// What a frame reads once at its start, for all its steps.
@@ -434,6 +441,8 @@ struct Hud {
     spans: Vec<SpanStat>,
     text: String,
     panel_text: String,
+    /// The stress readout's bottom, as last drawn (banners go under it).
+    stress_bottom: f32,
 }
 
 impl Window {
@@ -458,7 +467,11 @@ impl Window {
         let view = camera::View::fit(arena, vec2(screen_width(), screen_height()));
         let tree = Tree::new(&game.play.app, &game.profiler);
         let compare_due = game.cli.compare;
+        let ramp_ms = game.cli.ramp.then(|| game.cli.ramp_ms());
         Self {
+            stress: stress::Meter::new(ramp_ms),
+            hold: None,
+            ramp_waves: None,
             clock: Clock {
                 whole: FrameTimes::default(),
                 sim: FrameTimes::default(),
@@ -492,6 +505,7 @@ impl Window {
                 spans: Vec::new(),
                 text: String::with_capacity(256),
                 panel_text: String::with_capacity(64),
+                stress_bottom: 0.0,
             },
             actions: Vec::with_capacity(16),
             compare: None,
@@ -510,7 +524,21 @@ impl Window {
         let frame_start = Instant::now();
         let clock = &mut self.clock;
         if let (Some(last), Some(apart)) = (clock.last_start, clock.left_out) {
-            clock.whole.push((frame_start - last).as_secs_f32() * 1e3 - apart);
+            let ms = (frame_start - last).as_secs_f32() * 1e3 - apart;
+            clock.whole.push(ms);
+            let world = &self.game.play.app.world;
+            if world.resource::<SimConfig>().scenario == Scenario::Stress {
+                let census = census(world);
+                let fighters = census.red + census.blue;
+                match self.stress.frame(ms, self.frame, fighters, self.game.cli.benchmark) {
+                    RampNext::Run => {}
+                    RampNext::Add(waves) => self.ramp_waves = Some(waves),
+                    RampNext::Done(end) => {
+                        println!("{}", stress::ramp_line(&end));
+                        self.game.close(self.trace.take(), 0);
+                    }
+                }
+            }
         }
         clock.last_start = Some(frame_start);
         let dt = get_frame_time(); // read once, handed to the simulation as whole fixed steps
@@ -547,8 +575,17 @@ impl Window {
             view.read_input(over_ui, frame.fighter);
         }
         let camera = view.camera(screen);
-        let backend = self.game.play.app.world.backend();
+        let world = &self.game.play.app.world;
+        let backend = world.backend();
         panel::read_input(backend, |p| view.world_at(p, screen), over_ui, &mut self.actions);
+        // The stress scenario: a held left button lands waves (a GGRS game keeps clicks as its bursts).
+        if world.resource::<SimConfig>().scenario == Scenario::Stress
+            && self.game.net.is_none()
+            && self.compare.is_none()
+        {
+            let point = view.world_at(pointer, screen);
+            self.hold = stress::hold_input(point, over_ui, world.resource::<Waves>().held);
+        }
         if let Some(k) = self.game.cli.switch_every {
             if self.frame > 0 && self.frame.is_multiple_of(k) {
                 self.actions.push(Action::Backend(backend.next()));
@@ -583,6 +620,15 @@ impl Window {
             }
         }
         self.actions = actions;
+        // The stress scenario's waves: the held point's change, a ramp's step.
+        let waves = [self.hold.take().map(Input::Wave), self.ramp_waves.take().map(Input::AddWaves)];
+        for input in waves.into_iter().flatten() {
+            if self.compare.is_none() {
+                if let Err(error) = self.game.input(input) {
+                    self.game.say(error);
+                }
+            }
+        }
         self.scene.markers.take(&self.game.play.app.world); // a step ran a frame
         digest_wanted
     }
@@ -606,7 +652,8 @@ impl Window {
         } else if std::mem::take(&mut self.rewound) {
             // A held Backspace moved the world back a frame: no step forward in the same frame.
             markers.take(&game.play.app.world);
-        } else if game.cli.screenshot.is_some() {
+        } else if game.cli.screenshot.is_some() || game.cli.benchmark || game.cli.ramp {
+            // One step a frame: the frame's cost is one step's, and the run is reproducible.
             game.advance();
             markers.take(&game.play.app.world);
         } else if !game.play.paused {
@@ -632,6 +679,7 @@ impl Window {
         let (game, scene) = (&self.game, &mut self.scene);
         let world = &game.play.app.world;
         game.profiler.time("render", game.render_id, || scene.draw(world, arena));
+        self.stress.drawn = scene.scratch.drawn;
         set_default_camera();
     }
 
@@ -657,7 +705,7 @@ impl Window {
     /// `overlay+panel`; clicks on them are queued for the next frame.
     fn draw_overlay_and_panel(&mut self, arena: Vec2) {
         let ui_start = Instant::now();
-        let Self { game, clock, scene, hud, actions, compare, .. } = self;
+        let Self { game, clock, scene, hud, actions, compare, stress, .. } = self;
         game.profiler.time("overlay+panel", game.overlay_id, || {
             gather(game, &mut hud.readout, (&mut clock.whole, &mut clock.sim), &mut clock.rate_clock);
             hud.readout.draw_calls = (scene.calls.calls, scene.calls.quads);
@@ -679,6 +727,21 @@ impl Window {
                 hud.draw_net(game);
             }
             draw_notes(game, &scene.sprites);
+            let world = &game.play.app.world;
+            if config.scenario == Scenario::Stress && compare.is_none() {
+                let census = hud.readout.census;
+                let waves = world.resource::<Waves>();
+                let figures = stress::Figures {
+                    entities: world.len(),
+                    fighters: census.red + census.blue,
+                    waves: waves.next,
+                    whole: hud.readout.whole,
+                    holding: waves.held.is_some(),
+                };
+                let right = panel::origin().x - 12.0;
+                let max_width = right - hud.left_edge() - 20.0;
+                hud.stress_bottom = stress::draw_readout(stress, &figures, (right, 10.0), max_width, &mut hud.text);
+            }
         });
         self.clock.ui_ms = ui_start.elapsed().as_secs_f32() * 1e3;
     }
@@ -701,6 +764,10 @@ impl Window {
         };
         // With --compare, --frames ends the run once the comparison is done (and drawn).
         let done = reached && !self.compare_due && self.compare.as_ref().is_none_or(CompareView::is_finished);
+        if done && cli.benchmark {
+            self.print_benchmark();
+        }
+        let cli = &self.game.cli;
         if let (true, Some(path)) = (done, &cli.screenshot) {
             let cut = self.hud.overlay_fit.cut;
             if self.hud.overlay_on && cut > 0 {
@@ -724,6 +791,25 @@ impl Window {
         if done || is_quit_requested() || quit {
             self.game.close(self.trace.take(), 0);
         }
+    }
+
+    /// `--benchmark` in the window: the whole frames' percentiles (the first, the pre-spawn, left out; the last
+    /// has no end yet) and the digest.
+    fn print_benchmark(&self) {
+        let app = &self.game.play.app;
+        let measured = self.stress.frames.len();
+        println!(
+            "== benchmark (window): stress on {}, {} threads, one fixed step a frame",
+            app.world.backend(),
+            app.threads()
+        );
+        println!("frame 1 lands the starting fighters in waves (timed apart)");
+        println!(
+            "whole frames 2-{} (present included, {measured} frames): {}",
+            measured + 1,
+            self.stress.percentiles()
+        );
+        println!("digest: {:016x}", digest(&app.world));
     }
 
     /// Turns a panel or key action into an input of the play (recorded), or does it here when it only concerns the
@@ -778,6 +864,10 @@ impl Window {
                 let most = swarm::app::default_threads().max(2);
                 let now = game.play.app.threads();
                 Input::Threads(if now >= most { 1 } else { now as u32 + 1 })
+            }
+            // In the stress scenario the held button lands waves instead ([`stress::hold_input`]).
+            Action::Burst(_) if world.resource::<SimConfig>().scenario == Scenario::Stress && game.net.is_none() => {
+                return
             }
             Action::Burst(at) => Input::Burst(at),
             Action::Group(name, enabled) => Input::Group { name: name.to_string(), enabled },
@@ -872,25 +962,34 @@ impl Hud {
         use std::fmt::Write;
         let Some(live) = game.rewind.as_ref().and_then(Rewind::watching) else { return };
         let frame = game.play.frame();
-        let battle = game.play.app.world.resource::<SimConfig>().scenario == swarm::sim::Scenario::Battle;
+        let top = self.banner_top(game);
         self.text.clear();
         let back = live.saturating_sub(frame);
         let _ = write!(self.text, "REWOUND {:.1} s: frame {frame} of {live}", back as f32 / 60.0);
         let first = self.text.len();
         let _ = write!(self.text, "hold Backspace: back   release: replays to live   End: live now");
         let (one, two) = self.text.split_at(first);
-        banner(self.left_edge(), [one, two], if battle { 90.0 } else { 12.0 }, Color::new(0.55, 0.85, 1.0, 1.0));
+        banner(self.left_edge(), [one, two], top, Color::new(0.55, 0.85, 1.0, 1.0));
     }
 
     /// In a GGRS game: what runs and its rollback figures (or why it stopped); under the round box in `battle`.
     fn draw_net(&mut self, game: &Game) {
         let Some(net) = &game.net else { return };
-        let battle = game.play.app.world.resource::<SimConfig>().scenario == swarm::sim::Scenario::Battle;
+        let top = self.banner_top(game);
         let first = net.lines(&mut self.text);
         let (one, two) = self.text.split_at(first);
         let colour =
             if net.failed().is_some() { Color::new(1.0, 0.45, 0.4, 1.0) } else { Color::new(0.6, 1.0, 0.7, 1.0) };
-        banner(self.left_edge(), [one, two], if battle { 90.0 } else { 12.0 }, colour);
+        banner(self.left_edge(), [one, two], top, colour);
+    }
+
+    /// Where a banner's top goes: under the round box in `battle`, under the readout in `stress`.
+    fn banner_top(&self, game: &Game) -> f32 {
+        match game.play.app.world.resource::<SimConfig>().scenario {
+            Scenario::Battle => 90.0,
+            Scenario::Stress => self.stress_bottom + 10.0,
+            _ => 12.0,
+        }
     }
 
     /// Where the arena's free width starts: right of the overlay when it is shown.

@@ -67,7 +67,7 @@ pub static KEYS: LazyLock<[(String, &'static str); KEYS_LEN]> = LazyLock::new(||
         ("A".into(), "align"),
         ("T".into(), "threads"),
         ("+/-".into(), "population"),
-        ("click".into(), "burst / group on-off"),
+        ("click".into(), "burst (stress: hold, waves) / group on-off"),
         ("wheel".into(), "zoom"),
         ("drag".into(), "pan"),
         ("Home".into(), "fit"),

@@ -10,7 +10,7 @@ use macroquad::prelude::*;
 use std::path::Path;
 use swarm::art::Sprite;
 use swarm::ecs::{Parent, World};
-use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Target, Velocity};
+use swarm::sim::components::{Blue, Health, Hunter, Lifetime, Position, Red, Target, Velocity, Wave};
 use swarm::sim::lifecycle::Hurt;
 pub use swarm::sim::painter::DrawOrder;
 use swarm::sim::painter::TeamField;
@@ -248,10 +248,14 @@ impl StaleMarkers {
     }
 }
 
-/// Reused per-frame buffers: team and hunter marks by entity index.
+/// Reused per-frame buffers: team and hunter marks by entity index, each wave fighter's tint (its slot in
+/// [`super::stress::WAVE_TINTS`] plus one; 0 for none), and the sprites the last frame drew.
 #[derive(Default)]
 pub struct DrawScratch {
     marks: Vec<u8>,
+    tints: Vec<u8>,
+    /// Textured quads drawn in the last frame: fighters, hunters, rings and particles.
+    pub drawn: u32,
 }
 
 const RED: u8 = 1;
@@ -316,7 +320,23 @@ pub fn draw_world(
             *mark |= HURT;
         }
     }
-    let team = |e: swarm::ecs::Entity| if marks[e.index() as usize] & RED != 0 { RED_TINT } else { BLUE_TINT };
+    // A wave's fighters (the stress scenario) wear their wave's tint, in their team's hues.
+    let tints = &mut scratch.tints;
+    tints.clear();
+    if world.count_of::<Wave>() > 0 {
+        tints.resize(marks.len(), 0);
+        world.query_ref::<(&Wave,)>().for_each(|e, (w,)| {
+            let red = marks[e.index() as usize] & RED != 0;
+            tints[e.index() as usize] = super::stress::wave_slot(w.0, red) + 1;
+        });
+    }
+    let tints = &*tints;
+    let team = |e: swarm::ecs::Entity| match tints.get(e.index() as usize) {
+        Some(&slot) if slot > 0 => super::stress::WAVE_TINTS[slot as usize - 1],
+        _ if marks[e.index() as usize] & RED != 0 => RED_TINT,
+        _ => BLUE_TINT,
+    };
+    let drawn = std::cell::Cell::new(0u32);
 
     // Target lines first, under everyone. A stale handle finds no position (its generation is gone), so only
     // live targets get a line.
@@ -356,6 +376,7 @@ pub fn draw_world(
         Color::new(r + (1.0 - r) * flash, g + (1.0 - g) * flash, b + (1.0 - b) * flash, 1.0)
     };
     let draw = |texture: &Texture2D, p: &Position, v: &Velocity, s: f32, color: Color| {
+        drawn.set(drawn.get() + 1);
         draw_centered(texture, p.0, s, v.0.y.atan2(v.0.x), color);
     };
     // Fighters, then hunters over them (one texture per pass, so each pass batches).
@@ -384,6 +405,7 @@ pub fn draw_world(
         let p = at(e, p);
         let (r, g, b) = team(e);
         let color = Color::new(0.55 + 0.45 * r, 0.55 + 0.45 * g, 0.55 + 0.45 * b, ring_alpha);
+        drawn.set(drawn.get() + 1);
         draw_centered(ring, p.0, ring_size, 0.0, color);
         n += 1;
     });
@@ -415,10 +437,12 @@ pub fn draw_world(
     world.query_ref::<(&Position, &Lifetime)>().for_each(|_, (p, l)| {
         let (fade, color) = heat(l);
         let s = config.radius * (2.0 + 4.0 * fade * fade * fade);
+        drawn.set(drawn.get() + 1);
         draw_centered(&sprites.particle, p.0, s, 0.0, color);
         n += 1;
     });
     calls.quads(Sheet::Atlas, n);
+    scratch.drawn = drawn.get();
 }
 
 /// The armies as colour fields under the sprites when zoomed far out: a [`TeamField`] of the fighters, a cell a few

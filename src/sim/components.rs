@@ -43,6 +43,11 @@ pub struct Particle;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lifetime(pub u16);
 
+/// The wave a fighter came in (the `stress` scenario, [`crate::sim::stress`]), numbered from 0 in the order the
+/// waves were served. The window tints each wave by its number, in its team's hues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wave(pub u32);
+
 /// A fighter as spawned: where it is, how it moves, its health, and its team's tag `T` (`Red` or `Blue`).
 #[derive(Bundle)]
 pub struct FighterBundle<T: Component> {
@@ -202,4 +207,6 @@ pub const TABLE: &[Kept] = &[
             world.rollback_component::<super::squads::Fallen>();
         }),
     },
+    // Last, so the kinds of the types before it (and the digests of runs without waves) are as they were.
+    kept!(Wave, Some("wave"), column::<Wave>, |w| w.0 as u64, None),
 ];

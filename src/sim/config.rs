@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 /// The fixed time step: the simulation advances 1/60 s per frame whatever the display does.
 pub const DT: f32 = 1.0 / 60.0;
 
+/// A fighter's health in the `stress` scenario: ten times the others', so a ramp's waves add up (at the others'
+/// health the front kills as fast as a ramp adds, and the population stalls near 30,000 in 1920 x 1080).
+pub const STRESS_HEALTH: i32 = 1_000;
+
 /// Settings of one run. A run depends only on these and the seed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
@@ -66,11 +70,16 @@ pub enum Scenario {
     /// Rounds ([`crate::sim::rounds`]): the armies muster once, without refills, and fight until a team is wiped
     /// out (or the round's time runs out); then the next round starts.
     Battle,
+    /// A stress test of the whole frame ([`crate::sim::stress`]): the target population is spawned once, at the
+    /// first frame, as waves at points drawn from the seed; after that waves are the only source of fighters (no
+    /// refills), each of one team and numbered ([`crate::sim::components::Wave`]), and the fighters move, fight
+    /// and die as in every scenario.
+    Stress,
 }
 
 impl Scenario {
     /// Every scenario, in the order the help lists them.
-    pub const ALL: [Scenario; 3] = [Scenario::Churn, Scenario::Armies, Scenario::Battle];
+    pub const ALL: [Scenario; 4] = [Scenario::Churn, Scenario::Armies, Scenario::Battle, Scenario::Stress];
 
     /// The name on the command line.
     pub fn name(self) -> &'static str {
@@ -78,6 +87,7 @@ impl Scenario {
             Scenario::Churn => "churn",
             Scenario::Armies => "armies",
             Scenario::Battle => "battle",
+            Scenario::Stress => "stress",
         }
     }
 
@@ -89,6 +99,7 @@ impl Scenario {
             }
             Scenario::Armies => "two armies: red starts left, blue right, and they meet in a front",
             Scenario::Battle => "rounds: the armies muster once and fight until a team is wiped out, then again",
+            Scenario::Stress => "waves: the population lands once in waves, then only held clicks add waves",
         }
     }
 }
@@ -144,10 +155,24 @@ impl SimConfig {
         }
     }
 
+    /// Defaults for `n` fighters in `scenario`: [`SimConfig::with_population`], and in the `stress` scenario
+    /// fighters of [`STRESS_HEALTH`] health, so waves pile up at the front instead of melting as they land.
+    pub fn with_scenario(n: u32, scenario: Scenario) -> Self {
+        let mut config = Self::with_population(n);
+        config.scenario = scenario;
+        if scenario == Scenario::Stress {
+            config.max_health = STRESS_HEALTH;
+        }
+        config
+    }
+
     /// A world capacity that fits the population, its particles and some bursts.
+    /// In the `stress` scenario, room for [`crate::sim::stress::HEADROOM`] fighters more, which waves add.
     pub fn default_capacity(&self) -> u32 {
         let n = self.target_population as u64;
+        let headroom = if self.scenario == Scenario::Stress { crate::sim::stress::HEADROOM as u64 } else { 0 };
         (n * 2 + self.spawn_per_frame as u64 * self.particles_per_death as u64 * self.particle_life as u64 + 4096)
+            .saturating_add(headroom)
             .min(u32::MAX as u64) as u32
     }
 }
@@ -168,6 +193,8 @@ pub enum Draw {
     Spawn = 1,
     /// A dying fighter's particle burst (key: the fighter).
     Death = 2,
+    /// The waves of a frame (key 0): their own stream, so waves draw nothing from the spawner's.
+    Wave = 3,
 }
 
 impl SimRng {

@@ -32,6 +32,7 @@ pub mod snapshot;
 pub mod spawn;
 pub mod squads;
 pub mod step;
+pub mod stress;
 
 use crate::app::profile::Profiler;
 use crate::app::{App, Plugin};

@@ -7,6 +7,7 @@ use super::config::{Scenario, SimConfig, SimStats, SpawnRequests};
 use super::limits;
 use super::painter::{sort_by_y, DrawOrder};
 use super::rounds::Phase;
+use super::stress::{Waves, WAVE};
 use super::{build_app_with, digest, snapshot};
 use crate::app::profile::Profiler;
 use crate::app::{App, NextState, UnknownGroup};
@@ -28,6 +29,11 @@ pub enum Input {
     Population(i64),
     /// Spawn a burst of fighters around this arena point.
     Burst(Vec2),
+    /// Land a wave ([`crate::sim::stress`]) at this arena point every fixed step from now on (the window's held
+    /// left button in the `stress` scenario; it sends the point again as the cursor moves), or stop (`None`).
+    Wave(Option<Vec2>),
+    /// Land this many waves next frame at points drawn from the seed (a ramp's step).
+    AddWaves(u32),
     /// Pause (true) or resume (false). The window runs no frames while paused; a replay follows the recorded
     /// frames, so for it this is a note.
     Pause(bool),
@@ -89,6 +95,9 @@ impl fmt::Display for Input {
         match self {
             Input::Population(delta) => write!(f, "population {delta:+}"),
             Input::Burst(at) => write!(f, "burst ({:.1}, {:.1})", at.x, at.y),
+            Input::Wave(Some(at)) => write!(f, "waves at ({:.1}, {:.1})", at.x, at.y),
+            Input::Wave(None) => write!(f, "waves stop"),
+            Input::AddWaves(n) => write!(f, "add {n} waves"),
             Input::Pause(true) => write!(f, "pause"),
             Input::Pause(false) => write!(f, "resume"),
             Input::Step => write!(f, "step"),
@@ -236,8 +245,8 @@ impl Play {
         digest(&self.app.world)
     }
 
-    /// The world's digest with what every [`Input`] sets that the world's values do not show yet: the bursts asked
-    /// for (they spawn in the next frame), the target population, the alignment, a pending round, the backend, the
+    /// The world's digest with what every [`Input`] sets that the world's values do not show yet: the bursts and
+    /// waves asked for (they spawn in the next frame), the target population, the alignment, a pending round, the backend, the
     /// groups that are on, pause and draw order. A recording writes it after each input, so an input edited in the
     /// file differs at its own line, even when a later reset or quick load would wipe what it did.
     pub fn state_digest(&self) -> u64 {
@@ -255,6 +264,10 @@ impl Play {
                 add(u64::from(at.x.to_bits()) << 32 | u64::from(at.y.to_bits()));
                 add(*team as u64);
             }
+        }
+        if let Some(waves) = world.get_resource::<Waves>() {
+            add(waves.held.map_or(0, |at| 1 + (u64::from(at.x.to_bits()) << 32 | u64::from(at.y.to_bits()))));
+            add(u64::from(waves.queued));
         }
         if let Some(config) = world.get_resource::<SimConfig>() {
             add(u64::from(config.target_population));
@@ -285,6 +298,11 @@ impl Play {
                     (config.target_population as i64).saturating_add(*delta).clamp(0, most) as u32;
             }
             Input::Burst(at) => world.resource_mut::<SpawnRequests>().0.push(*at),
+            Input::Wave(at) => world.resource_mut::<Waves>().held = *at,
+            Input::AddWaves(n) => {
+                let queued = &mut world.resource_mut::<Waves>().queued;
+                *queued = queued.saturating_add(n.saturating_mul(WAVE));
+            }
             Input::Pause(paused) => self.paused = *paused,
             Input::Step => {
                 self.paused = true;

@@ -325,8 +325,13 @@ impl Recording {
                     Input::Threads(n) => {
                         limits::check("threads", *n, &limits::THREADS).map_err(|e| fail(line, e.to_string()))?
                     }
-                    Input::Burst(at) if !at.is_finite() => {
-                        return Err(fail(line, format!("burst at ({}, {}), not a point", at.x, at.y)))
+                    Input::Burst(at) | Input::Wave(Some(at)) if !at.is_finite() => {
+                        let what = if matches!(parsed.input, Input::Burst(_)) { "burst" } else { "waves" };
+                        return Err(fail(line, format!("{what} at ({}, {}), not a point", at.x, at.y)));
+                    }
+                    Input::AddWaves(n) => {
+                        let most = *limits::POPULATION.end() / crate::sim::stress::WAVE;
+                        limits::check("waves added", *n, &(0..=most)).map_err(|e| fail(line, e.to_string()))?
                     }
                     Input::Group { name, .. } if !groups.iter().any(|g| g == name) => {
                         return Err(fail(

@@ -120,9 +120,12 @@ impl Rewind {
     /// frame ([`Rewind::after_frame`]); a reset, a quick load or a group starts the ring over from the world now.
     pub fn note(&mut self, frame: u64, input: &Input, play: &Play) -> Result<(), RollbackError> {
         match input {
-            Input::Population(_) | Input::Burst(_) | Input::AlignEvery(_) | Input::NextRound => {
-                self.inputs.push_back((frame, input.clone()))
-            }
+            Input::Population(_)
+            | Input::Burst(_)
+            | Input::Wave(_)
+            | Input::AddWaves(_)
+            | Input::AlignEvery(_)
+            | Input::NextRound => self.inputs.push_back((frame, input.clone())),
             Input::Reset | Input::QuickLoad(_) | Input::Group { .. } => {
                 self.ring.clear();
                 self.inputs.clear();

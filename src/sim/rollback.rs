@@ -33,7 +33,8 @@ pub fn plugin(app: &mut App) {
         .rollback_resource::<Hurt>()
         .rollback_resource::<Round>()
         .rollback_resource::<State<Phase>>()
-        .rollback_resource::<NextState<Phase>>();
+        .rollback_resource::<NextState<Phase>>()
+        .rollback_resource::<super::stress::Waves>();
 }
 
 /// What one player does in a frame, as GGRS carries it: a burst asked for at an arena point, or nothing; with the

@@ -2,7 +2,7 @@
 //!
 //! A snapshot holds everything a run depends on, so a loaded world continues bit for bit on any backend: every
 //! entity with its handle and the allocator's state, every component, and the resources (settings, the random
-//! seed, statistics, pending spawn requests, and which fighters the hunters' broadphase vouches for). What is
+//! seed, statistics, pending spawn requests and waves, and which fighters the hunters' broadphase vouches for). What is
 //! rebuilt each frame (scratch buffers, this frame's contacts) is not saved.
 
 use super::collision::Broadphase;
@@ -49,6 +49,8 @@ pub fn schema() -> SnapshotSchema {
         .resource_or::<State<Phase>>("phase", || State::new(Phase::Fighting, true))
         .resource_or::<NextState<Phase>>("next phase", NextState::default)
         .resource_or::<Round>("round", Round::default)
+        // The waves (files written before them had none).
+        .resource_or::<super::stress::Waves>("waves", super::stress::Waves::default)
         .check("world", |world| {
             limits::check("capacity", world.capacity(), &limits::CAPACITY).map_err(|e| e.to_string())
         })

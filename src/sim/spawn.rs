@@ -1,11 +1,13 @@
 //! Spawning: the spawner keeps the fighter population at its target, and bursts at requested points. The
 //! scenario decides where refills go: anywhere (`churn`), or each team on its own side heading for the middle
-//! (`armies`).
+//! (`armies`). In the `stress` scenario there are no refills: the population lands as waves
+//! ([`crate::sim::stress`]).
 
-use super::components::{Blue, FighterBundle, Health, Hunter, HunterBundle, Position, Red, Team, Velocity};
+use super::components::{Blue, FighterBundle, Health, Hunter, HunterBundle, Position, Red, Team, Velocity, Wave};
 use super::config::{Draw, Scenario, Shortfall, SimConfig, SimRng, SimStats, SpawnRequests, TeamBursts};
 use super::rounds::Round;
 use super::squads::{slot_offset, SQUAD};
+use super::stress::{Waves, WAVE, WAVE_RADIUS};
 use crate::app::{Allocator, App, Query, Res, ResMut, Stage};
 use crate::ecs::{Commands, Entity, HoldsEntities};
 use glam::Vec2;
@@ -20,29 +22,36 @@ pub fn plugin(app: &mut App) {
     if !app.world.contains_resource::<OpenSquads>() {
         app.world.insert_resource(OpenSquads::default());
     }
+    if !app.world.contains_resource::<Waves>() {
+        app.world.insert_resource(Waves::default());
+    }
     app.add_group(Stage::PreUpdate, "spawning", spawn_fighters);
 }
 
-/// Tops the population up toward the target (at most `spawn_per_frame` a frame) and serves burst requests.
-/// When the world is full it stops for this frame: a burst's fighters it had no room for are counted in
-/// [`SimStats::spawn_refused`], how far the refill stays below the target in [`Shortfall`]; it never panics. The draws come from the frame's spawn stream, in the order the spawns are recorded (no query decides
+/// Tops the population up toward the target (at most `spawn_per_frame` a frame) and serves burst requests, then
+/// waves ([`Waves`]; in the `stress` scenario the first frame queues the target population as waves, and there
+/// are no refills).
+/// When the world is full it stops for this frame: the fighters of bursts and waves it had no room for are counted
+/// in [`SimStats::spawn_refused`] (each asked for once), how far the refill stays below the target in
+/// [`Shortfall`]; it never panics. The draws come from the frame's spawn stream, in the order the spawns are
+/// recorded (no query decides
 /// it).
 ///
 /// Spawns are recorded in the system's own buffer, so they take their handles when the frame's commands apply; a
 /// hunter's squad stays open across frames with its captain's (deferred, then real) handle kept in
 /// [`OpenSquads`]. Fighters the world has no room for are refused here, as the apply would refuse them.
 pub fn spawn_fighters(
-    (config, rng): (Res<SimConfig>, Res<SimRng>),
+    (config, source): (Res<SimConfig>, Res<SimRng>),
     (mut stats, mut round, mut open): (ResMut<SimStats>, ResMut<Round>, ResMut<OpenSquads>),
-    (mut requests, mut team_bursts, mut shortfall): (ResMut<SpawnRequests>, ResMut<TeamBursts>, ResMut<Shortfall>),
-    mut alive: Query<&Health>,
-    mut captains: Query<(&Position, &Velocity)>,
+    (mut requests, mut team_bursts): (ResMut<SpawnRequests>, ResMut<TeamBursts>),
+    (mut waves, mut shortfall): (ResMut<Waves>, ResMut<Shortfall>),
+    (mut alive, mut captains): (Query<&Health>, Query<(&Position, &Velocity)>),
     allocator: Allocator,
     mut commands: Commands,
 ) {
     let fighters = alive.count() as u32;
     let mut room = allocator.capacity().saturating_sub(allocator.len());
-    let mut rng = rng.stream(stats.frames, 0, Draw::Spawn);
+    let mut rng = source.stream(stats.frames, 0, Draw::Spawn);
     // An open squad follows its captain: it closes if the captain died; else its followers line up behind where
     // the captain is now.
     for squad in open.0.iter_mut() {
@@ -60,9 +69,15 @@ pub fn spawn_fighters(
     let mut spawned = 0u64;
     let mut refused = 0u64;
     // (A battle's armies muster once a round: refills stop at the target population.)
+    // (A stress run spawns its population once, as waves, and never refills.)
+    let stress = config.scenario == Scenario::Stress;
     let wanted = config.target_population.saturating_sub(fighters).min(round.refill_room(&config));
+    let wanted = if stress { 0 } else { wanted };
     let deficit = wanted.min(config.spawn_per_frame);
     shortfall.0 = 0;
+    if stress && stats.frames == 0 {
+        waves.queued = waves.queued.saturating_add(config.target_population);
+    }
     for _ in 0..deficit {
         let at = Vec2::new(rng.gen_range(0.0..config.arena.x), rng.gen_range(0.0..config.arena.y));
         if room == 0 {
@@ -94,10 +109,81 @@ pub fn spawn_fighters(
     }
     requests.0.clear();
     team_bursts.0.clear();
+    if waves.held.is_some() || waves.queued > 0 {
+        let mut rng = source.stream(stats.frames, 0, Draw::Wave);
+        let (served, short) = serve_waves(&mut waves, &mut commands, &mut rng, &config, &mut room, squads);
+        spawned += served;
+        refused += short;
+    }
     round.note_refills(&config, spawned.min(u64::from(deficit)) as u32);
     stats.spawned += spawned;
     stats.spawn_refused += refused;
     stats.fighters = fighters;
+}
+
+/// Serves the waves asked for: the queued fighters in waves of [`WAVE`] at points drawn from `rng`, then a wave at
+/// the held point. Each wave is one team (even numbers red, odd blue), its fighters spread over a disc of
+/// [`WAVE_RADIUS`] and numbered with [`Wave`]. What the world has no room for is refused, queue and all. Returns
+/// the fighters spawned and refused.
+fn serve_waves(
+    waves: &mut Waves,
+    commands: &mut Commands<'_>,
+    rng: &mut impl Rng,
+    config: &SimConfig,
+    room: &mut u32,
+    squads: &mut [Option<Open>; 2],
+) -> (u64, u64) {
+    let (mut spawned, mut refused) = (0u64, 0u64);
+    // Centres keep the disc inside the arena (a quarter of a side at most, for the smallest arenas).
+    let inset = Vec2::splat(WAVE_RADIUS).min(config.arena * 0.25);
+    while waves.queued > 0 {
+        let count = waves.queued.min(WAVE);
+        waves.queued -= count;
+        if *room == 0 {
+            // This wave and the rest of the queue.
+            refused += u64::from(count + std::mem::take(&mut waves.queued));
+            break;
+        }
+        let centre = inset + (config.arena - 2.0 * inset) * Vec2::new(rng.gen::<f32>(), rng.gen::<f32>());
+        let (landed, short) = land_wave(waves, commands, rng, config, (centre, count), room, squads);
+        (spawned, refused) = (spawned + landed, refused + short);
+    }
+    if let Some(at) = waves.held {
+        let centre = at.clamp(Vec2::ZERO, config.arena);
+        let (landed, short) = land_wave(waves, commands, rng, config, (centre, WAVE), room, squads);
+        (spawned, refused) = (spawned + landed, refused + short);
+    }
+    (spawned, refused)
+}
+
+/// One wave of `count` fighters around `centre`, numbered [`Waves::next`]; returns the fighters spawned and
+/// refused (the world full).
+fn land_wave(
+    waves: &mut Waves,
+    commands: &mut Commands<'_>,
+    rng: &mut impl Rng,
+    config: &SimConfig,
+    (centre, count): (Vec2, u32),
+    room: &mut u32,
+    squads: &mut [Option<Open>; 2],
+) -> (u64, u64) {
+    let number = waves.next;
+    waves.next = waves.next.wrapping_add(1);
+    // The side it lands on: red's left half, blue's right.
+    let team = if centre.x < config.arena.x / 2.0 { Team::Red } else { Team::Blue };
+    for placed in 0..count {
+        if *room == 0 {
+            return (u64::from(placed), u64::from(count - placed));
+        }
+        // Uniform over the disc (the square root spreads them evenly out to the rim).
+        let offset =
+            Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU)) * rng.gen::<f32>().sqrt() * WAVE_RADIUS;
+        let at = (centre + offset).clamp(Vec2::ZERO, config.arena);
+        let entity = spawn_one(commands, rng, config, at, Placement::Wave(team), squads);
+        commands.insert(entity, Wave(number));
+        *room -= 1;
+    }
+    (u64::from(count), 0)
 }
 
 /// The squad of each team open to new fighters: its captain, where the captain is and where it heads, and how
@@ -122,11 +208,13 @@ pub struct Open {
 }
 
 /// Why a fighter is spawned: a refill follows the scenario; a burst lands where it was asked for, on a player's
-/// team if it was a player's.
+/// team if it was a player's; a wave's fighter lands where it was asked for, on its wave's team, heading for the
+/// other side.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Placement {
     Refill,
     Burst(Option<Team>),
+    Wave(Team),
 }
 
 /// How far (radians) an army's heading strays from straight at the other side: enough to spread the front, little
@@ -144,11 +232,11 @@ fn spawn_one(
     at: Vec2,
     placement: Placement,
     squads: &mut [Option<Open>; 2],
-) {
+) -> Entity {
     // (Drawn even for a player's burst, so the random stream does not depend on who asked.)
     let drawn = if rng.gen_bool(0.5) { Team::Red } else { Team::Blue };
     let team = match placement {
-        Placement::Burst(Some(team)) => team,
+        Placement::Burst(Some(team)) | Placement::Wave(team) => team,
         _ => drawn,
     };
     let hunter = rng.gen_range(0..config.hunter_every.max(1)) == 0;
@@ -164,6 +252,12 @@ fn spawn_one(
                     Vec2::from_angle(std::f32::consts::PI + spread),
                 ),
             }
+        }
+        // A wave lands where it was asked for and heads for the other side, spread a little.
+        (_, Placement::Wave(team)) => {
+            let spread = rng.gen_range(-ARMY_SPREAD..ARMY_SPREAD);
+            let ahead = if team == Team::Red { 0.0 } else { std::f32::consts::PI };
+            (at, Vec2::from_angle(ahead + spread))
         }
         _ => (at, Vec2::from_angle(rng.gen_range(0.0..std::f32::consts::TAU))),
     };
@@ -197,4 +291,5 @@ fn spawn_one(
         None if hunter => *open = Some(Open { captain: entity, at, heading, joined: 0 }),
         None => {}
     }
+    entity
 }
