@@ -77,13 +77,7 @@ fn synctest(cli: &Cli, distance: usize) -> ExitCode {
 fn p2p(cli: &Cli) -> ExitCode {
     use swarm::sim::net::{run_peer, PeerSettings};
     use swarm::sim::rollback::scripted_input;
-    let backend = match cli.backend() {
-        BackendChoice::One(backend) => backend,
-        BackendChoice::All => Backend::default(), // refused with the flags
-    };
-    let s = cli.run_settings(backend);
-    let mut app = swarm::sim::build_app(s.config, s.seed, s.backend, s.capacity);
-    app.set_threads(s.threads);
+    let (backend, s, mut app) = one_app(cli);
     let player = cli.player.unwrap_or(0) as usize;
     let peer = PeerSettings {
         local_port: cli.local_port.unwrap_or_default(),
@@ -108,6 +102,18 @@ fn p2p(cli: &Cli) -> ExitCode {
 /// Reads a --load file, refusing it (exit 2) if it does not read.
 fn read_load(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| Cli::refuse(format!("--load {}: {e}", path.display())))
+}
+
+/// The run's one backend (`all` is refused with the flags that come here), its settings, and a new app on them.
+fn one_app(cli: &Cli) -> (Backend, swarm::sim::report::RunSettings, App) {
+    let backend = match cli.backend() {
+        BackendChoice::One(backend) => backend,
+        BackendChoice::All => Backend::default(),
+    };
+    let s = cli.run_settings(backend);
+    let mut app = swarm::sim::build_app(s.config.clone(), s.seed, s.backend, s.capacity);
+    app.set_threads(s.threads);
+    (backend, s, app)
 }
 
 /// Where the window starts: the seed and settings of the flags, or the --load file, checked before the window
@@ -272,15 +278,9 @@ fn benchmark(cli: &Cli) -> ExitCode {
 /// `--ramp`, headless: waves added until the simulation's median frame passes the budget; a line per step, then
 /// the fighters held.
 fn ramp(cli: &Cli) -> ExitCode {
-    let backend = match cli.backend() {
-        BackendChoice::One(backend) => backend,
-        BackendChoice::All => Backend::default(), // refused with the flags
-    };
-    let s = cli.run_settings(backend);
-    let mut app = swarm::sim::build_app(s.config, s.seed, s.backend, s.capacity);
-    app.set_threads(s.threads);
+    let (backend, s, mut app) = one_app(cli);
     println!(
-        "ramp: stress on {backend}, {} threads, from {} fighters; each step adds a tenth of those alive (at least {}) \
+        "ramp: stress on {backend}, threads {}, from {} fighters; each step adds a tenth of those alive (at least {}) \
          in waves of {}, settles {} frames and takes the median of {}",
         s.threads,
         cli.entities,

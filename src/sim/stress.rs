@@ -140,7 +140,7 @@ pub fn fighters(app: &App) -> u32 {
 
 impl fmt::Display for Benchmark {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "== benchmark: stress on {}, {} threads", self.backend, self.threads)?;
+        writeln!(f, "== benchmark: stress on {}, threads {}", self.backend, self.threads)?;
         writeln!(
             f,
             "frame 1 lands {} fighters in waves of {WAVE}: {:.3} ms (timed apart)",
