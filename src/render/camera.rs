@@ -109,10 +109,12 @@ impl View {
 
     /// The macroquad camera for this view.
     pub fn camera(&self, screen: Vec2) -> Camera2D {
-        // As macroquad's screen camera (`Camera2D::from_display_rect`) over the visible rect: y grows downward.
+        // y grows downward on screen, as in `world_at` and in screen space: a positive y zoom. (macroquad 0.4's
+        // `Camera2D::from_display_rect` has a negative one, which draws the arena upside down: a click landed
+        // its burst mirrored about the window's middle.)
         Camera2D {
             target: self.center,
-            zoom: vec2(2.0 * self.scale / screen.x, -2.0 * self.scale / screen.y),
+            zoom: vec2(2.0 * self.scale / screen.x, 2.0 * self.scale / screen.y),
             ..Default::default()
         }
     }
@@ -243,16 +245,19 @@ mod tests {
         assert_eq!(view, View::fit(big, small), "a new arena refits");
     }
 
+    /// Where the camera draws an arena point (its matrix to clip space, then GL's viewport: clip y up, pixel y
+    /// down) is where `world_at` reads it back: a click lands its burst under the cursor.
     #[test]
-    fn the_camera_is_macroquads_pixel_camera_over_the_visible_rect() {
+    fn the_camera_draws_each_point_where_world_at_reads_it() {
+        use macroquad::camera::Camera;
         let mut view = View::fit(ARENA, SCREEN);
         view.zoom_at(vec2(321.0, 123.0), 2.5, SCREEN, FIGHTER);
-        let top_left = view.world_at(Vec2::ZERO, SCREEN);
-        let size = view.world_at(SCREEN, SCREEN) - top_left;
-        // `from_display_rect` is what macroquad's own screen camera uses: x right, y down, like the view.
-        let expected = Camera2D::from_display_rect(Rect::new(top_left.x, top_left.y, size.x, size.y));
-        let camera = view.camera(SCREEN);
-        assert!(close(camera.target, expected.target));
-        assert!(close(camera.zoom * 1e3, expected.zoom * 1e3), "{} vs {}", camera.zoom, expected.zoom);
+        let matrix = view.camera(SCREEN).matrix();
+        for pixel in [vec2(700.0, 650.0), vec2(10.0, 880.0), vec2(1590.0, 5.0), SCREEN / 2.0] {
+            let point = view.world_at(pixel, SCREEN);
+            let clip = matrix.project_point3(point.extend(0.0));
+            let drawn = vec2((clip.x + 1.0) / 2.0 * SCREEN.x, (1.0 - clip.y) / 2.0 * SCREEN.y);
+            assert!(close(drawn, pixel), "{pixel} read as {point}, drawn at {drawn}");
+        }
     }
 }

@@ -171,6 +171,9 @@ fn land_wave(
     waves.next = waves.next.wrapping_add(1);
     // The side it lands on: red's left half, blue's right.
     let team = if centre.x < config.arena.x / 2.0 { Team::Red } else { Team::Blue };
+    // A wave keeps to itself: its fighters join only squads its own hunters open, so none starts at a slot behind
+    // a captain of an earlier wave, far from where this one lands.
+    squads[team as usize] = None;
     for placed in 0..count {
         if *room == 0 {
             return (u64::from(placed), u64::from(count - placed));
