@@ -679,7 +679,7 @@ impl Window {
         let (game, scene) = (&self.game, &mut self.scene);
         let world = &game.play.app.world;
         game.profiler.time("render", game.render_id, || scene.draw(world, arena));
-        self.stress.drawn = scene.scratch.drawn;
+        self.stress.drawn = scene.calls.sprites;
         set_default_camera();
     }
 

@@ -129,6 +129,8 @@ pub struct DrawCalls {
     pub calls: u32,
     /// Quads drawn (sprites, lines, rectangles).
     pub quads: u32,
+    /// Of those, the sprites (quads on the atlas: fighters, hunters, rings, particles, stale markers).
+    pub sprites: u32,
     sheet: Option<Sheet>,
     vertices: usize,
     indices: usize,
@@ -138,6 +140,9 @@ impl DrawCalls {
     /// Counts `n` quads (4 vertices, 6 indices each) drawn one after another on `sheet`.
     pub fn quads(&mut self, sheet: Sheet, n: u32) {
         self.quads += n;
+        if sheet == Sheet::Atlas {
+            self.sprites += n;
+        }
         let mut left = n as usize;
         while left > 0 {
             if self.sheet != Some(sheet) || !self.fits(4, 6) {
@@ -249,13 +254,11 @@ impl StaleMarkers {
 }
 
 /// Reused per-frame buffers: team and hunter marks by entity index, each wave fighter's tint (its slot in
-/// [`super::stress::WAVE_TINTS`] plus one; 0 for none), and the sprites the last frame drew.
+/// [`super::stress::WAVE_TINTS`] plus one; 0 for none).
 #[derive(Default)]
 pub struct DrawScratch {
     marks: Vec<u8>,
     tints: Vec<u8>,
-    /// Textured quads drawn in the last frame: fighters, hunters, rings and particles.
-    pub drawn: u32,
 }
 
 const RED: u8 = 1;
@@ -336,7 +339,6 @@ pub fn draw_world(
         _ if marks[e.index() as usize] & RED != 0 => RED_TINT,
         _ => BLUE_TINT,
     };
-    let drawn = std::cell::Cell::new(0u32);
 
     // Target lines first, under everyone. A stale handle finds no position (its generation is gone), so only
     // live targets get a line.
@@ -376,7 +378,6 @@ pub fn draw_world(
         Color::new(r + (1.0 - r) * flash, g + (1.0 - g) * flash, b + (1.0 - b) * flash, 1.0)
     };
     let draw = |texture: &Texture2D, p: &Position, v: &Velocity, s: f32, color: Color| {
-        drawn.set(drawn.get() + 1);
         draw_centered(texture, p.0, s, v.0.y.atan2(v.0.x), color);
     };
     // Fighters, then hunters over them (one texture per pass, so each pass batches).
@@ -405,7 +406,6 @@ pub fn draw_world(
         let p = at(e, p);
         let (r, g, b) = team(e);
         let color = Color::new(0.55 + 0.45 * r, 0.55 + 0.45 * g, 0.55 + 0.45 * b, ring_alpha);
-        drawn.set(drawn.get() + 1);
         draw_centered(ring, p.0, ring_size, 0.0, color);
         n += 1;
     });
@@ -437,12 +437,10 @@ pub fn draw_world(
     world.query_ref::<(&Position, &Lifetime)>().for_each(|_, (p, l)| {
         let (fade, color) = heat(l);
         let s = config.radius * (2.0 + 4.0 * fade * fade * fade);
-        drawn.set(drawn.get() + 1);
         draw_centered(&sprites.particle, p.0, s, 0.0, color);
         n += 1;
     });
     calls.quads(Sheet::Atlas, n);
-    scratch.drawn = drawn.get();
 }
 
 /// The armies as colour fields under the sprites when zoomed far out: a [`TeamField`] of the fighters, a cell a few
