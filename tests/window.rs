@@ -378,7 +378,9 @@ fn the_stress_window_benchmarks_to_the_headless_digest_and_shows_its_readout() {
     }
     eprintln!("readout: amber {amber} light {light}; tinted sprite pixels {tinted}");
     assert!(amber > 150, "no readout title: {amber}");
-    assert!(light > 600, "no readout lines: {light}");
+    // (About 800 in a quiet run; the figures' digits change the count, 573 seen under load. Without the readout,
+    // the region holds a few sprites only.)
+    assert!(light > 300, "no readout lines: {light}");
     assert!(tinted > 1_000, "no wave tints: {tinted}");
     std::fs::remove_dir_all(dir).ok();
 }
