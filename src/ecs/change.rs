@@ -52,43 +52,76 @@ pub(crate) trait Shadow: Send + Sync {
     /// Appends every index holding a value that differs from its copy, in the storage's order, but those `stale`
     /// names.
     fn differing(&self, world: &World, stale: &dyn Fn(u32) -> bool, out: &mut Vec<u32>);
+    /// A whole comparison: copies every value that differs from its copy, but those `stale` names, and appends
+    /// their indices in ascending order. One pass over the values, in pieces on the world's threads; each value
+    /// that differs is copied from the pass itself (no second lookup), and the indices are put in order through a
+    /// bitmap of the index range when they are many (more than one in 256) instead of a sort.
+    fn refresh_differing(&mut self, world: &World, stale: &(dyn Fn(u32) -> bool + Sync), out: &mut Vec<u32>);
     /// Forgets every copy.
     fn reset(&mut self);
     fn clone_box(&self) -> Box<dyn Shadow>;
 }
 
-struct Copies<T>(Vec<Option<T>>);
+struct Copies<T> {
+    /// By entity index.
+    values: Vec<Option<T>>,
+    /// Per piece of a whole comparison: the values found to differ, with their indices (kept, so a steady frame
+    /// allocates nothing).
+    found: Vec<Vec<(u32, T)>>,
+}
 
-impl<T: Component + PartialEq + Clone> Copies<T> {
-    fn slot(&mut self, index: u32) -> &mut Option<T> {
-        if self.0.len() <= index as usize {
-            self.0.resize_with((index as usize + 1).next_power_of_two().max(64), || None);
-        }
-        &mut self.0[index as usize]
+impl<T> Copies<T> {
+    fn new() -> Self {
+        Self { values: Vec::new(), found: Vec::new() }
     }
+}
+
+/// The copy at `index`, the list grown to hold it.
+fn copy_at<T>(values: &mut Vec<Option<T>>, index: u32) -> &mut Option<T> {
+    if values.len() <= index as usize {
+        values.resize_with((index as usize + 1).next_power_of_two().max(64), || None);
+    }
+    &mut values[index as usize]
 }
 
 impl<T: Component + PartialEq + Clone> Shadow for Copies<T> {
     fn differs(&self, world: &World, id: ComponentId, index: u32) -> bool {
-        self.0.get(index as usize).and_then(Option::as_ref) != world.storage.get::<T>(id, index)
+        self.values.get(index as usize).and_then(Option::as_ref) != world.storage.get::<T>(id, index)
     }
     fn refresh(&mut self, world: &World, id: ComponentId, index: u32) {
-        *self.slot(index) = world.storage.get::<T>(id, index).cloned();
+        *copy_at(&mut self.values, index) = world.storage.get::<T>(id, index).cloned();
     }
     fn differing(&self, world: &World, stale: &dyn Fn(u32) -> bool, out: &mut Vec<u32>) {
         // One pass over the values in the storage's own order (the copies are read by index).
         world.query_ref::<&T>().for_each(|entity, value| {
             let index = entity.index();
-            if self.0.get(index as usize).and_then(Option::as_ref) != Some(value) && !stale(index) {
+            if self.values.get(index as usize).and_then(Option::as_ref) != Some(value) && !stale(index) {
                 out.push(index);
             }
         });
     }
+    fn refresh_differing(&mut self, world: &World, stale: &(dyn Fn(u32) -> bool + Sync), out: &mut Vec<u32>) {
+        let copies = &self.values;
+        world.query_ref::<&T>().par_fold(&mut self.found, Vec::clear, |found, entity, value| {
+            let index = entity.index();
+            if copies.get(index as usize).and_then(Option::as_ref) != Some(value) && !stale(index) {
+                found.push((index, value.clone()));
+            }
+        });
+        let start = out.len();
+        for piece in &mut self.found {
+            for (index, value) in piece.drain(..) {
+                *copy_at(&mut self.values, index) = Some(value);
+                out.push(index);
+            }
+        }
+        ascending(out, start, self.values.len());
+    }
     fn reset(&mut self) {
-        self.0.clear();
+        self.values.clear();
     }
     fn clone_box(&self) -> Box<dyn Shadow> {
-        Box::new(Copies(self.0.clone()))
+        Box::new(Copies { values: self.values.clone(), found: Vec::new() })
     }
 }
 
@@ -115,7 +148,7 @@ pub(crate) struct Exact {
 impl Exact {
     /// No copies (a shadow with none), nothing waiting.
     fn empty() -> Self {
-        let shadow: Box<dyn Shadow> = Box::new(Copies::<()>(Vec::new()));
+        let shadow: Box<dyn Shadow> = Box::new(Copies::<()>::new());
         Self { shadow, waiting: Vec::new(), queue: Vec::new(), whole: 0, found: Vec::new(), settled: Vec::new() }
     }
 
@@ -159,13 +192,15 @@ impl Exact {
             let tick = std::mem::take(&mut self.whole);
             let mut found = std::mem::take(&mut self.found);
             found.clear();
-            self.shadow.differing(world, &|index| self.stale(index), &mut found);
-            // In index order: the log (and a snapshot of it) is the same on every backend.
-            found.sort_unstable();
-            for &index in &found {
-                self.shadow.refresh(world, id, index);
-                self.settled.push((index, tick));
-            }
+            // In index order: the log (and a snapshot of it) is the same on every backend and thread count.
+            // Only a queued index can be stale: with none queued (the usual case: a frame's puts were compared
+            // before its loops ran) the pass skips the per-index lookup, a likely cache miss each.
+            let waiting = &self.waiting;
+            let stale = |index: u32| waiting.get(index as usize).is_some_and(|slot| slot.1);
+            let none = |_: u32| false;
+            let stale: &(dyn Fn(u32) -> bool + Sync) = if self.queue.is_empty() { &none } else { &stale };
+            self.shadow.refresh_differing(world, stale, &mut found);
+            self.settled.extend(found.iter().map(|&index| (index, tick)));
             self.found = found;
         }
         for k in 0..self.queue.len() {
@@ -400,6 +435,32 @@ thread_local! {
     static BITS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
     /// The indices a change filter's pass lists before they become handles, kept likewise.
     pub(crate) static INDICES: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Puts `out[start..]` (distinct indices below `bound`) in ascending order: a few by a sort, many (more than one
+/// index in 256 of the range) through a bitmap read back in order, which costs them and a sweep of `bound / 64`
+/// words.
+fn ascending(out: &mut Vec<u32>, start: usize, bound: usize) {
+    let n = out.len() - start;
+    if n <= 64 || n <= bound / 256 {
+        out[start..].sort_unstable();
+        return;
+    }
+    BITS.with_borrow_mut(|bits| {
+        bits.clear();
+        bits.resize(bound.div_ceil(64), 0);
+        for &index in &out[start..] {
+            bits[index as usize / 64] |= 1 << (index % 64);
+        }
+        out.truncate(start);
+        for (word, &set) in bits.iter().enumerate() {
+            let mut set = set;
+            while set != 0 {
+                out.push(word as u32 * 64 + set.trailing_zeros());
+                set &= set - 1;
+            }
+        }
+    });
 }
 
 /// Keeps the first of each run of equal values in `out[start..]` (sorted).
@@ -879,7 +940,7 @@ impl World {
     pub fn track_exact<T: Component + PartialEq + Clone>(&mut self) {
         self.track::<T>();
         let id = self.register::<T>();
-        self.make_exact(id, Box::new(Copies::<T>(Vec::new())));
+        self.make_exact(id, Box::new(Copies::<T>::new()));
     }
 
     /// Puts type `id` (tracked) in the exact mode with `shadow` (empty), copying its values.

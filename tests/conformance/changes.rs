@@ -307,6 +307,36 @@ fn clear_forgets_every_value(backend: Backend) {
     assert_eq!(tracker.removed().count(), 0, "a clear lists no removal");
 }
 
+/// A loop that hands out every value is compared in one pass, in pieces on the world's threads: the rows whose
+/// value it changed count, in handle order, whether many changed or few, whatever order the storage holds them in,
+/// and a value put before the loop counts too.
+fn a_whole_loop_counts_the_rows_it_changed_in_handle_order(backend: Backend) {
+    for threads in [1, 2] {
+        let mut w = world(backend);
+        w.set_threads(threads);
+        w.set_piece_rows(64);
+        w.track_exact::<Hp>();
+        let mut live: Vec<Entity> = (0..3000).map(|i| w.spawn((Hp(i), Pos(0.0, 0.0))).unwrap()).collect();
+        // Storage order apart from handle order: every seventh goes, and as many come back at the freed indices.
+        for e in live.iter().step_by(7).copied().collect::<Vec<_>>() {
+            w.despawn(e).unwrap();
+        }
+        live.retain(|&e| w.is_alive(e));
+        live.extend((0..429).map(|i| w.spawn((Hp(-i), Pos(0.0, 0.0))).unwrap()));
+        for (step, put) in [(3, 1), (1000, 2)] {
+            w.clear_trackers();
+            let replaced = live[put];
+            w.insert(replaced, Hp(77)).unwrap();
+            w.query::<&mut Hp>().for_each(|e, hp| hp.0 += (e.index() % step == 0) as i64);
+            let changed: Vec<Entity> = w.query::<()>().filter::<Changed<Hp>>().iter().map(|(e, _)| e).collect();
+            let expected: BTreeSet<Entity> =
+                live.iter().copied().filter(|e| e.index() % step == 0 || *e == replaced).collect();
+            assert!(expected.len() > 2, "step {step}");
+            assert_eq!(changed, by_index(&expected), "step {step}, {threads} threads");
+        }
+    }
+}
+
 /// A value whose comparison panics on -1.
 #[derive(Clone, Debug)]
 struct Touchy(i64);
@@ -343,6 +373,7 @@ mod every_backend {
         agrees_with_the_model,
         the_exact_mode_agrees_with_the_model,
         a_panicking_comparison_leaves_the_type_exact,
+        a_whole_loop_counts_the_rows_it_changed_in_handle_order,
         changes_inside_or_are_refused,
         tracking_starts_with_what_is_there,
         clear_forgets_every_value,
