@@ -65,7 +65,7 @@ pub fn keep_formation(
         }
     });
     let slots = &*slots;
-    followers.for_each(|e, (_, position, v)| {
+    followers.par_for_each(|e, (_, position, v)| {
         if let Some(slot) = slots.get(e.index() as usize).filter(|s| s.follower == Some(e)) {
             v.0 = (slot.lead + (slot.target - position.0) * PULL).clamp_length_max(most);
         }
