@@ -792,6 +792,7 @@ fn churn() -> Vec<Case> {
 /// collect the dead, despawn them together, and spawn as many again. The hits do not depend on the order an ECS
 /// visits in, so every contestant runs the same world (`-- --check` prints each one's after 30 frames). The arena
 /// grows with the count, so the density, the hits and the turnover per fighter are the same at both sizes.
+/// `-- --interleaved --phases frame` also prints each contestant's time per phase, over 200 frames timed apart.
 mod frame {
     use super::churn::{Health, Team};
     use super::*;
@@ -847,7 +848,21 @@ mod frame {
         }
 
         pub fn run<E: Ecs<H = H>>(&mut self, ecs: &mut E) {
+            self.run_timed(ecs, None);
+        }
+
+        /// [`Frame::run`], adding each phase's time to `phases` if given (in [`PHASES`] order).
+        pub fn run_timed<E: Ecs<H = H>>(&mut self, ecs: &mut E, mut phases: Option<&mut [Duration; 7]>) {
+            let mut at = phases.as_ref().map(|_| Instant::now());
+            let mut lap = |phase: usize| {
+                if let (Some(phases), Some(at)) = (phases.as_deref_mut(), at.as_mut()) {
+                    let now = Instant::now();
+                    phases[phase] += now - *at;
+                    *at = now;
+                }
+            };
             ecs.integrate(self.side);
+            lap(0);
             for cell in &mut self.grid {
                 cell.clear();
             }
@@ -857,6 +872,7 @@ mod frame {
                 let y = ((at.y / CELL) as usize).min(cells - 1);
                 grid[y * cells + x].push((h, team, at));
             });
+            lap(1);
             self.hits.clear();
             for cell in &self.grid {
                 for (k, &(one, team, at)) in cell.iter().enumerate() {
@@ -867,15 +883,23 @@ mod frame {
                     }
                 }
             }
+            lap(2);
             ecs.damage(&self.hits);
+            lap(3);
             self.dead.clear();
             ecs.dead(&mut self.dead);
+            lap(4);
             ecs.despawn(&self.dead);
+            lap(5);
             for _ in 0..self.dead.len() {
                 ecs.spawn(fighter(&mut self.rng, self.side));
             }
+            lap(6);
         }
     }
+
+    /// The frame's phases, as `--phases` prints them.
+    pub const PHASES: [&str; 7] = ["integrate", "each", "hits", "damage", "dead", "despawn", "spawn"];
 
     fn bounce(p: &mut Position, v: &mut Velocity, side: f32) {
         p.0 += v.0;
@@ -1158,6 +1182,14 @@ mod frame {
                     sum += f64::from(at.x + at.y) * f64::from(team + 1);
                 });
                 println!("frame of {n}, {name}: after 30 frames {live} live, {died} died, position sum {sum:.3}");
+            }
+            if std::env::args().any(|a| a == "--phases") {
+                // 20 frames to settle, then 200 timed phase by phase (outside the measured runs).
+                (0..20).for_each(|_| frame.run(&mut ecs));
+                let mut phases = [Duration::ZERO; 7];
+                (0..200).for_each(|_| frame.run_timed(&mut ecs, Some(&mut phases)));
+                let each = PHASES.iter().zip(phases).map(|(name, t)| format!("{name} {:.3}", t.as_secs_f64() * 5.0));
+                println!("frame of {n}, {name}, ms per frame: {}", each.collect::<Vec<_>>().join(", "));
             }
             case(name, move || frame.run(&mut ecs))
         }
