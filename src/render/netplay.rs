@@ -9,7 +9,7 @@ use std::fmt::Write;
 use std::time::Duration;
 use swarm::app::App;
 use swarm::cli::Cli;
-use swarm::sim::net::{Peer, PeerRun, PeerSettings, Progress};
+use swarm::sim::net::{counted, Peer, PeerRun, PeerSettings, Progress};
 use swarm::sim::play::Input;
 use swarm::sim::rollback::{scripted_input, PlayerInput, SyncTester};
 use swarm::sim::SimConfig;
@@ -144,11 +144,11 @@ impl NetPlay {
                 let first = text.len();
                 let _ = write!(
                     text,
-                    "frame {}: {} rollbacks of {} frames, {} frames simulated, no desync",
+                    "frame {}: {} of {}, {} simulated, no desync",
                     tested.frames,
-                    tested.loads,
-                    tester.distance(),
-                    tested.simulated
+                    counted(tested.loads, "rollback"),
+                    counted(tester.distance() as u64, "frame"),
+                    counted(tested.simulated, "frame")
                 );
                 first
             }
@@ -168,12 +168,13 @@ impl NetPlay {
                 let resimulated = run.simulated.saturating_sub(stats.frame.max(0) as u64);
                 let _ = write!(
                     text,
-                    "frame {} (confirmed {}): {} ahead, deepest {}; {} rollbacks, {resimulated} frames again",
+                    "frame {} (confirmed {}): {} ahead, deepest {}; {}, {} again",
                     stats.frame,
                     stats.confirmed.max(0),
                     stats.prediction(),
                     run.deepest_prediction,
-                    run.rollbacks,
+                    counted(run.rollbacks, "rollback"),
+                    counted(resimulated, "frame"),
                 );
                 if self.done.is_some() {
                     let _ = write!(text, "; done");

@@ -326,10 +326,35 @@ impl PeerRun {
     /// The line a finished peer prints (headless and window alike): who it was, what it did, and the digest.
     pub fn summary(&self, player: usize, backend: crate::ecs::Backend, threads: usize, frames: u32) -> String {
         format!(
-            "p2p player {player} ({backend}, {threads} threads): frame {frames} confirmed; {} rollbacks, {} frames \
-             simulated, predicted up to {} frames ahead, ping {} ms; digest {:016x}",
-            self.rollbacks, self.simulated, self.deepest_prediction, self.ping_ms, self.digest
+            "p2p player {player} ({backend}, {}): frame {frames} confirmed; {}, {} simulated, predicted up to {} \
+             ahead, ping {} ms; digest {:016x}",
+            counted(threads as u64, "thread"),
+            counted(self.rollbacks, "rollback"),
+            counted(self.simulated, "frame"),
+            counted(self.deepest_prediction.max(0) as u64, "frame"),
+            self.ping_ms,
+            self.digest
         )
+    }
+}
+
+/// `n` and `noun`, plural unless `n` is 1: "1 rollback", "3 rollbacks".
+pub fn counted(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    #[test]
+    fn one_is_singular_and_the_rest_plural() {
+        assert_eq!(counted(0, "rollback"), "0 rollbacks");
+        assert_eq!(counted(1, "rollback"), "1 rollback");
+        assert_eq!(counted(2, "thread"), "2 threads");
     }
 }
 

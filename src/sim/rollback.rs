@@ -184,10 +184,15 @@ impl SyncTested {
         took: Option<std::time::Duration>,
     ) -> String {
         let took = took.map(|t| format!(" in {:.2} s", t.as_secs_f64())).unwrap_or_default();
+        use super::net::counted;
         format!(
-            "synctest {backend}, {threads} threads: {} frames, each rolled back {distance} and resimulated ({} frames \
-             simulated, {} saves, {} loads){took}; no desync; digest {digest:016x}",
-            self.frames, self.simulated, self.saves, self.loads
+            "synctest {backend}, {}: {}, each rolled back {distance} and resimulated ({} simulated, {}, {}){took}; \
+             no desync; digest {digest:016x}",
+            counted(threads as u64, "thread"),
+            counted(u64::from(self.frames), "frame"),
+            counted(self.simulated, "frame"),
+            counted(self.saves, "save"),
+            counted(self.loads, "load")
         )
     }
 }
