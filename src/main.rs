@@ -110,10 +110,16 @@ fn one_app(cli: &Cli) -> (Backend, swarm::sim::report::RunSettings, App) {
         BackendChoice::One(backend) => backend,
         BackendChoice::All => Backend::default(),
     };
+    let (s, app) = new_app(cli, backend);
+    (backend, s, app)
+}
+
+/// The run's settings on `backend`, and a new app on them.
+fn new_app(cli: &Cli, backend: Backend) -> (swarm::sim::report::RunSettings, App) {
     let s = cli.run_settings(backend);
     let mut app = swarm::sim::build_app(s.config.clone(), s.seed, s.backend, s.capacity);
     app.set_threads(s.threads);
-    (backend, s, app)
+    (s, app)
 }
 
 /// Where the window starts: the seed and settings of the flags, or the --load file, checked before the window
@@ -181,13 +187,7 @@ fn headless(cli: &Cli) -> ExitCode {
         let backend = app.world.backend();
         let settings = cli.run_settings(backend);
         app.set_threads(settings.threads);
-        let trace_path = cli.trace.as_ref().map(|path| {
-            if cli.backend() == BackendChoice::All {
-                per_backend(path, backend)
-            } else {
-                path.clone()
-            }
-        });
+        let trace_path = cli.trace.as_ref().map(|path| per_backend_if(cli, path, backend));
         // (The path was checked with the flags, before anything ran.)
         let trace = start_trace(&app, trace_path.as_deref());
         let mut run = report::Run::new(app, settings.frames, settings.switch_every);
@@ -254,9 +254,7 @@ fn benchmark(cli: &Cli) -> ExitCode {
     };
     let mut digests = Vec::new();
     for backend in backends {
-        let s = cli.run_settings(backend);
-        let mut app = swarm::sim::build_app(s.config, s.seed, s.backend, s.capacity);
-        app.set_threads(s.threads);
+        let (s, mut app) = new_app(cli, backend);
         let trace = start_trace(&app, cli.trace.as_ref().map(|p| per_backend_if(cli, p, backend)).as_deref());
         let measured = swarm::sim::stress::benchmark(&mut app, s.frames);
         if !finish_trace(trace, false) {

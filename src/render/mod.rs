@@ -526,10 +526,9 @@ impl Window {
         if let (Some(last), Some(apart)) = (clock.last_start, clock.left_out) {
             let ms = (frame_start - last).as_secs_f32() * 1e3 - apart;
             clock.whole.push(ms);
-            let world = &self.game.play.app.world;
-            if world.resource::<SimConfig>().scenario == Scenario::Stress {
-                let census = census(world);
-                let fighters = census.red + census.blue;
+            let app = &self.game.play.app;
+            if app.world.resource::<SimConfig>().scenario == Scenario::Stress {
+                let fighters = swarm::sim::stress::fighters(app);
                 match self.stress.frame(ms, self.frame, fighters, self.game.cli.benchmark) {
                     RampNext::Run => {}
                     RampNext::Add(waves) => self.ramp_waves = Some(waves),

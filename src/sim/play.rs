@@ -7,7 +7,7 @@ use super::config::{Scenario, SimConfig, SimStats, SpawnRequests};
 use super::limits;
 use super::painter::{sort_by_y, DrawOrder};
 use super::rounds::Phase;
-use super::stress::{Waves, WAVE};
+use super::stress::Waves;
 use super::{build_app_with, digest, snapshot};
 use crate::app::profile::Profiler;
 use crate::app::{App, NextState, UnknownGroup};
@@ -299,10 +299,7 @@ impl Play {
             }
             Input::Burst(at) => world.resource_mut::<SpawnRequests>().0.push(*at),
             Input::Wave(at) => world.resource_mut::<Waves>().held = *at,
-            Input::AddWaves(n) => {
-                let queued = &mut world.resource_mut::<Waves>().queued;
-                *queued = queued.saturating_add(n.saturating_mul(WAVE));
-            }
+            Input::AddWaves(n) => world.resource_mut::<Waves>().add(*n),
             Input::Pause(paused) => self.paused = *paused,
             Input::Step => {
                 self.paused = true;

@@ -112,12 +112,36 @@ pub struct Report {
     pub digest: String,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
+/// Frame-time percentiles, in milliseconds: the nearest rank, rounded (the headless report's and the stress
+/// benchmark's).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Slowest.
+    pub max: f64,
+}
+
+impl Percentiles {
+    /// Of `ms` (sorted here); all zero when empty.
+    pub fn of(ms: &mut [f64]) -> Self {
+        ms.sort_by(f64::total_cmp);
+        let at = |p: f64| match ms.len() {
+            0 => 0.0,
+            n => ms[((p * (n - 1) as f64).round() as usize).min(n - 1)],
+        };
+        Self { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: ms.last().copied().unwrap_or(0.0) }
     }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
+}
+
+impl fmt::Display for Percentiles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "p50 {:.3}  p90 {:.3}  p99 {:.3}  max {:.3} ms", self.p50, self.p90, self.p99, self.max)
+    }
 }
 
 /// Runs the simulation without a window and reports. `on_app` sees the app before the first frame (to attach a
@@ -251,8 +275,7 @@ impl Meter {
     /// The report of the run so far, `app` being where it ended (its profiler holds the per-system times).
     pub fn report(&self, app: &crate::app::App) -> Report {
         let frames = self.frames();
-        let mut sorted = self.frame_ms.clone();
-        sorted.sort_by(f64::total_cmp);
+        let percentiles = Percentiles::of(&mut self.frame_ms.clone());
         let mut spans: Vec<SpanStat> = Vec::new();
         app.profiler().snapshot(&mut spans);
         let frames_f = frames.max(1) as f64;
@@ -282,9 +305,9 @@ impl Meter {
             switch_mean_ms: if switches == 0 { 0.0 } else { self.switch_ms / switches as f64 },
             frames,
             mean_ms: self.frame_ms.iter().sum::<f64>() / frames_f,
-            p50_ms: percentile(&sorted, 50.0),
-            p99_ms: percentile(&sorted, 99.0),
-            max_ms: sorted.last().copied().unwrap_or(0.0),
+            p50_ms: percentiles.p50,
+            p99_ms: percentiles.p99,
+            max_ms: percentiles.max,
             threads: app.threads(),
             systems,
             groups,
@@ -399,5 +422,18 @@ impl fmt::Display for Report {
         } else {
             writeln!(f, "digest: {}", self.digest)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Percentiles;
+
+    #[test]
+    fn percentiles_of_a_known_list() {
+        let mut ms: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        let p = Percentiles::of(&mut ms);
+        assert_eq!((p.p50, p.p90, p.p99, p.max), (51.0, 90.0, 99.0, 100.0));
+        assert_eq!(Percentiles::of(&mut []), Percentiles::default());
     }
 }

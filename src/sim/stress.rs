@@ -16,6 +16,7 @@
 //!   of frames; stops at the first window whose median is past the budget.
 
 use super::config::SimStats;
+pub use super::report::Percentiles;
 use crate::app::App;
 use glam::Vec2;
 use serde::{Deserialize, Serialize};
@@ -45,39 +46,16 @@ pub struct Waves {
     pub next: u32,
 }
 
-/// Frame-time percentiles, in milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Percentiles {
-    /// Median.
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// Slowest.
-    pub max: f64,
-}
-
-impl Percentiles {
-    /// Of `ms` (sorted here); all zero when empty.
-    pub fn of(ms: &mut [f64]) -> Self {
-        ms.sort_by(f64::total_cmp);
-        let at = |p: f64| match ms.len() {
-            0 => 0.0,
-            n => ms[((p * (n - 1) as f64).round() as usize).min(n - 1)],
-        };
-        Self { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: ms.last().copied().unwrap_or(0.0) }
-    }
-}
-
-impl fmt::Display for Percentiles {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "p50 {:.3}  p90 {:.3}  p99 {:.3}  max {:.3} ms", self.p50, self.p90, self.p99, self.max)
+impl Waves {
+    /// Queues `waves` waves of [`WAVE`] that land next frame at points drawn from the seed
+    /// ([`Input::AddWaves`](super::play::Input::AddWaves), a ramp's step).
+    pub fn add(&mut self, waves: u32) {
+        self.queued = self.queued.saturating_add(waves.saturating_mul(WAVE));
     }
 }
 
 /// What a benchmark run measured.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Benchmark {
     /// The backend.
     pub backend: String,
@@ -294,7 +272,7 @@ pub fn ramp_headless(app: &mut App, budget_ms: f64, frames: Option<u32>, mut say
         }
         match next {
             RampNext::Run => {}
-            RampNext::Add(waves) => add_waves(app, waves),
+            RampNext::Add(waves) => app.world.resource_mut::<Waves>().add(waves),
             RampNext::Done(end) => return end,
         }
         if frames.is_some_and(|last| run >= last) {
@@ -305,23 +283,9 @@ pub fn ramp_headless(app: &mut App, budget_ms: f64, frames: Option<u32>, mut say
     }
 }
 
-/// Queues `waves` waves at drawn points, as [`Input::AddWaves`](super::play::Input::AddWaves) does.
-pub fn add_waves(app: &mut App, waves: u32) {
-    let queued = &mut app.world.resource_mut::<Waves>().queued;
-    *queued = queued.saturating_add(waves.saturating_mul(WAVE));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_of_a_known_list() {
-        let mut ms: Vec<f64> = (1..=100).rev().map(f64::from).collect();
-        let p = Percentiles::of(&mut ms);
-        assert_eq!((p.p50, p.p90, p.p99, p.max), (51.0, 90.0, 99.0, 100.0));
-        assert_eq!(Percentiles::of(&mut []), Percentiles::default());
-    }
 
     #[test]
     fn a_ramp_adds_until_the_median_passes_and_ignores_single_spikes() {
