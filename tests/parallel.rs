@@ -182,6 +182,21 @@ fn folded_values_come_in_piece_order() {
                 assert_eq!(pieces.len(), serial.len().div_ceil(rows), "{backend}: one value per piece");
                 assert!(pieces.iter().all(|piece| piece.len() <= rows));
                 assert_eq!(pieces.concat(), serial, "{backend}, {threads} threads, {rows} rows");
+                // By runs: the same pieces, the same values (a probed match comes as a run of one).
+                let mut runs: Vec<Vec<(Entity, i64)>> = vec![Vec::new(); 1]; // stale value
+                pool(threads).install(|| {
+                    world.query::<(&Pos, &Hp)>().with::<Tag>().par_fold_runs(
+                        &mut runs,
+                        Vec::clear,
+                        |list, entities, (positions, healths)| {
+                            assert!(!entities.is_empty() && entities.len() <= rows);
+                            assert_eq!((positions.len(), healths.len()), (entities.len(), entities.len()));
+                            let rows = positions.iter().zip(healths.iter()).map(|(p, h)| p.0 + h.0);
+                            list.extend(entities.iter().copied().zip(rows));
+                        },
+                    )
+                });
+                assert_eq!(runs, pieces, "{backend}, {threads} threads, {rows} rows: by runs");
             }
         }
         // A read-only fold through a shared world, on an empty query too.

@@ -207,6 +207,17 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         self.looped((), |query| query.par_fold(out, start, f))
     }
 
+    /// [`Query::par_fold`] by runs (as
+    /// [`swarm::ecs::QueryBorrow::par_fold_runs`](crate::ecs::QueryBorrow::par_fold_runs)).
+    pub fn par_fold_runs<A: Default + Send>(
+        &mut self,
+        out: &mut Vec<A>,
+        start: impl Fn(&mut A) + Sync,
+        f: impl for<'a> Fn(&mut A, &[Entity], Q::Slices<'a>) + Sync,
+    ) {
+        self.looped((), |query| query.par_fold_runs(out, start, f))
+    }
+
     /// Like [`Query::par_for_each`], recording into the system's `commands`, keyed by the visited entity (as
     /// [`swarm::ecs::QueryBorrow::par_for_each_with_commands`](crate::ecs::QueryBorrow::par_for_each_with_commands)): the
     /// buffer is the one the serial [`Query::for_each_with_commands`] records, for every thread count.

@@ -124,17 +124,24 @@ pub fn build_grid(world: &mut World) {
         let grid = &mut broadphase.grid;
         let cell = config.cell_size.max(2.0 * config.radius);
         if parallel {
-            // In bands, and in pieces on the pool: each piece stages its fighters by band, in the position pool's
-            // order; the pieces come back in piece order, so the grid sees them in that order whatever the threads.
+            // In bands, and in pieces on the pool: each piece stages its fighters in the position pool's order, by
+            // runs (the loop is this closure's own, as below), noting each one's band; the pieces come back in
+            // piece order, so the grid sees them in that order whatever the threads.
             grid.begin_in_bands(config.arena, cell, BANDS);
             let (shape, team) = (grid.shape(), &*team);
             let mut pieces = grid.take_pieces();
-            world.query::<(&Position,)>().par_fold(&mut pieces, Staged::clear, |staged, entity, (p,)| {
-                let team = team[entity.index() as usize];
-                if team != NO_TEAM {
-                    staged.push(&shape, GridItem { entity, position: p.0, team });
-                }
-            });
+            world.query::<(&Position,)>().par_fold_runs(
+                &mut pieces,
+                Staged::clear,
+                |staged, entities, (positions,)| {
+                    for (&entity, p) in entities.iter().zip(positions) {
+                        let team = team[entity.index() as usize];
+                        if team != NO_TEAM {
+                            staged.push(&shape, GridItem { entity, position: p.0, team });
+                        }
+                    }
+                },
+            );
             grid.put_pieces(pieces);
         } else {
             // One thread: one band, one piece, the same items. By runs: the pushes' loop is this function's own,

@@ -43,9 +43,10 @@ pub struct Grid {
     /// The items [`Grid::push`] added since [`Grid::begin`] (a grid of one band), and their cells.
     staged: Vec<GridItem>,
     keys: Vec<u32>,
-    /// Or the items staged in pieces by a parallel walk ([`Grid::take_pieces`]), by band.
+    /// Or the items staged in pieces by a parallel walk ([`Grid::take_pieces`]), moved to `staged` band by band
+    /// when the grid is finished.
     pieces: Vec<Staged>,
-    /// Per band, its items gathered from the pieces, and the order of its counting sort.
+    /// Per band, the order of its counting sort.
     band_scratch: Vec<BandScratch>,
     /// Per team, a summed-area table of its items per block of [`BLOCK`] x [`BLOCK`] cells:
     /// `counts[t][r * (block_cols + 1) + c]` is the number of team `t`'s items in block rows `..r` and block
@@ -76,47 +77,56 @@ impl GridShape {
     }
 }
 
-/// Items staged for a grid, by band, each band's in the order pushed (one piece of a walk, or all of them).
+/// Items staged for a grid: one piece of a walk's, in the order pushed, each with its cell and band, and how many
+/// fell in each band. (One stream of each, so a piece's pushes write a few lines in sequence; [`Grid::finish`]
+/// moves them to their bands.)
 #[derive(Clone, Default)]
 pub struct Staged {
-    /// Per band: its items and their cells.
-    bands: Vec<(Vec<GridItem>, Vec<u32>)>,
+    items: Vec<GridItem>,
+    keys: Vec<u32>,
+    bands: Vec<u8>,
+    /// Items per band.
+    counts: Vec<u32>,
 }
 
 impl Staged {
     /// Whether it holds no item.
     pub fn is_empty(&self) -> bool {
-        self.bands.iter().all(|(items, _)| items.is_empty())
+        self.items.is_empty()
     }
 
     /// Empties it (keeping the memory).
     pub fn clear(&mut self) {
-        self.bands.iter_mut().for_each(|(items, keys)| {
-            items.clear();
-            keys.clear();
-        });
+        self.items.clear();
+        self.keys.clear();
+        self.bands.clear();
+        self.counts.fill(0);
     }
 
-    /// Adds an item to the band of its cell.
+    /// Adds an item, noting its cell and band.
     #[inline]
     pub fn push(&mut self, shape: &GridShape, item: GridItem) {
         let (c, r) = shape.cell_of(item.position);
         // (A 32-bit division, and none for one band: a 64-bit one costs several times as much.)
         let band = if shape.band_rows >= shape.rows { 0 } else { (r as u32 / shape.band_rows as u32) as usize };
-        if band >= self.bands.len() {
-            self.bands.resize_with(band + 1, Default::default);
+        if band >= self.counts.len() {
+            self.counts.resize(band + 1, 0);
         }
-        let (items, keys) = &mut self.bands[band];
-        items.push(item);
-        keys.push((r * shape.cols + c) as u32);
+        self.counts[band] += 1;
+        self.items.push(item);
+        self.keys.push((r * shape.cols + c) as u32);
+        self.bands.push(band as u8);
+    }
+
+    /// Items of band `band`.
+    fn count(&self, band: usize) -> usize {
+        self.counts.get(band).map_or(0, |&n| n as usize)
     }
 }
 
-/// One band's counting sort's buffers.
+/// One band's counting sort's buffer: the order it found.
 #[derive(Clone, Default)]
 struct BandScratch {
-    staged: Vec<GridItem>,
-    keys: Vec<u32>,
     order: Vec<u32>,
 }
 
@@ -219,10 +229,11 @@ impl Grid {
     }
 
     /// Sorts the staged items into cells, keeping the order they were pushed in (piece by piece) within each
-    /// cell: each band gathers its items from the pieces and runs a counting sort of its own over its cells
-    /// (count, running sum, scatter, gather), on the thread pool if `parallel`. Bands are fixed by the grid's size
-    /// and each sort is stable, so the result is the one serial counting sort of every item gives, for any thread
-    /// count.
+    /// cell. Pieces' items are first moved to `staged`, band after band, each band's in piece order (the pieces
+    /// split between the threads if `parallel`, each writing its own part of every band); then each band runs a
+    /// counting sort of its own over its cells (count, running sum, scatter, gather), on the thread pool if
+    /// `parallel`. Bands are fixed by the grid's size and each sort is stable, so the result is the one serial
+    /// counting sort of every item gives, for any thread count.
     pub fn finish(&mut self, parallel: bool) {
         let cols = self.shape.cols as usize;
         let cells = cols * self.shape.rows as usize;
@@ -231,29 +242,39 @@ impl Grid {
         // Pushed items (one band), or the pieces'.
         let pushed = !self.staged.is_empty() || self.pieces.iter().all(Staged::is_empty);
         debug_assert!(!pushed || bands == 1 || self.staged.is_empty(), "pushed items in a grid of several bands");
-        let band_len = |b: usize| {
-            self.pieces.iter().filter_map(|piece| piece.bands.get(b)).map(|(items, _)| items.len()).sum::<usize>()
-        };
         self.band_starts.clear();
         self.band_starts.push(0);
         for b in 0..bands {
-            let len = if pushed { self.staged.len() } else { band_len(b) };
+            let len = if pushed { self.staged.len() } else { self.pieces.iter().map(|piece| piece.count(b)).sum() };
             let end = self.band_starts[b] + len as u32;
             self.band_starts.push(end);
         }
         let n = self.band_starts[bands] as usize;
+        let filler =
+            GridItem { entity: Entity::from_bits(1 << 32).expect("generation 1"), position: Vec2::ZERO, team: 0 };
+        if !pushed {
+            self.staged.resize(n, filler);
+            self.keys.resize(n, 0);
+            let mut out: [(&mut [GridItem], &mut [u32]); BANDS] = Default::default();
+            let (mut items, mut keys) = (&mut self.staged[..], &mut self.keys[..]);
+            for (b, band) in out.iter_mut().enumerate().take(bands) {
+                let len = (self.band_starts[b + 1] - self.band_starts[b]) as usize;
+                let (these, rest) = std::mem::take(&mut items).split_at_mut(len);
+                let (their_keys, keys_rest) = std::mem::take(&mut keys).split_at_mut(len);
+                *band = (these, their_keys);
+                (items, keys) = (rest, keys_rest);
+            }
+            to_bands(&self.pieces, out, parallel);
+        }
         // Every slot below is written by its band's sort (no clearing needed, only the length).
         self.starts.resize(cells + 1, 0);
         self.starts[cells] = n as u32;
-        let filler =
-            GridItem { entity: Entity::from_bits(1 << 32).expect("generation 1"), position: Vec2::ZERO, team: 0 };
         self.items.resize(n, filler);
         self.items.truncate(n);
         self.item_keys.resize(n, 0);
         self.item_keys.truncate(n);
         self.band_scratch.resize_with(bands, BandScratch::default);
-        let pushed = pushed.then_some((&self.staged[..], &self.keys[..]));
-        let input = BandInput { pushed, pieces: &self.pieces, band_starts: &self.band_starts, band_cells };
+        let input = BandInput { staged: &self.staged, keys: &self.keys, band_starts: &self.band_starts, band_cells };
         let out = BandOutput {
             starts: &mut self.starts[..cells],
             scratch: &mut self.band_scratch,
@@ -409,35 +430,61 @@ impl Grid {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
+        let item = std::mem::size_of::<GridItem>();
         let counts: usize = self.counts.iter().map(Vec::capacity).sum();
-        let staged: usize = self
+        let pieces: usize = self
             .pieces
             .iter()
-            .flat_map(|piece| &piece.bands)
-            .map(|(items, keys)| items.capacity() * std::mem::size_of::<GridItem>() + keys.capacity() * 4)
-            .sum();
-        let scratch: usize = self
-            .band_scratch
-            .iter()
-            .map(|band| {
-                band.staged.capacity() * std::mem::size_of::<GridItem>()
-                    + (band.keys.capacity() + band.order.capacity()) * 4
+            .map(|piece| {
+                piece.items.capacity() * item
+                    + (piece.keys.capacity() + piece.counts.capacity()) * 4
+                    + piece.bands.capacity()
             })
             .sum();
-        (self.starts.capacity() + self.item_keys.capacity() + counts) * 4
-            + self.items.capacity() * std::mem::size_of::<GridItem>()
-            + staged
-            + scratch
+        let orders: usize = self.band_scratch.iter().map(|band| band.order.capacity()).sum();
+        (self.starts.capacity() + self.item_keys.capacity() + self.keys.capacity() + counts + orders) * 4
+            + (self.items.capacity() + self.staged.capacity()) * item
+            + pieces
     }
 }
 
 /// What every band's sort reads.
 struct BandInput<'a> {
-    /// The items pushed (a grid of one band), read where they are.
-    pushed: Option<(&'a [GridItem], &'a [u32])>,
-    pieces: &'a [Staged],
+    /// Every item, band after band (`band_starts`), each band's in the order pushed.
+    staged: &'a [GridItem],
+    keys: &'a [u32],
     band_starts: &'a [u32],
     band_cells: usize,
+}
+
+/// Each band's part of the staged items and their cells ([`Grid::finish`]).
+type BandParts<'a> = [(&'a mut [GridItem], &'a mut [u32]); BANDS];
+
+/// Moves the pieces' items to their bands' parts, in piece order within each band. Halves the pieces and joins
+/// the halves on the thread pool if `parallel`: the front half gets the front of every band's part.
+fn to_bands(pieces: &[Staged], mut out: BandParts<'_>, parallel: bool) {
+    if !parallel || pieces.len() <= 1 {
+        let mut at = [0usize; BANDS];
+        for piece in pieces {
+            for ((item, key), &band) in piece.items.iter().zip(&piece.keys).zip(&piece.bands) {
+                let (band, at) = (band as usize, &mut at[band as usize]);
+                out[band].0[*at] = *item;
+                out[band].1[*at] = *key;
+                *at += 1;
+            }
+        }
+        return;
+    }
+    let (front, back) = pieces.split_at(pieces.len() / 2);
+    let mut ahead: BandParts<'_> = Default::default();
+    for (b, (part, front_part)) in out.iter_mut().zip(ahead.iter_mut()).enumerate() {
+        let len = front.iter().map(|piece| piece.count(b)).sum();
+        let (items, rest) = std::mem::take(&mut part.0).split_at_mut(len);
+        let (keys, keys_rest) = std::mem::take(&mut part.1).split_at_mut(len);
+        *front_part = (items, keys);
+        *part = (rest, keys_rest);
+    }
+    crate::ecs::join(|| to_bands(front, ahead, parallel), || to_bands(back, out, parallel));
 }
 
 /// What the bands' sorts write: per band, its cells' `starts`, its scratch, and its items' range of the rest.
@@ -473,25 +520,13 @@ fn sort_bands(input: &BandInput<'_>, bands: std::ops::Range<usize>, out: BandOut
     }
 }
 
-/// One band's counting sort: its items gathered from the pieces in piece order, then sorted into `out`, whose
-/// `starts` are its cells and whose items are its range.
+/// One band's counting sort: its staged items sorted into `out`, whose `starts` are its cells and whose items are
+/// its range.
 fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
     let BandOutput { starts, scratch, items, item_keys } = out;
-    let BandScratch { staged, keys, order } = &mut scratch[0];
-    // Pushed items, or one piece's band, are read where they are; else the pieces' are gathered in piece order.
-    let (staged, keys): (&[GridItem], &[u32]) = match (input.pushed, input.pieces) {
-        (Some(pushed), _) => pushed,
-        (None, [piece]) => piece.bands.get(band).map_or((&[], &[]), |(items, keys)| (items, keys)),
-        (None, pieces) => {
-            staged.clear();
-            keys.clear();
-            for (their_items, their_keys) in pieces.iter().filter_map(|piece| piece.bands.get(band)) {
-                staged.extend_from_slice(their_items);
-                keys.extend_from_slice(their_keys);
-            }
-            (staged, keys)
-        }
-    };
+    let BandScratch { order } = &mut scratch[0];
+    let range = input.band_starts[band] as usize..input.band_starts[band + 1] as usize;
+    let (staged, keys) = (&input.staged[range.clone()], &input.keys[range]);
     let first_cell = (band * input.band_cells) as u32;
     let base = input.band_starts[band];
     starts.fill(0);

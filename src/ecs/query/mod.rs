@@ -66,7 +66,7 @@ use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;
 use crate::ecs::world::World;
 use crate::ecs::Component;
-use par::{par_run, with_pieces, ParCommands, ParEach, ParFold};
+use par::{par_run, with_pieces, ParCommands, ParEach, ParFold, ParFoldRuns};
 use run::{batches, exclusive, exclusive_pieces, many, one, run, shared, Parts};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
@@ -461,6 +461,45 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     ) {
         let pieces = self.world.pieces();
         let visit = ParFold { start, f, _slot: PhantomData };
+        self.world.stamp(None);
+        if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, &visit, out)) {
+            panic!("{error}");
+        }
+    }
+
+    /// [`QueryBorrow::par_fold`] by runs, as [`QueryBorrow::for_each_run`] is [`QueryBorrow::for_each`] by runs:
+    /// `f` gets each piece's value with a run of matching rows (or one probed entity as a run of one), and the loop
+    /// over the run is its own, so a long body compiles as one piece with it. Pieces and `out` are as in
+    /// `par_fold`.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32);
+    /// let mut world = World::new();
+    /// world.set_piece_rows(64);
+    /// for i in 0..1000 {
+    ///     world.spawn((Pos(i as f32 * 0.1),)).unwrap();
+    /// }
+    /// let mut far: Vec<Vec<f32>> = Vec::new();
+    /// world.query::<(&Pos,)>().par_fold_runs(&mut far, Vec::clear, |list, _, (positions,)| {
+    ///     list.extend(positions.iter().map(|pos| pos.0).filter(|&x| x > 90.0));
+    /// });
+    /// assert_eq!(far.len(), 16); // 1000 matches, 64 a piece
+    /// let far: Vec<f32> = far.concat(); // in piece order: the storage's order
+    /// assert_eq!(far.len(), 99);
+    /// assert!(far.windows(2).all(|w| w[0] < w[1]));
+    /// ```
+    ///
+    /// # Panics
+    /// As [`QueryBorrow::par_for_each`].
+    pub fn par_fold_runs<A: Default + Send>(
+        mut self,
+        out: &mut Vec<A>,
+        start: impl Fn(&mut A) + Sync,
+        f: impl for<'a> Fn(&mut A, &[Entity], Q::Slices<'a>) + Sync,
+    ) {
+        let pieces = self.world.pieces();
+        let visit = ParFoldRuns { start, f, _slot: PhantomData };
         self.world.stamp(None);
         if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, &visit, out)) {
             panic!("{error}");

@@ -353,6 +353,35 @@ where
     }
 }
 
+/// [`QueryBorrow::par_fold_runs`](super::QueryBorrow::par_fold_runs)'s visitor: [`ParFold`]'s, handing over runs
+/// (a probed entity as a run of one) so the loop over a run is the caller's.
+pub(super) struct ParFoldRuns<A, Start, Func> {
+    pub(super) start: Start,
+    pub(super) f: Func,
+    pub(super) _slot: std::marker::PhantomData<fn() -> A>,
+}
+
+impl<Q, A, Start, Func> ParVisit<Q> for ParFoldRuns<A, Start, Func>
+where
+    Q: QueryData,
+    A: Default + Send,
+    Start: Fn(&mut A) + Sync,
+    Func: for<'a> Fn(&mut A, &[Entity], Q::Slices<'a>) + Sync,
+{
+    type Slot = A;
+    fn start(&self, slot: &mut A) {
+        (self.start)(slot)
+    }
+    #[inline(always)]
+    fn one(&self, slot: &mut A, entity: Entity, item: Q::Item<'_>) {
+        (self.f)(slot, std::slice::from_ref(&entity), Q::one(item))
+    }
+    #[inline(always)]
+    fn run(&self, slot: &mut A, entities: &[Entity], slices: Q::Slices<'_>) {
+        (self.f)(slot, entities, slices)
+    }
+}
+
 /// [`QueryBorrow::par_for_each_with_commands`](super::QueryBorrow::par_for_each_with_commands)'s visitor: each piece records
 /// into a buffer of its own, keyed by the visited entity, with the deferred handles of the buffer the pieces
 /// join (`tag`).
