@@ -502,7 +502,8 @@ impl World {
     pub(crate) fn despawn_run(&mut self, targets: &[Entity]) -> usize {
         let hooks = self.hooks.despawn;
         if !hooks.any() {
-            return self.storage.despawn_batch(&mut self.entities, targets, &mut self.handle_scratch);
+            let parallel = self.parallel();
+            return self.storage.despawn_batch(&mut self.entities, targets, &mut self.handle_scratch, parallel);
         }
         let mut order = std::mem::take(&mut self.despawn_order);
         order.clear();
@@ -547,7 +548,8 @@ impl World {
                         self.changes.despawned(entity);
                     }
                 }
-                self.storage.despawn_batch(&mut self.entities, &order, &mut self.handle_scratch);
+                let parallel = self.parallel();
+                self.storage.despawn_batch(&mut self.entities, &order, &mut self.handle_scratch, parallel);
             }
         }));
         if hooks.has(HookSet::TREE) {

@@ -184,6 +184,50 @@ fn a_panicking_loop_keeps_what_it_recorded(backend: Backend) {
     w.assert_invariants();
 }
 
+/// A batch despawn large enough to empty its pools on several threads (on a world running parallel loops) leaves
+/// the world one thread leaves, also when a component's `drop` panics: every target gone, every handle freed, the
+/// rest whole, and the panic reaches the caller.
+fn a_big_batch_despawn_on_threads_is_whole(backend: Backend) {
+    type Row = (Entity, Option<Pos>, Option<Vel>, bool, bool, Option<Name>);
+    let run = |threads: usize, bomb: bool| -> Vec<Row> {
+        let mut w = world(backend);
+        w.set_threads(threads);
+        let all: Vec<Entity> = (0..3000)
+            .map(|k| match k % 3 {
+                0 => w.spawn((Pos(k as f32, 0.0), Vel(0.0, 1.0), Bomb(bomb && k == 1503))),
+                1 => w.spawn((Pos(k as f32, 0.0), Red)),
+                _ => w.spawn((Vel(k as f32, 0.0), Blue, Name(format!("{k}")))),
+            })
+            .map(Result::unwrap)
+            .collect();
+        let targets: Vec<Entity> = all.iter().enumerate().filter(|(k, _)| k % 5 != 0).map(|(_, &e)| e).collect();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let outcome =
+            pool.install(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.despawn_batch(&targets))));
+        assert_eq!(outcome.is_err(), bomb, "{threads} threads: the panic reaches the caller");
+        if let Ok(despawned) = outcome {
+            assert_eq!(despawned, targets.len());
+        }
+        w.assert_invariants();
+        assert!(targets.iter().all(|&e| !w.is_alive(e)), "{threads} threads: every target is gone");
+        assert!(!w.query::<(&Bomb,)>().iter().any(|(_, (b,))| b.0), "the armed bomb went with its entity");
+        let mut rows: Vec<Row> = all
+            .iter()
+            .filter(|&&e| w.is_alive(e))
+            .map(|&e| {
+                let (pos, vel, name) = (w.get::<Pos>(e).copied(), w.get::<Vel>(e).copied(), w.get::<Name>(e).cloned());
+                (e, pos, vel, w.has::<Red>(e), w.has::<Blue>(e), name)
+            })
+            .collect();
+        rows.sort_by_key(|row| row.0);
+        assert_eq!(rows.len(), all.len() - targets.len());
+        rows
+    };
+    for bomb in [false, true] {
+        assert_eq!(run(2, bomb), run(1, bomb), "bomb {bomb}");
+    }
+}
+
 mod every_backend {
     use crate::backends;
 
@@ -195,5 +239,6 @@ mod every_backend {
         a_panicking_resource_scope_keeps_the_resource,
         spawn_batch_survives_a_panicking_iterator,
         a_panicking_loop_keeps_what_it_recorded,
+        a_big_batch_despawn_on_threads_is_whole,
     }
 }

@@ -402,6 +402,7 @@ impl Storage {
         entities: &mut Entities,
         targets: &[Entity],
         live: &mut Vec<Entity>,
+        parallel: bool,
     ) -> usize {
         match self {
             // A run of one (a command loop's despawns come one per visited entity between its other commands)
@@ -414,7 +415,7 @@ impl Storage {
                 // a handle whose generation has moved on).
                 live.clear();
                 live.extend(targets.iter().filter(|&&entity| entities.is_alive(entity)));
-                let panic = remove_from_pools(pools, live);
+                let panic = remove_from_pools(pools, live, parallel && live.len() >= SPLIT_REMOVALS);
                 let freed = live.iter().filter(|&&entity| entities.free(entity)).count();
                 resume(panic);
                 freed
@@ -745,15 +746,31 @@ impl WholeDespawn<'_> {
 }
 
 /// Drops the values of `live` from every pool, each pool asked again for what is left if a `drop` panics; the first
-/// panic, for [`resume`]. (Kept out of line: the batch's own loops compile as they would without it.)
+/// panic, for [`resume`]. With `split`, the pools are halved and the halves joined on the thread pool (each pool's
+/// removals are its own, so the result is the same; the front half's panic goes first). (Kept out of line: the
+/// batch's own loops compile as they would without it.)
 #[inline(never)]
-fn remove_from_pools(pools: &mut [Box<dyn ErasedPool>], live: &[Entity]) -> Option<Box<dyn std::any::Any + Send>> {
+fn remove_from_pools(
+    pools: &mut [Box<dyn ErasedPool>],
+    live: &[Entity],
+    split: bool,
+) -> Option<Box<dyn std::any::Any + Send>> {
+    if split && pools.len() > 1 {
+        let (front, back) = pools.split_at_mut(pools.len() / 2);
+        let (front, back) =
+            crate::ecs::join(|| remove_from_pools(front, live, split), || remove_from_pools(back, live, split));
+        return front.or(back);
+    }
     finish_each(|| {
         for pool in pools.iter_mut() {
             pool.remove_entities(live);
         }
     })
 }
+
+/// The fewest live targets of a batch despawn whose pools are emptied on several threads (when the world runs
+/// parallel loops): below it, a join costs more than a pool's share of the removals.
+const SPLIT_REMOVALS: usize = 1024;
 
 /// Goes on with a panic kept by [`finish_each`], if there was one.
 fn resume(panic: Option<Box<dyn std::any::Any + Send>>) {
