@@ -231,9 +231,10 @@ impl Grid {
     /// Sorts the staged items into cells, keeping the order they were pushed in (piece by piece) within each
     /// cell. Pieces' items are first moved to `staged`, band after band, each band's in piece order (the pieces
     /// split between the threads if `parallel`, each writing its own part of every band); then each band runs a
-    /// counting sort of its own over its cells (count, running sum, scatter, gather), on the thread pool if
-    /// `parallel`. Bands are fixed by the grid's size and each sort is stable, so the result is the one serial
-    /// counting sort of every item gives, for any thread count.
+    /// counting sort of its own over its cells (count, running sum, scatter, gather) and counts its items per
+    /// team and block into its rows of the team tables, on the thread pool if `parallel`; the tables' rows are
+    /// summed at the end. Bands are fixed by the grid's size and each sort is stable, so the result is the one
+    /// serial counting sort of every item gives, for any thread count.
     pub fn finish(&mut self, parallel: bool) {
         let cols = self.shape.cols as usize;
         let cells = cols * self.shape.rows as usize;
@@ -274,47 +275,43 @@ impl Grid {
         self.item_keys.resize(n, 0);
         self.item_keys.truncate(n);
         self.band_scratch.resize_with(bands, BandScratch::default);
-        let input = BandInput { staged: &self.staged, keys: &self.keys, band_starts: &self.band_starts, band_cells };
+        // The team tables: row 0 is zeros, block row `r` is row `r + 1`; each band fills its own block rows.
+        let block_cols = cols.div_ceil(BLOCK as usize);
+        let block_rows = (self.shape.rows as usize).div_ceil(BLOCK as usize);
+        self.block_cols = block_cols;
+        for counts in &mut self.counts {
+            counts.clear();
+            counts.resize((block_cols + 1) * (block_rows + 1), 0);
+        }
+        let [red, blue] = &mut self.counts;
+        let input = BandInput {
+            staged: &self.staged,
+            keys: &self.keys,
+            band_starts: &self.band_starts,
+            band_cells,
+            cols,
+            band_rows: self.shape.band_rows as usize,
+        };
         let out = BandOutput {
             starts: &mut self.starts[..cells],
             scratch: &mut self.band_scratch,
             items: &mut self.items,
             item_keys: &mut self.item_keys,
+            counts: [&mut red[block_cols + 1..], &mut blue[block_cols + 1..]],
         };
         sort_bands(&input, 0..bands, out, parallel);
-        self.count_teams();
+        self.sum_teams();
     }
 
-    /// Builds the per-team summed-area tables: each item counted in its block, then running sums along each
-    /// block row added to the row above's.
-    fn count_teams(&mut self) {
-        let (cols, block) = (self.shape.cols as usize, BLOCK as usize);
-        let block_cols = cols.div_ceil(block);
-        let block_rows = (self.shape.rows as usize).div_ceil(block);
-        let width = block_cols + 1;
-        self.block_cols = block_cols;
+    /// Finishes the per-team summed-area tables, whose rows each band made its block rows' running sums of
+    /// ([`count_band`]): each row gets the row above's added.
+    fn sum_teams(&mut self) {
+        let width = self.block_cols + 1;
         for counts in &mut self.counts {
-            counts.clear();
-            counts.resize(width * (block_rows + 1), 0);
-        }
-        // Row by row through `starts`, so a cell's column is its key less the row's first: no division per item.
-        for row in 0..self.shape.rows as usize {
-            let base = row * cols;
-            let at = (row / block + 1) * width + 1;
-            let (first, end) = (self.starts[base] as usize, self.starts[base + cols] as usize);
-            for (item, &key) in self.items[first..end].iter().zip(&self.item_keys[first..end]) {
-                if let Some(counts) = self.counts.get_mut(item.team as usize) {
-                    counts[at + (key as usize - base) / block] += 1;
-                }
-            }
-        }
-        for counts in &mut self.counts {
-            for row in 1..=block_rows {
+            for row in 2..counts.len() / width {
                 let (above, here) = counts[(row - 1) * width..(row + 1) * width].split_at_mut(width);
-                let mut run = 0;
                 for (cell, up) in here.iter_mut().zip(above.iter()) {
-                    run += *cell;
-                    *cell = run + up;
+                    *cell += up;
                 }
             }
         }
@@ -455,6 +452,9 @@ struct BandInput<'a> {
     keys: &'a [u32],
     band_starts: &'a [u32],
     band_cells: usize,
+    /// The grid's columns, and rows per band.
+    cols: usize,
+    band_rows: usize,
 }
 
 /// Each band's part of the staged items and their cells ([`Grid::finish`]).
@@ -487,12 +487,14 @@ fn to_bands(pieces: &[Staged], mut out: BandParts<'_>, parallel: bool) {
     crate::ecs::join(|| to_bands(front, ahead, parallel), || to_bands(back, out, parallel));
 }
 
-/// What the bands' sorts write: per band, its cells' `starts`, its scratch, and its items' range of the rest.
+/// What the bands' sorts write: per band, its cells' `starts`, its scratch, its items' range of the rest, and its
+/// block rows of each team's table.
 struct BandOutput<'a> {
     starts: &'a mut [u32],
     scratch: &'a mut [BandScratch],
     items: &'a mut [GridItem],
     item_keys: &'a mut [u32],
+    counts: [&'a mut [u32]; TEAMS],
 }
 
 /// Sorts bands `bands` (their parts of `out` only), halving the range and joining the halves if `parallel`.
@@ -507,8 +509,19 @@ fn sort_bands(input: &BandInput<'_>, bands: std::ops::Range<usize>, out: BandOut
     let (scratch, scratch_back) = out.scratch.split_at_mut(middle - bands.start);
     let (items, items_back) = out.items.split_at_mut(item_cut);
     let (item_keys, keys_back) = out.item_keys.split_at_mut(item_cut);
-    let front = BandOutput { starts, scratch, items, item_keys };
-    let back = BandOutput { starts: starts_back, scratch: scratch_back, items: items_back, item_keys: keys_back };
+    let [red, blue] = out.counts;
+    let count_cut = ((middle - bands.start) * input.band_rows / BLOCK as usize
+        * (input.cols.div_ceil(BLOCK as usize) + 1))
+        .min(red.len());
+    let ((red, red_back), (blue, blue_back)) = (red.split_at_mut(count_cut), blue.split_at_mut(count_cut));
+    let front = BandOutput { starts, scratch, items, item_keys, counts: [red, blue] };
+    let back = BandOutput {
+        starts: starts_back,
+        scratch: scratch_back,
+        items: items_back,
+        item_keys: keys_back,
+        counts: [red_back, blue_back],
+    };
     if parallel {
         crate::ecs::join(
             || sort_bands(input, bands.start..middle, front, parallel),
@@ -523,7 +536,7 @@ fn sort_bands(input: &BandInput<'_>, bands: std::ops::Range<usize>, out: BandOut
 /// One band's counting sort: its staged items sorted into `out`, whose `starts` are its cells and whose items are
 /// its range.
 fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
-    let BandOutput { starts, scratch, items, item_keys } = out;
+    let BandOutput { starts, scratch, items, item_keys, counts } = out;
     let BandScratch { order } = &mut scratch[0];
     let range = input.band_starts[band] as usize..input.band_starts[band + 1] as usize;
     let (staged, keys) = (&input.staged[range.clone()], &input.keys[range]);
@@ -550,6 +563,42 @@ fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
     for ((item, key), &at) in items.iter_mut().zip(item_keys.iter_mut()).zip(order.iter()) {
         *item = staged[at as usize];
         *key = keys[at as usize];
+    }
+    count_band(input, first_cell as usize, starts, items, item_keys, counts);
+}
+
+/// One band's rows of the team tables, from its sorted items (`starts` where each of its cells begins): each
+/// item counted in its block, then running sums along each block row. [`Grid::finish`] adds the rows up.
+fn count_band(
+    input: &BandInput<'_>,
+    first_cell: usize,
+    starts: &[u32],
+    items: &[GridItem],
+    item_keys: &[u32],
+    mut counts: [&mut [u32]; TEAMS],
+) {
+    let (cols, block) = (input.cols, BLOCK as usize);
+    let width = cols.div_ceil(block) + 1;
+    let base = starts.first().map_or(0, |&at| at as usize);
+    // Row by row through `starts`, so a cell's column is its key less the row's first: no division per item.
+    for (row, cells) in starts.chunks(cols).enumerate() {
+        let first = cells[0] as usize - base;
+        let end = starts.get((row + 1) * cols).map_or(items.len(), |&at| at as usize - base);
+        let (row_key, at) = (first_cell + row * cols, (row / block) * width + 1);
+        for (item, &key) in items[first..end].iter().zip(&item_keys[first..end]) {
+            if let Some(counts) = counts.get_mut(item.team as usize) {
+                counts[at + (key as usize - row_key) / block] += 1;
+            }
+        }
+    }
+    for counts in counts {
+        for row in counts.chunks_mut(width) {
+            let mut run = 0;
+            for cell in row {
+                run += *cell;
+                *cell = run;
+            }
+        }
     }
 }
 
@@ -626,6 +675,12 @@ mod tests {
                     grid.put_pieces(staging);
                 }
                 grid.finish(parallel);
+                // The team tables are the one-band grid's, whatever the bands and threads.
+                let mut one = Grid::default();
+                one.begin(arena, cell);
+                staged.iter().for_each(|&item| one.push(item));
+                one.finish(false);
+                assert_eq!(grid.counts, one.counts, "{n} items, {bands} bands, {pieces} pieces: team tables");
                 // The reference: a stable sort by cell.
                 let mut expected = staged.clone();
                 expected.sort_by_key(|item| {

@@ -45,8 +45,10 @@ pub fn slot_offset(heading: Vec2, slot: usize) -> Vec2 {
 
 /// Steers every follower toward its slot: the captain's velocity plus a pull toward the slot, at most twice a
 /// fighter's speed. The captains write each follower's slot and lead into a table by entity index, then the
-/// followers are walked in pieces on every thread, each reading its own entry; each is written once, from its
-/// captain's values, so the order captains are visited in does not matter.
+/// followers are walked in pieces, each reading its own entry; each is written once, from its captain's values, so
+/// the order captains are visited in does not matter. (The pieces run on every thread on the archetype layout,
+/// whose tables split; on the per-component layouts the `Parent` pool drives and the walk probes the velocities
+/// it writes, so they run in order on one thread.)
 pub fn keep_formation(
     config: Res<SimConfig>,
     mut captains: Query<(&Children, &Position, &Velocity), Without<Parent>>,
