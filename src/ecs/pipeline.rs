@@ -495,6 +495,14 @@ impl World {
 
     // ---- despawn ------------------------------------------------------------------------------------------------
 
+    /// Whether a big batch despawn may empty its pools on several threads: only on a world set to more than one
+    /// thread ([`World::set_threads`], as an [`App`](crate::app::App) with several threads does), inside a pool
+    /// that has them. (A world left at the default runs its parallel loops on the current pool, but its other
+    /// operations stay on the calling thread.)
+    fn splits_removals(&self) -> bool {
+        self.threads > 1 && self.parallel()
+    }
+
     /// Despawns every live entity of `targets` (settled: no reserved handle among them), with their subtrees;
     /// returns how many targets were alive when their turn came (a target inside an earlier one's subtree, or
     /// named twice, is not counted again). Each despawn hook runs right before its entity's values go; the
@@ -502,7 +510,7 @@ impl World {
     pub(crate) fn despawn_run(&mut self, targets: &[Entity]) -> usize {
         let hooks = self.hooks.despawn;
         if !hooks.any() {
-            let parallel = self.parallel();
+            let parallel = self.splits_removals();
             return self.storage.despawn_batch(&mut self.entities, targets, &mut self.handle_scratch, parallel);
         }
         let mut order = std::mem::take(&mut self.despawn_order);
@@ -548,7 +556,7 @@ impl World {
                         self.changes.despawned(entity);
                     }
                 }
-                let parallel = self.parallel();
+                let parallel = self.splits_removals();
                 self.storage.despawn_batch(&mut self.entities, &order, &mut self.handle_scratch, parallel);
             }
         }));

@@ -184,8 +184,8 @@ fn a_panicking_loop_keeps_what_it_recorded(backend: Backend) {
     w.assert_invariants();
 }
 
-/// A batch despawn large enough to empty its pools on several threads (on a world running parallel loops) leaves
-/// the world one thread leaves, also when a component's `drop` panics: every target gone, every handle freed, the
+/// A batch despawn large enough to empty its pools on several threads (on a world set to two) leaves the world one
+/// thread leaves, also when a component's `drop` panics: every target gone, every handle freed, the
 /// rest whole, and the panic reaches the caller.
 fn a_big_batch_despawn_on_threads_is_whole(backend: Backend) {
     type Row = (Entity, Option<Pos>, Option<Vel>, bool, bool, Option<Name>);

@@ -768,8 +768,8 @@ fn remove_from_pools(
     })
 }
 
-/// The fewest live targets of a batch despawn whose pools are emptied on several threads (when the world runs
-/// parallel loops): below it, a join costs more than a pool's share of the removals.
+/// The fewest live targets of a batch despawn whose pools are emptied on several threads (on a world set to
+/// several threads): below it, a join costs more than a pool's share of the removals.
 const SPLIT_REMOVALS: usize = 1024;
 
 /// Goes on with a panic kept by [`finish_each`], if there was one.
