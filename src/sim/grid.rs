@@ -290,7 +290,8 @@ impl Grid {
             band_starts: &self.band_starts,
             band_cells,
             cols,
-            band_rows: self.shape.band_rows as usize,
+            band_block_rows: self.shape.band_rows as usize / BLOCK as usize,
+            width: block_cols + 1,
         };
         let out = BandOutput {
             starts: &mut self.starts[..cells],
@@ -452,9 +453,10 @@ struct BandInput<'a> {
     keys: &'a [u32],
     band_starts: &'a [u32],
     band_cells: usize,
-    /// The grid's columns, and rows per band.
+    /// The grid's columns, a band's block rows (a band is whole blocks high), and a team table's row width.
     cols: usize,
-    band_rows: usize,
+    band_block_rows: usize,
+    width: usize,
 }
 
 /// Each band's part of the staged items and their cells ([`Grid::finish`]).
@@ -510,9 +512,7 @@ fn sort_bands(input: &BandInput<'_>, bands: std::ops::Range<usize>, out: BandOut
     let (items, items_back) = out.items.split_at_mut(item_cut);
     let (item_keys, keys_back) = out.item_keys.split_at_mut(item_cut);
     let [red, blue] = out.counts;
-    let count_cut = ((middle - bands.start) * input.band_rows / BLOCK as usize
-        * (input.cols.div_ceil(BLOCK as usize) + 1))
-        .min(red.len());
+    let count_cut = ((middle - bands.start) * input.band_block_rows * input.width).min(red.len());
     let ((red, red_back), (blue, blue_back)) = (red.split_at_mut(count_cut), blue.split_at_mut(count_cut));
     let front = BandOutput { starts, scratch, items, item_keys, counts: [red, blue] };
     let back = BandOutput {
@@ -577,8 +577,7 @@ fn count_band(
     item_keys: &[u32],
     mut counts: [&mut [u32]; TEAMS],
 ) {
-    let (cols, block) = (input.cols, BLOCK as usize);
-    let width = cols.div_ceil(block) + 1;
+    let (cols, block, width) = (input.cols, BLOCK as usize, input.width);
     let base = starts.first().map_or(0, |&at| at as usize);
     // Row by row through `starts`, so a cell's column is its key less the row's first: no division per item.
     for (row, cells) in starts.chunks(cols).enumerate() {

@@ -66,7 +66,7 @@ use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;
 use crate::ecs::world::World;
 use crate::ecs::Component;
-use par::{par_run, with_pieces, ParCommands, ParEach, ParFold, ParFoldRuns};
+use par::{par_run, with_pieces, ParCommands, ParEach, ParFold, ParFoldRuns, ParVisit};
 use run::{batches, exclusive, exclusive_pieces, many, one, run, shared, Parts};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
@@ -417,11 +417,16 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// # Panics
     /// If the query is refused, like [`QueryBorrow::for_each`]; if `f` panics, once every piece already started has
     /// finished (what they wrote stays written).
-    pub fn par_for_each(mut self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
+    pub fn par_for_each(self, f: impl for<'a> Fn(Entity, Q::Item<'a>) + Sync) {
+        let mut slots = Vec::new(); // of `()`: never allocates
+        self.par_visit(&ParEach(f), &mut slots);
+    }
+
+    /// The parallel loops' one body: `visit` over the matches in pieces, one slot of `slots` each.
+    fn par_visit<V: ParVisit<Q>>(mut self, visit: &V, slots: &mut Vec<V::Slot>) {
         self.world.stamp(None);
         let pieces = self.world.pieces();
-        let mut slots = Vec::new(); // of `()`: never allocates
-        if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, &ParEach(f), &mut slots)) {
+        if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, visit, slots)) {
             panic!("{error}");
         }
     }
@@ -454,17 +459,12 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// # Panics
     /// As [`QueryBorrow::par_for_each`].
     pub fn par_fold<A: Default + Send>(
-        mut self,
+        self,
         out: &mut Vec<A>,
         start: impl Fn(&mut A) + Sync,
         f: impl for<'a> Fn(&mut A, Entity, Q::Item<'a>) + Sync,
     ) {
-        let pieces = self.world.pieces();
-        let visit = ParFold { start, f, _slot: PhantomData };
-        self.world.stamp(None);
-        if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, &visit, out)) {
-            panic!("{error}");
-        }
+        self.par_visit(&ParFold { start, f, _slot: PhantomData }, out);
     }
 
     /// [`QueryBorrow::par_fold`] by runs, as [`QueryBorrow::for_each_run`] is [`QueryBorrow::for_each`] by runs:
@@ -493,17 +493,12 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// # Panics
     /// As [`QueryBorrow::par_for_each`].
     pub fn par_fold_runs<A: Default + Send>(
-        mut self,
+        self,
         out: &mut Vec<A>,
         start: impl Fn(&mut A) + Sync,
         f: impl for<'a> Fn(&mut A, &[Entity], Q::Slices<'a>) + Sync,
     ) {
-        let pieces = self.world.pieces();
-        let visit = ParFoldRuns { start, f, _slot: PhantomData };
-        self.world.stamp(None);
-        if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, &visit, out)) {
-            panic!("{error}");
-        }
+        self.par_visit(&ParFoldRuns { start, f, _slot: PhantomData }, out);
     }
 
     /// Number of matching entities (a lock-step walk counts whole runs, without visiting their rows).
