@@ -808,7 +808,7 @@ mod frame {
         /// `position += velocity`, turning back at the walls of `[0, side]`.
         fn integrate(&mut self, side: f32);
         /// Every fighter: handle, team, position.
-        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3));
+        fn each(&mut self, f: impl FnMut(Self::H, u8, Vec3));
         /// `health -= 1` for each handle still alive.
         fn damage(&mut self, hits: &[Self::H]);
         /// The handles with health at 0 or below.
@@ -867,7 +867,7 @@ mod frame {
                 cell.clear();
             }
             let (cells, grid) = (self.cells, &mut self.grid);
-            ecs.each(&mut |h, team, at| {
+            ecs.each(|h, team, at| {
                 let x = ((at.x / CELL) as usize).min(cells - 1);
                 let y = ((at.y / CELL) as usize).min(cells - 1);
                 grid[y * cells + x].push((h, team, at));
@@ -932,7 +932,7 @@ mod frame {
                 bounce(p, v, side);
             }
         }
-        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+        fn each(&mut self, mut f: impl FnMut(Self::H, u8, Vec3)) {
             for ((h, t), p) in self.live.iter().zip(&self.team).zip(&self.position) {
                 f(*h, t.0, p.0);
             }
@@ -982,16 +982,11 @@ mod frame {
         fn integrate(&mut self, side: f32) {
             self.query::<(&mut Position, &mut Velocity)>().for_each(|_, (p, v)| bounce(p, v, side));
         }
-        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+        fn each(&mut self, mut f: impl FnMut(Self::H, u8, Vec3)) {
             self.query::<(&Team, &Position)>().for_each(|e, (t, p)| f(e, t.0, p.0));
         }
         fn damage(&mut self, hits: &[Self::H]) {
-            let mut health = self.view_mut::<Health>();
-            for &e in hits {
-                if let Some(h) = health.get_mut(e) {
-                    h.0 -= 1.0;
-                }
-            }
+            self.view_mut::<Health>().for_each_of(hits, |_, h| h.0 -= 1.0);
         }
         fn dead(&mut self, out: &mut Vec<Self::H>) {
             self.query::<&Health>().for_each(|e, h| {
@@ -1015,14 +1010,15 @@ mod frame {
                 bounce(p, v, side);
             }
         }
-        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+        fn each(&mut self, mut f: impl FnMut(Self::H, u8, Vec3)) {
             for (e, (t, p)) in self.query_mut::<(hecs::Entity, (&Team, &Position))>() {
                 f(e, t.0, p.0);
             }
         }
         fn damage(&mut self, hits: &[Self::H]) {
+            let mut health = self.view_mut::<&mut Health>();
             for &e in hits {
-                if let Ok(h) = self.query_one_mut::<&mut Health>(e) {
+                if let Some(h) = health.get_mut(e) {
                     h.0 -= 1.0;
                 }
             }
@@ -1051,7 +1047,7 @@ mod frame {
                 }
             });
         }
-        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+        fn each(&mut self, mut f: impl FnMut(Self::H, u8, Vec3)) {
             self.run(|teams: View<Team>, positions: View<Position>| {
                 for (e, (t, p)) in (&teams, &positions).iter().with_id() {
                     f(e, t.0, p.0);
@@ -1090,7 +1086,7 @@ mod frame {
                 bounce(p, v, side);
             }
         }
-        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+        fn each(&mut self, mut f: impl FnMut(Self::H, u8, Vec3)) {
             let (entities, teams, positions) =
                 (self.entities(), self.read_storage::<Team>(), self.read_storage::<Position>());
             for (e, t, p) in (&entities, &teams, &positions).join() {
@@ -1124,13 +1120,14 @@ mod frame {
         moving: bevy_ecs::query::QueryState<(&'static mut Position, &'static mut Velocity)>,
         placed: bevy_ecs::query::QueryState<(bevy_ecs::entity::Entity, &'static Team, &'static Position)>,
         health: bevy_ecs::query::QueryState<(bevy_ecs::entity::Entity, &'static Health)>,
+        hurt: bevy_ecs::query::QueryState<&'static mut Health>,
     }
 
     impl Default for Bevy {
         fn default() -> Self {
             let mut world = BevyWorld::new();
-            let (moving, placed, health) = (world.query(), world.query(), world.query());
-            Self { world, moving, placed, health }
+            let (moving, placed, health, hurt) = (world.query(), world.query(), world.query(), world.query());
+            Self { world, moving, placed, health, hurt }
         }
     }
 
@@ -1141,14 +1138,15 @@ mod frame {
                 bounce(&mut p, &mut v, side);
             }
         }
-        fn each(&mut self, f: &mut dyn FnMut(Self::H, u8, Vec3)) {
+        fn each(&mut self, mut f: impl FnMut(Self::H, u8, Vec3)) {
             for (e, t, p) in self.placed.iter(&self.world) {
                 f(e, t.0, p.0);
             }
         }
         fn damage(&mut self, hits: &[Self::H]) {
-            for &e in hits {
-                if let Some(mut h) = self.world.get_mut::<Health>(e) {
+            let mut hurt = self.hurt.iter_many_mut(&mut self.world, hits);
+            while let Some(h) = hurt.fetch_next() {
+                if let Ok(mut h) = h {
                     h.0 -= 1.0;
                 }
             }
@@ -1177,7 +1175,7 @@ mod frame {
                     died += frame.dead.len();
                 }
                 let (mut live, mut sum) = (0usize, 0f64);
-                ecs.each(&mut |_, team, at| {
+                ecs.each(|_, team, at| {
                     live += 1;
                     sum += f64::from(at.x + at.y) * f64::from(team + 1);
                 });

@@ -682,6 +682,16 @@ impl Entities {
             Some(slot) if slot.state == State::Alive && slot.generation == entity.generation)
     }
 
+    /// [`Entities::is_alive`] with the slots bound once: for loops over many handles.
+    #[inline]
+    pub(crate) fn alive_test(&self) -> impl Fn(Entity) -> bool + '_ {
+        let slots = &self.slots[..];
+        move |entity| {
+            matches!(slots.get(entity.index as usize),
+                Some(slot) if slot.state == State::Alive && slot.generation == entity.generation)
+        }
+    }
+
     /// Whether `entity` is reserved by a command buffer and not applied yet.
     pub fn is_reserved(&self, entity: Entity) -> bool {
         match self.slots.get(entity.index as usize) {

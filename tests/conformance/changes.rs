@@ -160,9 +160,19 @@ fn run_model(backend: Backend, exact: bool) {
                     let e = pick(&mut rng, &live);
                     // Half the writes put the same value back.
                     let step = rng.gen_range(0..2);
-                    if let Some(hp) = w.get_mut::<Hp>(e) {
-                        hp.0 += step;
-                        m.wrote(e);
+                    if rng.gen_bool(0.5) {
+                        if let Some(hp) = w.get_mut::<Hp>(e) {
+                            hp.0 += step;
+                            m.wrote(e);
+                        }
+                    } else {
+                        // A view's list visit: each visited value is handed out as `&mut`.
+                        let mut seen = Vec::new();
+                        w.view_mut::<Hp>().for_each_of(&[e, e], |e, hp| {
+                            hp.0 += step;
+                            seen.push(e);
+                        });
+                        seen.into_iter().for_each(|e| m.wrote(e));
                     }
                 }
                 7 => {

@@ -2,7 +2,7 @@
 //! holds them, the bytes they take, and every value dropped exactly once.
 
 use crate::{world, Blue, Name, Pos, Red, Vel};
-use swarm::ecs::{Backend, ComponentError, NoSuchEntity, World};
+use swarm::ecs::{Backend, ComponentError, Entity, NoSuchEntity, World};
 
 fn every_value_is_dropped_exactly_once(backend: Backend) {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -142,6 +142,52 @@ fn view_matches_the_world_methods_and_refuses_stale_handles(backend: Backend) {
     w.assert_invariants();
 }
 
+/// `for_each_of` visits what a loop of `get_mut` finds, in the order given, and writes the same values: live
+/// entities with the component (named twice: visited twice), not stale or reserved handles, entities without it,
+/// or indices the world never made. Also on a type a handler watches, whose view goes through the world.
+fn view_for_each_of_visits_what_get_mut_finds(backend: Backend) {
+    fn run(backend: Backend, watched: bool, by_list: bool) -> (Vec<Entity>, Vec<Option<Vel>>) {
+        let mut w = world(backend);
+        if watched {
+            w.on_insert::<Vel>(|_, _, _, _| {});
+        }
+        let mut all = Vec::new();
+        w.spawn_batch_into((0..40).map(|i| (Pos(i as f32, 0.0), Vel(i as f32, 1.0))), &mut all).unwrap();
+        w.spawn_batch_into((0..5).map(|i| (Pos(i as f32, 9.0),)), &mut all).unwrap();
+        for &e in all.iter().step_by(7) {
+            w.despawn(e).unwrap();
+        }
+        let reused = w.spawn((Vel(-1.0, -1.0),)).unwrap();
+        let reserved = w.reserve_entity().unwrap();
+        let never = Entity::from_parts(5_000_000, std::num::NonZeroU32::new(1).unwrap());
+        let mut list: Vec<Entity> = all.iter().rev().copied().collect();
+        list.extend([all[3], all[3], reused, reserved, never, all[41]]);
+        let mut visited = Vec::new();
+        let mut view = w.view_mut::<Vel>();
+        let mut hurt = |e: Entity, v: &mut Vel| {
+            v.0 += 100.0 + visited.len() as f32;
+            visited.push(e);
+        };
+        match by_list {
+            true => view.for_each_of(&list, hurt),
+            false => list.iter().for_each(|&e| {
+                if let Some(v) = view.get_mut(e) {
+                    hurt(e, v)
+                }
+            }),
+        }
+        w.assert_invariants();
+        (visited, all.iter().chain([&reused]).map(|&e| w.get::<Vel>(e).copied()).collect())
+    }
+    for watched in [false, true] {
+        let (visited, values) = run(backend, watched, true);
+        assert_eq!((&visited, &values), (&run(backend, watched, false).0, &run(backend, watched, false).1));
+        assert_eq!(visited.len(), 40 - 6 + 2 + 1, "34 live with Vel (all[3] twice) and the reused index");
+        assert!(values[3].is_some_and(|v| v.0 >= 303.0), "all[3] is written three times");
+        assert_eq!(values[7], None, "despawned");
+    }
+}
+
 fn types_first_named_by_a_query_regression(backend: Backend) {
     let mut w = world(backend);
     let e = w.spawn((Pos(0.0, 0.0),)).unwrap();
@@ -213,6 +259,7 @@ mod every_backend {
         every_value_is_dropped_exactly_once,
         bundles_inserted_and_removed_whole,
         view_matches_the_world_methods_and_refuses_stale_handles,
+        view_for_each_of_visits_what_get_mut_finds,
         types_first_named_by_a_query_regression,
         insert_many_and_remove_many,
         types_registered_by_refusals_regression,

@@ -343,6 +343,29 @@ impl<T> SparseSet<T> {
         self.position(index).map(|p| &mut self.values[p])
     }
 
+    /// Calls `f` with each entity of `entities` that `alive` accepts and the set holds, and its value, in order.
+    /// The arrays are bound once, outside the loop, so each handle costs its lookups alone.
+    #[inline]
+    pub(crate) fn each_of_mut(
+        &mut self,
+        entities: &[Entity],
+        alive: impl Fn(Entity) -> bool,
+        mut f: impl FnMut(Entity, &mut T),
+    ) {
+        let (sparse, values) = (&self.sparse[..], &mut self.values[..]);
+        for &entity in entities {
+            if !alive(entity) {
+                continue;
+            }
+            let (page, offset) = Self::split(entity.index());
+            if let Some(Some(page)) = sparse.get(page) {
+                if let Some(value) = values.get_mut(page[offset] as usize) {
+                    f(entity, value);
+                }
+            }
+        }
+    }
+
     #[inline(always)]
     /// Removes `index`'s value by moving the last packed value into its place (swap-and-pop): O(1), but the
     /// order of the packed arrays changes.
