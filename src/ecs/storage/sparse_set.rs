@@ -101,10 +101,14 @@ impl PackedOrder<'_> {
             && self.entities.len() == other.entities.len()
     }
 
-    /// Records that `orders` (found equal by [`PackedOrder::same_as`]) are packed alike: one fresh stamp for all,
-    /// and their journals spent. Crate-private: a wrong call would make a query hand entities each other's values.
-    pub(crate) fn mark_same<'a>(orders: impl IntoIterator<Item = &'a PackedOrder<'a>>) {
-        let stamp = fresh_stamp();
+    /// Records that `orders` (found equal by [`PackedOrder::same_as`]) are packed alike: one stamp for all, and
+    /// their journals spent. The stamp is that of an order with nothing changed since its stamp, if there is one
+    /// (it is exactly its stamp's order, and so are the others now): the pools left with that stamp elsewhere stay
+    /// comparable with these through their journals. Otherwise it is a fresh one. Crate-private: a wrong call
+    /// would make a query hand entities each other's values.
+    pub(crate) fn mark_same<'a>(orders: impl IntoIterator<Item = &'a PackedOrder<'a>> + Clone) {
+        let clean = orders.clone().into_iter().find(|order| order.stamp != 0 && order.changed.is_empty());
+        let stamp = clean.map_or_else(fresh_stamp, |order| order.stamp);
         for order in orders {
             order.word.store(stamp << 1 | 1, Ordering::Relaxed);
         }
@@ -925,6 +929,28 @@ mod tests {
         // `a`'s journal was spent with its old stamp; `c` still has that stamp, so the two must not use journals.
         assert_ne!(a.packed_order().stamp, c.packed_order().stamp);
         assert!(!a.packed_order().same_as(&c.packed_order()));
+    }
+
+    #[test]
+    fn a_pool_found_alike_with_an_unchanged_one_takes_its_stamp() {
+        // Three pools alike; `a` and `b` are compared (through their journals) and restamped, `c` is left behind.
+        let (mut a, mut b) = stamped_pair(50);
+        let mut c = a.clone();
+        for set in [&mut a, &mut b, &mut c] {
+            set.remove(5);
+        }
+        assert!(a.packed_order().same_as(&b.packed_order()));
+        PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
+        let fresh = a.packed_order().stamp;
+        assert_ne!(fresh, c.packed_order().stamp, "neither had an empty journal: a fresh stamp");
+        // `c` found alike with `a` (whole): it takes `a`'s stamp, so `b` and `c` are now known alike too.
+        assert!(c.packed_order().same_as(&a.packed_order()));
+        PackedOrder::mark_same([&c.packed_order(), &a.packed_order()]);
+        assert_eq!((a.packed_order().stamp, c.packed_order().stamp), (fresh, fresh));
+        assert!(b.packed_order().known_same_as(&c.packed_order()));
+        // And a later change on `b` alone is caught through the journals.
+        b.swap_positions(1, 2);
+        assert!(!b.packed_order().same_as(&c.packed_order()));
     }
 
     #[test]
