@@ -334,6 +334,12 @@ enum State {
     Retired,
 }
 
+/// Whether `slots` hold `entity` alive, with its generation.
+#[inline(always)]
+fn alive_in(slots: &[Slot], entity: Entity) -> bool {
+    matches!(slots.get(entity.index as usize), Some(slot) if slot.state == State::Alive && slot.generation == entity.generation)
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     /// The generation of the current occupant, or of the next one while the slot is free.
@@ -678,18 +684,14 @@ impl Entities {
     /// Whether `entity` is alive (spawned, not despawned, generation matches).
     #[inline]
     pub fn is_alive(&self, entity: Entity) -> bool {
-        matches!(self.slots.get(entity.index as usize),
-            Some(slot) if slot.state == State::Alive && slot.generation == entity.generation)
+        alive_in(&self.slots, entity)
     }
 
     /// [`Entities::is_alive`] with the slots bound once: for loops over many handles.
     #[inline]
     pub(crate) fn alive_test(&self) -> impl Fn(Entity) -> bool + '_ {
         let slots = &self.slots[..];
-        move |entity| {
-            matches!(slots.get(entity.index as usize),
-                Some(slot) if slot.state == State::Alive && slot.generation == entity.generation)
-        }
+        move |entity| alive_in(slots, entity)
     }
 
     /// Whether `entity` is reserved by a command buffer and not applied yet.

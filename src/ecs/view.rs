@@ -8,7 +8,6 @@
 //! (The example is on [`ViewMut`].)
 
 use super::entity::{ComponentError, Entities, Entity};
-use super::storage::sparse_set::SparseSet;
 use super::storage::values::{not_alive, ComponentValues};
 use super::storage::AnyPool;
 use super::world::World;
@@ -37,9 +36,7 @@ pub struct ViewMut<'w, T: Component> {
 }
 
 enum Inner<'w, T: Component> {
-    /// A sparse set, found once: its own arm, so each call is the set's code with no dispatch on the layout.
-    Sparse { entities: &'w Entities, set: &'w mut SparseSet<T> },
-    /// The type's storage in any other layout, found once.
+    /// The type's storage, found once.
     Direct { entities: &'w Entities, store: ComponentValues<'w, T> },
     /// A type that hooks watch (lifecycle handlers): each insert and removal goes through the world's pipeline, so
     /// its hooks run, and each call finds the storage again.
@@ -48,10 +45,7 @@ enum Inner<'w, T: Component> {
 
 impl<'w, T: Component> ViewMut<'w, T> {
     pub(crate) fn direct(entities: &'w Entities, store: ComponentValues<'w, T>) -> Self {
-        match store {
-            ComponentValues::Pool(AnyPool::SparseSet(set)) => Self { inner: Inner::Sparse { entities, set } },
-            store => Self { inner: Inner::Direct { entities, store } },
-        }
+        Self { inner: Inner::Direct { entities, store } }
     }
 
     pub(crate) fn hooked(world: &'w mut World) -> Self {
@@ -64,10 +58,6 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline]
     pub fn get(&self, entity: Entity) -> Option<&T> {
         match &self.inner {
-            Inner::Sparse { entities, set } => match entities.is_alive(entity) {
-                true => set.get(entity.index()),
-                false => None,
-            },
             Inner::Direct { entities, store } => match entities.is_alive(entity) {
                 true => store.get(entity.index()),
                 false => None,
@@ -80,10 +70,6 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline]
     pub fn get_mut(&mut self, entity: Entity) -> Option<&mut T> {
         match &mut self.inner {
-            Inner::Sparse { entities, set } => match entities.is_alive(entity) {
-                true => set.get_mut(entity.index()),
-                false => None,
-            },
             Inner::Direct { entities, store } => match entities.is_alive(entity) {
                 true => store.get_mut(entity.index()),
                 false => None,
@@ -117,7 +103,9 @@ impl<T: Component> ViewMut<'_, T> {
     /// ```
     pub fn for_each_of(&mut self, entities: &[Entity], mut f: impl FnMut(Entity, &mut T)) {
         match &mut self.inner {
-            Inner::Sparse { entities: allocator, set } => set.each_of_mut(entities, allocator.alive_test(), f),
+            Inner::Direct { entities: allocator, store: ComponentValues::Pool(AnyPool::SparseSet(set)) } => {
+                set.each_of_mut(entities, allocator.alive_test(), f)
+            }
             _ => {
                 for &entity in entities {
                     if let Some(value) = self.get_mut(entity) {
@@ -141,12 +129,6 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline(always)]
     pub fn insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, ComponentError> {
         match &mut self.inner {
-            Inner::Sparse { entities, set } => {
-                if !entities.is_alive(entity) {
-                    return Err(not_alive(entities, entity));
-                }
-                Ok(set.insert(entity, value))
-            }
             Inner::Direct { entities, store } => {
                 if !entities.is_alive(entity) {
                     return Err(not_alive(entities, entity));
@@ -168,7 +150,6 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline(always)]
     pub fn remove(&mut self, entity: Entity) -> Result<T, ComponentError> {
         match &mut self.inner {
-            Inner::Sparse { entities, set } => ComponentValues::remove_from_set(set, entities, entity),
             Inner::Direct { entities, store } => store.remove_entity(entities, entity),
             Inner::Hooked(world) => {
                 if !world.entities().is_alive(entity) {

@@ -181,7 +181,7 @@ fn view_for_each_of_visits_what_get_mut_finds(backend: Backend) {
     }
     for watched in [false, true] {
         let (visited, values) = run(backend, watched, true);
-        assert_eq!((&visited, &values), (&run(backend, watched, false).0, &run(backend, watched, false).1));
+        assert_eq!((visited.clone(), values.clone()), run(backend, watched, false));
         assert_eq!(visited.len(), 40 - 6 + 2 + 1, "34 live with Vel (all[3] twice) and the reused index");
         assert!(values[3].is_some_and(|v| v.0 >= 303.0), "all[3] is written three times");
         assert_eq!(values[7], None, "despawned");

@@ -65,7 +65,10 @@ impl<'w, T: Component> ComponentValues<'w, T> {
     #[inline(always)]
     pub(crate) fn remove_entity(&mut self, entities: &Entities, entity: Entity) -> Result<T, ComponentError> {
         match self {
-            ComponentValues::Pool(AnyPool::SparseSet(set)) => Self::remove_from_set(set, entities, entity),
+            ComponentValues::Pool(AnyPool::SparseSet(set)) => match set.remove_exact(entity) {
+                Some(value) => Ok(value),
+                None => sparse_remove_checked(set, entities, entity),
+            },
             _ => {
                 if !entities.is_alive(entity) {
                     return Err(not_alive(entities, entity));
@@ -73,19 +76,6 @@ impl<'w, T: Component> ComponentValues<'w, T> {
                 let missing = missing::<T>(entity);
                 self.remove(entity.index()).ok_or(missing)
             }
-        }
-    }
-
-    /// [`ComponentValues::remove_entity`] on a sparse set.
-    #[inline(always)]
-    pub(crate) fn remove_from_set(
-        set: &mut SparseSet<T>,
-        entities: &Entities,
-        entity: Entity,
-    ) -> Result<T, ComponentError> {
-        match set.remove_exact(entity) {
-            Some(value) => Ok(value),
-            None => sparse_remove_checked(set, entities, entity),
         }
     }
 
