@@ -13,6 +13,36 @@ use super::storage::AnyPool;
 use super::world::World;
 use crate::ecs::Component;
 
+impl World {
+    /// [`ViewMut::for_each_of`] on a type the hooks watch. A write through `&mut` runs no handler, so the list is
+    /// visited as on a view of the storage (its arrays held for the whole list), each value handed out noted for
+    /// change detection as [`World::get_mut`] notes it: stamped, or in the exact mode left waiting.
+    fn write_each_of<T: Component>(&mut self, list: &[Entity], mut f: impl FnMut(Entity, &mut T)) {
+        let Some(id) = self.components.id::<T>() else { return };
+        self.wrote(id);
+        let tick = self.changes.tick();
+        let World { entities, storage, components, changes, .. } = self;
+        let Some(store) = storage.values::<T>(id, components) else { return };
+        let mut track = changes.track_mut(id);
+        let mut visit = |entity: Entity, value: &mut T| {
+            if let Some(track) = track.as_deref_mut().filter(|track| track.has(entity.index())) {
+                track.write(entity.index(), tick);
+            }
+            f(entity, value)
+        };
+        match store {
+            ComponentValues::Pool(AnyPool::SparseSet(set)) => set.each_of_mut(list, entities.alive_test(), visit),
+            mut store => {
+                for &entity in list.iter().filter(|&&entity| entities.is_alive(entity)) {
+                    if let Some(value) = store.get_mut(entity.index()) {
+                        visit(entity, value);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Mutable access to component `T` of any live entity, with the type's storage found once. Get one from
 /// [`World::view_mut`](crate::ecs::World::view_mut). Every operation on a stale or dead handle answers "no such
 /// entity" and touches nothing, as the world's own methods do.
@@ -106,6 +136,7 @@ impl<T: Component> ViewMut<'_, T> {
             Inner::Direct { entities: allocator, store: ComponentValues::Pool(AnyPool::SparseSet(set)) } => {
                 set.each_of_mut(entities, allocator.alive_test(), f)
             }
+            Inner::Hooked(world) => world.write_each_of(entities, f),
             _ => {
                 for &entity in entities {
                     if let Some(value) = self.get_mut(entity) {

@@ -44,6 +44,8 @@ pub struct Broadphase {
     hits: Vec<u32>,
     /// The same contacts by entity index (0 for every index not in this frame's grid).
     hits_by_index: Vec<u32>,
+    /// The fighters with a contact this frame, in index order.
+    hurt: Vec<Entity>,
 }
 
 impl Broadphase {
@@ -171,9 +173,11 @@ pub fn build_grid(world: &mut World) {
 }
 
 /// Finds enemy contacts (each pair once, from the grid) and subtracts the damage. Contacts are counted per grid
-/// item first (the items are walked in order), spread into an array by entity index, and the damage is applied
-/// in one walk of the health pool, each fighter reading its count by its index. Integer sums: the result does not
-/// depend on the order pairs are visited in.
+/// item first (the items are walked in order), spread into an array by entity index, and the damage is applied to
+/// the fighters with a contact only, in handle order, through a list visit of the health pool
+/// ([`ViewMut::for_each_of`](crate::ecs::ViewMut::for_each_of)): [`Health`] is tracked, and a value handed out as
+/// `&mut` counts as changed, so the fighters written are the ones hurt. Integer sums: the result does not depend
+/// on the order pairs are visited in.
 ///
 /// Runs right after [`build_grid`] in the same frame: counts are found by entity index, which is only sound while
 /// no entity has been despawned or spawned since the grid was built (else a recycled index could take a dead
@@ -184,7 +188,7 @@ pub fn resolve_collisions(world: &mut World) {
     let reach2 = (2.0 * config.radius) * (2.0 * config.radius);
     world.resource_scope::<Broadphase, _>(|world, broadphase| {
         let parallel = world.parallel();
-        let Broadphase { grid, bands, hits, hits_by_index, team, .. } = broadphase;
+        let Broadphase { grid, bands, hits, hits_by_index, hurt, team, slot } = broadphase;
         let items = grid.items();
         // Per band of rows (on the pool if parallel): its near pairs, then each pair tested. A pair's first item
         // is the band's; the second may sit in the next band's first row, and its hit waits in the spill.
@@ -220,24 +224,23 @@ pub fn resolve_collisions(world: &mut World) {
         }
         // Each contact hit two fighters.
         let contacts = hits.iter().sum::<u32>() / 2;
-        if contacts > 0 {
-            // One walk of the health pool, in its own order, each fighter reading its count from an array by
-            // entity index: one random read each, which overlap, where looking each hit fighter up in the health
-            // pool is a chain of dependent misses (liveness, sparse page, dense entity, value). The array is
-            // zeroed and filled from this grid, so an index not in it (a fighter's, say, whose team was removed)
-            // reads 0.
+        let damage = config.damage;
+        if contacts > 0 && damage != 0 {
+            // The hit, listed in index order by a sweep of the counts (no sort): the list visit then reads the
+            // allocator, the sparse pages and the change stamps forwards. (No damage, no write: nothing changes.)
+            hurt.clear();
             hits_by_index.clear();
             hits_by_index.resize(team.len(), 0); // `team` spans the entity indices of this grid's build
-            for (item, &hit) in items.iter().zip(hits.iter()) {
+            for (item, &hit) in items.iter().zip(hits.iter()).filter(|(_, &hit)| hit > 0) {
                 debug_assert!(world.is_alive(item.entity), "grid changed since built");
                 hits_by_index[item.entity.index() as usize] = hit;
             }
-            let damage = config.damage;
+            for (index, _) in hits_by_index.iter().enumerate().filter(|(_, &hit)| hit > 0) {
+                hurt.extend(items.get(slot[index] as usize).map(|item| item.entity));
+            }
             let hits_by_index = &*hits_by_index;
-            world.query::<(&mut Health,)>().par_for_each(|entity, (health,)| {
-                // `get`: an index beyond the grid's bound was never in it.
-                let hit = hits_by_index.get(entity.index() as usize).copied().unwrap_or(0);
-                health.0 -= damage * hit as i32;
+            world.view_mut::<Health>().for_each_of(hurt, |entity, health| {
+                health.0 -= damage * hits_by_index[entity.index() as usize] as i32;
             });
         }
         world.resource_mut::<SimStats>().contacts_frame = contacts;
@@ -282,7 +285,12 @@ mod tests {
             let a = spawn(&mut world, 3.0, 0);
             let friend = spawn(&mut world, 4.0, 0);
             let far = spawn(&mut world, 40.0, 1);
+            // Health is tracked (as the game does): only the values written change.
+            world.track::<Health>();
+            world.clear_trackers();
+            let changed = |world: &World, list: [Entity; 4]| list.map(|e| world.tracker::<Health>().is_changed(e));
             assert_eq!(frame(&mut world), 2, "{backend:?}");
+            assert_eq!(changed(&world, [a, b, friend, far]), [true, true, true, false], "{backend:?}");
             assert_eq!(health(&world, b), Some(100 - 2 * damage), "{backend:?}");
             assert_eq!(health(&world, a), Some(100 - damage), "{backend:?}");
             assert_eq!(health(&world, friend), Some(100 - damage), "{backend:?}");
@@ -295,7 +303,9 @@ mod tests {
             let ghost = world.spawn((Health(100),)).unwrap();
             assert_eq!(ghost.index(), b.index(), "the free list hands the index back");
             let e = spawn(&mut world, 2.0, 1);
+            world.clear_trackers();
             assert_eq!(frame(&mut world), 2, "{backend:?}");
+            assert_eq!(changed(&world, [e, a, ghost, far]), [true, true, false, false], "{backend:?}");
             assert_eq!(health(&world, ghost), Some(100), "{backend:?}: hit through a stale slot");
             assert_eq!(health(&world, e), Some(100 - 2 * damage), "{backend:?}");
             assert_eq!(health(&world, a), Some(100 - 2 * damage), "{backend:?}");

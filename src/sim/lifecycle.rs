@@ -1,6 +1,6 @@
 //! Life and death: the dead are marked fallen (the squads' handlers despawn them with a burst of particles);
-//! particles age and disappear; the fighters hurt this frame are noted (change detection of [`Health`], in the
-//! exact mode: the collision pass writes every fighter's health, and only a hit changes it).
+//! particles age and disappear; the fighters hurt this frame are noted (change detection of [`Health`]: the
+//! collision pass writes the health of the fighters it hits, and only theirs).
 
 use super::collision::Broadphase;
 use super::components::{Health, Lifetime};
@@ -10,9 +10,9 @@ use crate::app::{App, Commands, Local, OrderSystems, Query, Res, ResMut, Stage};
 use crate::ecs::{Changed, Entity, Tracker, World};
 
 /// Adds [`despawn_dead`] and [`age_particles`] to `PostUpdate` in the group "lifecycle", and the frame counter and
-/// [`note_hurt`] to `Last`; tracks [`Health`] in the exact mode.
+/// [`note_hurt`] to `Last`; tracks [`Health`].
 pub fn plugin(app: &mut App) {
-    app.world.track_exact::<Health>();
+    app.world.track::<Health>();
     app.insert_resource(Hurt::default());
     // `count_frame` is in no group: the frame counter keys the random streams and recordings, so it always runs;
     // nor is `note_hurt`, which only reads.
