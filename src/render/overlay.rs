@@ -471,7 +471,7 @@ pub fn draw(
     say!(white, "commands applied {}  skipped {}", r.commands.0, r.commands.1);
     say!(white, "stale handles caught {}", r.stale);
     let (hit, added, removed) = r.health_changes;
-    say!(white, "health changed (exact): hit {hit}  added {added}  removed {removed}");
+    say!(white, "health changed: hit {hit}  added {added}  removed {removed}");
     text.clear();
     let _ = write!(text, "storage: {:.1} KiB", readout.bytes as f64 / 1024.0);
     if let Some(p) = previous {
