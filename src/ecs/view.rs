@@ -15,28 +15,39 @@ use crate::ecs::Component;
 
 impl World {
     /// [`ViewMut::for_each_of`] on a type the hooks watch. A write through `&mut` runs no handler, so the list is
-    /// visited as on a view of the storage (its arrays held for the whole list), each value handed out noted for
+    /// visited as a direct view visits it (its arrays held for the whole list), each value handed out noted for
     /// change detection as [`World::get_mut`] notes it: stamped, or in the exact mode left waiting.
     fn write_each_of<T: Component>(&mut self, list: &[Entity], mut f: impl FnMut(Entity, &mut T)) {
         let Some(id) = self.components.id::<T>() else { return };
         self.wrote(id);
         let tick = self.changes.tick();
         let World { entities, storage, components, changes, .. } = self;
-        let Some(store) = storage.values::<T>(id, components) else { return };
+        let Some(mut store) = storage.values::<T>(id, components) else { return };
         let mut track = changes.track_mut(id);
-        let mut visit = |entity: Entity, value: &mut T| {
+        let visit = |entity: Entity, value: &mut T| {
             if let Some(track) = track.as_deref_mut().filter(|track| track.has(entity.index())) {
                 track.write(entity.index(), tick);
             }
             f(entity, value)
         };
-        match store {
-            ComponentValues::Pool(AnyPool::SparseSet(set)) => set.each_of_mut(list, entities.alive_test(), visit),
-            mut store => {
-                for &entity in list.iter().filter(|&&entity| entities.is_alive(entity)) {
-                    if let Some(value) = store.get_mut(entity.index()) {
-                        visit(entity, value);
-                    }
+        each_of(entities, &mut store, list, visit)
+    }
+}
+
+/// [`ViewMut::for_each_of`] on the storage: the allocator's liveness test and, on a sparse set, its arrays bound
+/// once for the whole list; elsewhere the view's `get_mut` per handle.
+fn each_of<T: Component>(
+    allocator: &Entities,
+    store: &mut ComponentValues<'_, T>,
+    list: &[Entity],
+    mut f: impl FnMut(Entity, &mut T),
+) {
+    match store {
+        ComponentValues::Pool(AnyPool::SparseSet(set)) => set.each_of_mut(list, allocator.alive_test(), f),
+        store => {
+            for &entity in list.iter().filter(|&&entity| allocator.is_alive(entity)) {
+                if let Some(value) = store.get_mut(entity.index()) {
+                    f(entity, value);
                 }
             }
         }
@@ -131,19 +142,10 @@ impl<T: Component> ViewMut<'_, T> {
     /// assert_eq!(visited, [a, a], "b is stale");
     /// assert_eq!(world.get::<Health>(a).map(|h| h.0), Some(8));
     /// ```
-    pub fn for_each_of(&mut self, entities: &[Entity], mut f: impl FnMut(Entity, &mut T)) {
+    pub fn for_each_of(&mut self, entities: &[Entity], f: impl FnMut(Entity, &mut T)) {
         match &mut self.inner {
-            Inner::Direct { entities: allocator, store: ComponentValues::Pool(AnyPool::SparseSet(set)) } => {
-                set.each_of_mut(entities, allocator.alive_test(), f)
-            }
+            Inner::Direct { entities: allocator, store } => each_of(allocator, store, entities, f),
             Inner::Hooked(world) => world.write_each_of(entities, f),
-            _ => {
-                for &entity in entities {
-                    if let Some(value) = self.get_mut(entity) {
-                        f(entity, value);
-                    }
-                }
-            }
         }
     }
 
