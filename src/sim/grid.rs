@@ -43,9 +43,13 @@ pub struct Grid {
     /// The items [`Grid::push`] added since [`Grid::begin`] (a grid of one band), and their cells.
     staged: Vec<GridItem>,
     keys: Vec<u32>,
-    /// Or the items staged in pieces by a parallel walk ([`Grid::take_pieces`]), moved to `staged` band by band
+    /// Or the items staged in pieces by a parallel walk ([`Grid::take_pieces`]), moved to `banded` band by band
     /// when the grid is finished.
     pieces: Vec<Staged>,
+    /// The pieces' items and their cells, band after band. Never cleared, only resized: every slot is written
+    /// over when the pieces move in, so a steady frame writes each item once.
+    banded: Vec<GridItem>,
+    banded_keys: Vec<u32>,
     /// Per band, the order of its counting sort.
     band_scratch: Vec<BandScratch>,
     /// Per team, a summed-area table of its items per block of [`BLOCK`] x [`BLOCK`] cells:
@@ -229,7 +233,7 @@ impl Grid {
     }
 
     /// Sorts the staged items into cells, keeping the order they were pushed in (piece by piece) within each
-    /// cell. Pieces' items are first moved to `staged`, band after band, each band's in piece order (the pieces
+    /// cell. Pieces' items are first moved to `banded`, band after band, each band's in piece order (the pieces
     /// split between the threads if `parallel`, each writing its own part of every band); then each band runs a
     /// counting sort of its own over its cells (count, running sum, scatter, gather) and counts its items per
     /// team and block into its rows of the team tables, on the thread pool if `parallel`; the tables' rows are
@@ -254,10 +258,11 @@ impl Grid {
         let filler =
             GridItem { entity: Entity::from_bits(1 << 32).expect("generation 1"), position: Vec2::ZERO, team: 0 };
         if !pushed {
-            self.staged.resize(n, filler);
-            self.keys.resize(n, 0);
+            // Only the length changes (a steady frame's is about the last one's): `to_bands` writes every slot.
+            self.banded.resize(n, filler);
+            self.banded_keys.resize(n, 0);
             let mut out: [(&mut [GridItem], &mut [u32]); BANDS] = Default::default();
-            let (mut items, mut keys) = (&mut self.staged[..], &mut self.keys[..]);
+            let (mut items, mut keys) = (&mut self.banded[..], &mut self.banded_keys[..]);
             for (b, band) in out.iter_mut().enumerate().take(bands) {
                 let len = (self.band_starts[b + 1] - self.band_starts[b]) as usize;
                 let (these, rest) = std::mem::take(&mut items).split_at_mut(len);
@@ -284,9 +289,13 @@ impl Grid {
             counts.resize((block_cols + 1) * (block_rows + 1), 0);
         }
         let [red, blue] = &mut self.counts;
+        let (staged, keys) = match pushed {
+            true => (&self.staged, &self.keys),
+            false => (&self.banded, &self.banded_keys),
+        };
         let input = BandInput {
-            staged: &self.staged,
-            keys: &self.keys,
+            staged,
+            keys,
             band_starts: &self.band_starts,
             band_cells,
             cols,
@@ -440,8 +449,9 @@ impl Grid {
             })
             .sum();
         let orders: usize = self.band_scratch.iter().map(|band| band.order.capacity()).sum();
-        (self.starts.capacity() + self.item_keys.capacity() + self.keys.capacity() + counts + orders) * 4
-            + (self.items.capacity() + self.staged.capacity()) * item
+        let keys = self.item_keys.capacity() + self.keys.capacity() + self.banded_keys.capacity();
+        (self.starts.capacity() + keys + counts + orders) * 4
+            + (self.items.capacity() + self.staged.capacity() + self.banded.capacity()) * item
             + pieces
     }
 }
@@ -699,6 +709,50 @@ mod tests {
                 let banded: usize = (0..grid.bands().count()).map(|b| grid.band_items(b).len()).sum();
                 assert_eq!(banded, n as usize);
             }
+        }
+    }
+
+    #[test]
+    fn a_grid_reused_frame_after_frame_sorts_only_that_frames_items() {
+        // One grid kept between frames, as the game keeps it: the populations grow and shrink, and builds in pieces
+        // alternate with one-band builds. Each frame's items are exactly that frame's, sorted; nothing of an earlier,
+        // larger frame is left in the buffers the pieces move through.
+        let (arena, cell) = (Vec2::new(200.0, 600.0), 4.0);
+        let mut grid = Grid::default();
+        let mut x = 11u32;
+        for (frame, (n, pieces)) in
+            [(3000u32, 4), (5000, 4), (1200, 3), (1200, 0), (4000, 5), (10, 2), (0, 2)].into_iter().enumerate()
+        {
+            let staged: Vec<GridItem> = (0..n)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    let p = Vec2::new((x % 997) as f32 / 997.0 * arena.x, (x % 991) as f32 / 991.0 * arena.y);
+                    GridItem { entity: Entity::from_parts(i, NonZeroU32::MIN), position: p, team: (i % 2) as u8 }
+                })
+                .collect();
+            if pieces == 0 {
+                grid.begin(arena, cell);
+                staged.iter().for_each(|&item| grid.push(item));
+            } else {
+                grid.begin_in_bands(arena, cell, BANDS);
+                let shape = grid.shape();
+                let mut staging = grid.take_pieces();
+                staging.resize_with(pieces, Staged::default);
+                for (piece, items) in staging.iter_mut().zip(staged.chunks(staged.len().div_ceil(pieces).max(1))) {
+                    piece.clear();
+                    items.iter().for_each(|&item| piece.push(&shape, item));
+                }
+                grid.put_pieces(staging);
+            }
+            grid.finish(pieces > 0);
+            let mut expected = staged.clone();
+            expected.sort_by_key(|item| {
+                let (c, r) = grid.cell_of(item.position);
+                r * grid.shape.cols + c
+            });
+            assert_eq!(grid.items(), &expected[..], "frame {frame}: {n} items in {pieces} pieces");
         }
     }
 
