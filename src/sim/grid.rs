@@ -276,9 +276,7 @@ impl Grid {
         self.starts.resize(cells + 1, 0);
         self.starts[cells] = n as u32;
         self.items.resize(n, filler);
-        self.items.truncate(n);
         self.item_keys.resize(n, 0);
-        self.item_keys.truncate(n);
         self.band_scratch.resize_with(bands, BandScratch::default);
         // The team tables: row 0 is zeros, block row `r` is row `r + 1`; each band fills its own block rows.
         let block_cols = cols.div_ceil(BLOCK as usize);
