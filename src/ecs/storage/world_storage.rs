@@ -371,16 +371,11 @@ impl Storage {
                 entities.free(entity);
                 archetypes.despawn(entity.index());
             }
-            Storage::Pools { pools, layout } => {
-                // A sparse-set removal starts with a lookup of the sparse entry, a cache miss in a large pool, and
-                // stalls on it before its writes. Asking every pool first (`contains`, one load each) issues those
-                // loads back to back, so their misses overlap and the removals find the lines loaded. On the other
-                // layouts asking is the removal's own work done twice (a hash probe, a tree search, the one slot).
+            Storage::Pools { pools, .. } => {
+                // (Each pool's removal is independent of the others', so their cache misses overlap as they are:
+                // asking every pool `contains` first, to issue the sparse entries' loads back to back, only added a
+                // dynamic call per pool.)
                 let index = entity.index();
-                if *layout == PoolLayout::SparseSet {
-                    let held = pools.iter().fold(0usize, |held, pool| held + pool.contains(index) as usize);
-                    std::hint::black_box(held);
-                }
                 // Every pool loses the value even if a `drop` panics (a pool takes the value out before dropping
                 // it): the guard finishes the despawn while the panic unwinds, and frees the handle last.
                 let mut guard = WholeDespawn { pools, entities, entity, done: false };
