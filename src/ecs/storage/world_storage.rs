@@ -372,9 +372,8 @@ impl Storage {
                 archetypes.despawn(entity.index());
             }
             Storage::Pools { pools, .. } => {
-                // (Each pool's removal is independent of the others', so their cache misses overlap as they are:
-                // asking every pool `contains` first, to issue the sparse entries' loads back to back, only added a
-                // dynamic call per pool.)
+                // One removal per pool, in turn: the pools' removals do not depend on one another, so their cache
+                // misses overlap without a first pass of loads (docs/PERFORMANCE.md, rule 3).
                 let index = entity.index();
                 // Every pool loses the value even if a `drop` panics (a pool takes the value out before dropping
                 // it): the guard finishes the despawn while the panic unwinds, and frees the handle last.
