@@ -47,25 +47,43 @@ pub struct SparseSet<T> {
     pub(crate) sparse: Vec<Option<Box<[u32; PAGE_SIZE]>>>,
     pub(crate) entities: Vec<Entity>,
     pub(crate) values: Vec<T>,
-    /// A stamp of the packed order: 0 is "unknown". A query that finds pools packed alike gives them all one
-    /// fresh stamp; from then on `journal` lists every position whose entity may have changed, so two pools with
-    /// equal nonzero stamps are packed alike iff they have the same length and agree at their journals' positions.
+    /// What is known of the packed order, in [`ORDER_SLOTS`] slots so that a pool walked in lock-step with two
+    /// different partners (positions with velocities, and with teams) stays comparable with both. A slot holds a
+    /// stamp (0 is "unknown"): a query that finds pools packed alike gives them all one stamp; from then on the
+    /// slot's part of the journal lists every position whose entity may have changed, so two pools with an equal
+    /// nonzero stamp (in any slots) are packed alike iff they have the same length and agree at those positions.
     ///
-    /// One word, `stamp << 1 | spent`: `spent` says a query gave the pool this stamp, so the journal is spent
-    /// (cleared by the next change; a query only holds `&self`). Atomic, and read in one load, because queries on
-    /// several threads may read one pool and stamp it at once: each reads a stamp and its flag that belong together.
-    pub(crate) order: AtomicU64,
-    /// Positions changed since the stamp. Kept only while the stamp is nonzero; a wholesale change (a sort, a
-    /// compaction) or a journal grown past a quarter of the set (or 64 entries, if more) resets the stamp to 0
-    /// instead.
+    /// One word a slot, `stamp << 1 | spent`: `spent` says a query gave the pool this stamp, so nothing has changed
+    /// under it yet (its changes begin at the next change; a query only holds `&self`). Atomic, and read in one
+    /// load, because queries on several threads may read one pool and stamp it at once: each reads a stamp and its
+    /// flag that belong together.
+    pub(crate) order: [AtomicU64; ORDER_SLOTS],
+    /// Where each slot's changes begin in `journal` (set by the first change after its stamp was given).
+    since: [usize; ORDER_SLOTS],
+    /// The journal's length at which a slot reaches its cap: below it, with no slot spent, a change is one push.
+    limit: usize,
+    /// The positions changed since the oldest stamp held, each once whatever the slots: a slot's changes are
+    /// `journal[since..]`. Kept only while a stamp is nonzero; a wholesale change (a sort, a compaction) resets
+    /// every slot to 0 instead, and a slot whose changes reach a quarter of the set (as it was when the slot's
+    /// changes began; or 64, if more) is reset.
     journal: Vec<u32>,
 }
 
+/// How many order stamps a sparse set keeps (see [`SparseSet::packed_order`]): as many partners in distinct
+/// lock-step walks as a pool can keep comparing by their changes alone.
+pub const ORDER_SLOTS: usize = 2;
+
 /// A sparse set's packed order as a query sees it: the entities, and what is known of how they compare with other
-/// pools' (the stamp and the journal of changed positions; see [`SparseSet::packed_order`]).
+/// pools' (each slot's stamp and journal of changed positions; see [`SparseSet::packed_order`]).
 pub struct PackedOrder<'a> {
     /// The packed entities.
     pub entities: &'a [Entity],
+    marks: [Mark<'a>; ORDER_SLOTS],
+}
+
+/// One slot of a [`PackedOrder`]: a stamp, the positions changed since (empty if spent), and the word to restamp.
+#[derive(Clone, Copy)]
+struct Mark<'a> {
     stamp: u64,
     changed: &'a [u32],
     word: &'a AtomicU64,
@@ -73,45 +91,78 @@ pub struct PackedOrder<'a> {
 
 impl PackedOrder<'_> {
     /// Whether the two are packed in the same entity order. In O(1) when they share a stamp and nothing changed
-    /// since; in O(changes) when they share a stamp (the positions either journal lists are compared); else in
-    /// O(n) (the whole orders are compared).
+    /// since; in O(changes) when they share a stamp (the positions either journal lists are compared, under the
+    /// shared stamp with the fewest); else in O(n) (the whole orders are compared).
     pub fn same_as(&self, other: &PackedOrder<'_>) -> bool {
         if self.entities.len() != other.entities.len() {
             return false;
         }
-        let stamp = self.stamp;
-        if stamp == 0 || stamp != other.stamp {
-            return self.entities == other.entities;
+        let mut fewest: Option<(&[u32], &[u32])> = None;
+        for mine in self.marks.iter().filter(|mark| mark.stamp != 0) {
+            for theirs in other.marks.iter().filter(|mark| mark.stamp == mine.stamp) {
+                if fewest.is_none_or(|(a, b)| mine.changed.len() + theirs.changed.len() < a.len() + b.len()) {
+                    fewest = Some((mine.changed, theirs.changed));
+                }
+            }
         }
+        let Some((mine, theirs)) = fewest else {
+            return self.entities == other.entities;
+        };
         // Equal when stamped, so any difference is at a position one of them changed since.
-        self.changed
-            .iter()
-            .chain(other.changed)
-            .all(|&p| self.entities.get(p as usize) == other.entities.get(p as usize))
+        mine.iter().chain(theirs).all(|&p| self.entities.get(p as usize) == other.entities.get(p as usize))
     }
 
     /// Whether the order is known equal to `other`'s without looking at any entity.
     pub fn known_same_as(&self, other: &PackedOrder<'_>) -> bool {
-        let stamp = self.stamp;
         // The lengths are implied by the journals; checked anyway, since a lock-step walk trusts the answer.
-        stamp != 0
-            && stamp == other.stamp
-            && self.changed.is_empty()
-            && other.changed.is_empty()
-            && self.entities.len() == other.entities.len()
+        self.entities.len() == other.entities.len()
+            && self.marks.iter().any(|mine| {
+                mine.stamp != 0
+                    && mine.changed.is_empty()
+                    && other.marks.iter().any(|theirs| theirs.stamp == mine.stamp && theirs.changed.is_empty())
+            })
     }
 
     /// Records that `orders` (found equal by [`PackedOrder::same_as`]) are packed alike: one stamp for all, and
-    /// their journals spent. The stamp is that of an order with nothing changed since its stamp, if there is one
-    /// (it is exactly its stamp's order, and so are the others now): the pools left with that stamp elsewhere stay
-    /// comparable with these through their journals. Otherwise it is a fresh one. Crate-private: a wrong call
-    /// would make a query hand entities each other's values.
+    /// their journals under it spent. The stamp is that of a slot with nothing changed since its stamp, if there is
+    /// one (that order is exactly its stamp's order, and so are the others now): the pools left with that stamp
+    /// elsewhere stay comparable with these through their journals. Otherwise it is a fresh one. A pool that does
+    /// not hold the stamp yet takes it in its slot that says least: an unknown one, else the one with the longer
+    /// journal. Its other slot keeps its stamp and journal, so a partner it was stamped with before (in another
+    /// query) is still compared by changes alone. Crate-private: a wrong call would make a query hand entities each
+    /// other's values.
     pub(crate) fn mark_same<'a>(orders: impl IntoIterator<Item = &'a PackedOrder<'a>> + Clone) {
-        let clean = orders.clone().into_iter().find(|order| order.stamp != 0 && order.changed.is_empty());
-        let stamp = clean.map_or_else(fresh_stamp, |order| order.stamp);
+        let clean = orders
+            .clone()
+            .into_iter()
+            .flat_map(|order| order.marks.iter())
+            .find(|mark| mark.stamp != 0 && mark.changed.is_empty());
+        let stamp = clean.map_or_else(fresh_stamp, |mark| mark.stamp);
         for order in orders {
-            order.word.store(stamp << 1 | 1, Ordering::Relaxed);
+            let slot = order.marks.iter().find(|mark| mark.stamp == stamp).unwrap_or_else(|| {
+                let says = |mark: &&Mark<'_>| if mark.stamp == 0 { usize::MAX } else { mark.changed.len() };
+                order.marks.iter().max_by_key(says).expect("ORDER_SLOTS > 0")
+            });
+            slot.word.store(stamp << 1 | 1, Ordering::Relaxed);
         }
+    }
+
+    /// Whether the two share a stamp: [`PackedOrder::same_as`] then looks at changed positions only.
+    #[cfg(test)]
+    fn share_a_stamp(&self, other: &PackedOrder<'_>) -> bool {
+        self.marks.iter().any(|mine| mine.stamp != 0 && other.marks.iter().any(|theirs| theirs.stamp == mine.stamp))
+    }
+
+    /// The positions to look at under each slot's stamp (empty if spent or unknown).
+    #[cfg(test)]
+    fn changed(&self) -> [usize; ORDER_SLOTS] {
+        self.marks.map(|mark| mark.changed.len())
+    }
+
+    /// Each slot's stamp.
+    #[cfg(test)]
+    fn stamps(&self) -> [u64; ORDER_SLOTS] {
+        self.marks.map(|mark| mark.stamp)
     }
 }
 
@@ -135,51 +186,104 @@ impl<T> SparseSet<T> {
             sparse: Vec::new(),
             entities: Vec::new(),
             values: Vec::new(),
-            order: AtomicU64::new(0),
+            order: [const { AtomicU64::new(0) }; ORDER_SLOTS],
+            since: [0; ORDER_SLOTS],
+            limit: 0,
             journal: Vec::new(),
         }
     }
 
     /// The packed order as a query sees it (see [`PackedOrder`]).
     pub fn packed_order(&self) -> PackedOrder<'_> {
-        let word = self.order.load(Ordering::Relaxed);
-        PackedOrder {
-            entities: &self.entities,
-            stamp: word >> 1,
-            changed: if word & 1 == 1 { &[] } else { &self.journal },
-            word: &self.order,
-        }
+        let marks = std::array::from_fn(|k| {
+            let word = self.order[k].load(Ordering::Relaxed);
+            Mark {
+                stamp: word >> 1,
+                changed: if word & 1 == 1 || word == 0 { &[] } else { &self.journal[self.since[k]..] },
+                word: &self.order[k],
+            }
+        });
+        PackedOrder { entities: &self.entities, marks }
     }
 
     /// Marks the packed order as changed wholesale: unknown until a query compares it again.
     #[inline]
     pub(crate) fn touch_order(&mut self) {
-        *self.order.get_mut() = 0;
+        self.order.iter_mut().for_each(|word| *word.get_mut() = 0);
+        self.since = [0; ORDER_SLOTS];
+        self.limit = 0;
         self.journal.clear();
     }
 
-    /// Records that the entity at `position` may have changed (nothing to record while the stamp is unknown).
+    /// Whether any slot holds a stamp (changes must be journaled).
+    #[inline(always)]
+    fn order_known(&mut self) -> bool {
+        self.order.iter_mut().fold(0, |any, word| any | *word.get_mut()) != 0
+    }
+
+    /// Records that the entity at `position` may have changed (nothing to record while no stamp is known).
     #[inline(always)]
     pub(crate) fn note_position(&mut self, position: usize) {
-        if *self.order.get_mut() != 0 {
+        let words = self.order.iter_mut().fold(0, |any, word| any | *word.get_mut());
+        if words == 0 {
+            return;
+        }
+        // Every stamp a query gives is marked spent, so with none spent the slots are as the last restart left them.
+        let end = self.journal.len();
+        if words & 1 == 0 && end < self.limit && end < self.journal.capacity() {
+            self.journal.push(position as u32);
+        } else {
             self.journal_position(position);
         }
     }
 
-    /// [`SparseSet::note_position`] under a known stamp; out of line, to keep the fast paths that call it small.
+    /// [`SparseSet::note_position`] when a slot was stamped since the last change, or the journal is at `limit` or
+    /// full; out of line, to keep the fast paths that call it small.
     #[inline(never)]
     fn journal_position(&mut self, position: usize) {
-        let word = self.order.get_mut();
-        if *word & 1 == 1 {
-            *word &= !1;
-            self.journal.clear();
-        }
-        if self.journal.len() >= (self.entities.len() / 4).max(64) {
-            // Checking this many positions would cost about as much as comparing the orders whole.
-            self.touch_order();
+        let spent = self.order.iter_mut().fold(0, |any, word| any | *word.get_mut()) & 1 == 1;
+        if (spent || self.journal.len() >= self.limit) && !self.restart_slots() {
             return;
         }
         self.journal.push(position as u32);
+    }
+
+    /// Starts the changes of the slots stamped since the last change, resets a slot at its cap (checking more
+    /// positions than a quarter of the set would cost about as much as comparing the orders whole), drops the
+    /// journal's positions no slot needs, and sets `limit`. Whether any slot is still known.
+    fn restart_slots(&mut self) -> bool {
+        let most = (self.entities.len() / 4).max(64);
+        let end = self.journal.len();
+        let (mut first, mut limit, mut restarted) = (usize::MAX, usize::MAX, false);
+        for (word, since) in self.order.iter_mut().zip(&mut self.since) {
+            let word = word.get_mut();
+            if *word & 1 == 1 {
+                // Spent: the slot's changes begin here.
+                *word &= !1;
+                *since = end;
+                restarted = true;
+            }
+            if *word != 0 && end - *since >= most {
+                *word = 0;
+            }
+            if *word != 0 {
+                first = first.min(*since);
+                limit = limit.min(*since + most);
+            }
+        }
+        if first == usize::MAX {
+            self.journal.clear();
+            self.limit = 0;
+            return false;
+        }
+        if restarted && first > 0 {
+            // The journal stays under twice `most`.
+            self.journal.drain(..first);
+            self.since.iter_mut().for_each(|since| *since = since.saturating_sub(first));
+            limit -= first;
+        }
+        self.limit = limit;
+        true
     }
 
     #[inline]
@@ -322,7 +426,7 @@ impl<T> SparseSet<T> {
             self.sparse[page] = Some(entries);
             position += run;
         }
-        if *self.order.get_mut() != 0 {
+        if self.order_known() {
             for position in start..self.entities.len() {
                 self.note_position(position);
             }
@@ -649,8 +753,10 @@ impl<T> SparseSet<T> {
             sparse: self.sparse.clone(),
             entities: self.entities.clone(),
             values: self.values.iter().map(copy).collect(),
-            // Packed alike, so the stamp and the journal hold for the copy too.
-            order: AtomicU64::new(self.order.load(Ordering::Relaxed)),
+            // Packed alike, so the stamps and the journals hold for the copy too.
+            order: std::array::from_fn(|k| AtomicU64::new(self.order[k].load(Ordering::Relaxed))),
+            since: self.since,
+            limit: self.limit,
             journal: self.journal.clone(),
         }
     }
@@ -763,6 +869,11 @@ mod tests {
         set.assert_invariants();
     }
 
+    /// The most positions any slot of `set` would have a comparison look at.
+    fn journaled<T>(set: &SparseSet<T>) -> usize {
+        set.packed_order().changed().into_iter().max().unwrap_or(0)
+    }
+
     /// Two pools with the same members, packed alike, stamped together as a query would.
     fn stamped_pair(n: u32) -> (SparseSet<u32>, SparseSet<u32>) {
         let (mut a, mut b) = (SparseSet::new(), SparseSet::new());
@@ -819,16 +930,17 @@ mod tests {
                 set.remove(i * 3);
             }
         }
-        assert_eq!(a.packed_order().changed.len(), 100, "each removal journals the position it refilled");
+        assert_eq!(journaled(&a), 100, "each removal journals the position it refilled");
         assert!(a.packed_order().same_as(&b.packed_order()));
         for i in 100..200 {
             a.remove(i * 3);
         }
-        assert!(a.packed_order().changed.len() <= 250);
+        assert!(journaled(&a) <= 250);
         for i in 200..300 {
             a.remove(i * 3);
         }
-        assert!(a.packed_order().changed.is_empty(), "a journal past a quarter of the set drops the stamp");
+        assert_eq!(journaled(&a), 0, "a journal past a quarter of the set drops the stamp");
+        assert_eq!(a.packed_order().stamps(), [0; ORDER_SLOTS]);
         a.assert_invariants();
     }
 
@@ -843,7 +955,8 @@ mod tests {
             d.insert(e(i), i);
         }
         PackedOrder::mark_same([&c.packed_order(), &d.packed_order()]);
-        assert!(a.packed_order().changed.is_empty() && c.packed_order().changed.is_empty());
+        assert!(journaled(&a) == 0 && journaled(&c) == 0);
+        assert!(!a.packed_order().share_a_stamp(&c.packed_order()));
         assert!(!a.packed_order().same_as(&c.packed_order()));
         assert!(c.packed_order().same_as(&d.packed_order()));
     }
@@ -859,12 +972,12 @@ mod tests {
         }
         assert!(!a.packed_order().known_same_as(&b.packed_order()), "changes since the stamp must be looked at");
         assert!(a.packed_order().same_as(&b.packed_order()));
-        assert_eq!(a.packed_order().changed.len(), 3);
+        assert_eq!(journaled(&a), 3);
         PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
         assert!(a.packed_order().known_same_as(&b.packed_order()));
         // The next change drops the spent entries.
         a.remove(3);
-        assert_eq!(a.packed_order().changed.len(), 1);
+        assert!(a.packed_order().changed().contains(&1), "{:?}", a.packed_order().changed());
     }
 
     #[test]
@@ -893,7 +1006,7 @@ mod tests {
         // A wholesale change forgets the stamp: compared whole (and found different).
         let (mut a, b) = stamped_pair(100);
         a.sort_by(crate::ecs::SortMethod::InPlace, |x, y| y.cmp(x));
-        assert_eq!(a.packed_order().stamp, 0);
+        assert_eq!(a.packed_order().stamps(), [0; ORDER_SLOTS]);
         assert!(!a.packed_order().same_as(&b.packed_order()));
     }
 
@@ -917,7 +1030,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pool_restamped_with_one_partner_is_compared_whole_with_another() {
+    fn a_pool_restamped_with_one_partner_keeps_its_stamp_with_another() {
         // Three pools stamped together; `a` and `b` get the same change and a new stamp; `c` got another change.
         let (mut a, mut b) = stamped_pair(50);
         let mut c = a.clone();
@@ -926,9 +1039,12 @@ mod tests {
         c.remove(6);
         assert!(a.packed_order().same_as(&b.packed_order()));
         PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
-        // `a`'s journal was spent with its old stamp; `c` still has that stamp, so the two must not use journals.
-        assert_ne!(a.packed_order().stamp, c.packed_order().stamp);
+        assert!(a.packed_order().known_same_as(&b.packed_order()));
+        // `a` keeps the old stamp, with its journal, in its other slot: `c` is compared with it by the changed
+        // positions alone, and found different.
+        assert!(a.packed_order().share_a_stamp(&c.packed_order()));
         assert!(!a.packed_order().same_as(&c.packed_order()));
+        assert!(!c.packed_order().same_as(&b.packed_order()));
     }
 
     #[test]
@@ -941,16 +1057,166 @@ mod tests {
         }
         assert!(a.packed_order().same_as(&b.packed_order()));
         PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
-        let fresh = a.packed_order().stamp;
-        assert_ne!(fresh, c.packed_order().stamp, "neither had an empty journal: a fresh stamp");
-        // `c` found alike with `a` (whole): it takes `a`'s stamp, so `b` and `c` are now known alike too.
+        let fresh = *a.packed_order().stamps().iter().max().unwrap();
+        assert!(!c.packed_order().stamps().contains(&fresh), "neither had an empty journal: a fresh stamp");
+        assert!(b.packed_order().stamps().contains(&fresh));
+        // `c` found alike with `a` (through the old stamp's journals): it takes `a`'s clean stamp, so `b` and `c`
+        // are now known alike too.
         assert!(c.packed_order().same_as(&a.packed_order()));
         PackedOrder::mark_same([&c.packed_order(), &a.packed_order()]);
-        assert_eq!((a.packed_order().stamp, c.packed_order().stamp), (fresh, fresh));
+        assert!(c.packed_order().stamps().contains(&fresh));
         assert!(b.packed_order().known_same_as(&c.packed_order()));
         // And a later change on `b` alone is caught through the journals.
         b.swap_positions(1, 2);
         assert!(!b.packed_order().same_as(&c.packed_order()));
+    }
+
+    #[test]
+    fn a_pool_walked_with_two_partners_is_compared_by_changes_with_both() {
+        // Positions walked with velocities, then with teams, every frame, all three getting the same spawns and
+        // despawns: after the first frame no comparison looks at more than the frames' changed positions.
+        let (mut position, mut velocity, mut team) = (SparseSet::new(), SparseSet::new(), SparseSet::new());
+        for i in 0..1000 {
+            for set in [&mut position, &mut velocity, &mut team] {
+                set.insert(e(i), i);
+            }
+        }
+        let mut next = 1000;
+        for frame in 0..20u32 {
+            for k in 0..10 {
+                let gone = position.entities()[(frame as usize * 37 + k * 101) % position.len()].index();
+                for set in [&mut position, &mut velocity, &mut team] {
+                    set.remove(gone);
+                    set.insert(e(next), next);
+                }
+                next += 1;
+            }
+            for (one, other) in [(&position, &velocity), (&team, &position)] {
+                let (one, other) = (one.packed_order(), other.packed_order());
+                if frame > 0 {
+                    assert!(one.share_a_stamp(&other), "frame {frame}: compared whole");
+                    assert!(one.changed().iter().chain(&other.changed()).all(|&n| n <= 40), "frame {frame}");
+                }
+                assert!(one.same_as(&other));
+                PackedOrder::mark_same([&one, &other]);
+            }
+        }
+    }
+
+    /// Gives the entity packed at `position` a newer generation: the order changes there only.
+    fn renew(set: &mut SparseSet<u32>, position: usize) {
+        let old = set.entities()[position];
+        let newer = Entity::from_parts(old.index(), old.generation().checked_add(1).unwrap());
+        set.insert(newer, old.index());
+    }
+
+    #[test]
+    fn a_slot_keeps_its_changes_when_the_other_restarts() {
+        // `a` is stamped with `c` in one slot and with `b` in the other; a change to `a` and `b` alone, then one to
+        // `a` and `c` alone. When `a`'s slot with `b` restarts, the positions before it are dropped from the
+        // journal, but not the ones `a`'s slot with `c` still needs.
+        let (mut a, mut b) = stamped_pair(50);
+        let mut c = a.clone();
+        for set in [&mut a, &mut b, &mut c] {
+            set.remove(5);
+        }
+        PackedOrder::mark_same([&a.packed_order(), &c.packed_order()]);
+        renew(&mut a, 10);
+        renew(&mut b, 10);
+        assert!(a.packed_order().same_as(&b.packed_order()));
+        PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
+        renew(&mut a, 20);
+        renew(&mut c, 20);
+        assert!(a.packed_order().share_a_stamp(&c.packed_order()));
+        assert!(!a.packed_order().same_as(&c.packed_order()), "position 10 differs");
+        assert!(a.packed_order().changed().iter().all(|&n| n <= 2), "{:?}", a.packed_order().changed());
+    }
+
+    #[test]
+    fn order_verdicts_match_the_entities_under_random_changes() {
+        // Four pools, random changes to random subsets of them, random comparisons of two or three: `same_as` and
+        // `known_same_as` must agree with the entity arrays every time, whatever the slots hold.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+        let mut pools: Vec<SparseSet<u32>> = (0..4).map(|_| SparseSet::new()).collect();
+        for i in 0..200 {
+            pools.iter_mut().for_each(|pool| _ = pool.insert(e(i), i));
+        }
+        let (mut next, mut alike_seen, mut by_changes) = (200, 0, 0);
+        for _ in 0..6000 {
+            // Mostly the same change to all four (pools that stay alike), sometimes to some of them.
+            let all = rng.gen_bool(0.85);
+            let subset: Vec<usize> = (0..4).filter(|_| all || rng.gen_bool(0.5)).collect();
+            match rng.gen_range(0..23) {
+                0..=7 => {
+                    let gone = rng.gen_range(0..next);
+                    subset.iter().for_each(|&k| _ = pools[k].remove(gone));
+                }
+                8..=15 => {
+                    subset.iter().for_each(|&k| _ = pools[k].insert(e(next), next));
+                    next += 1;
+                }
+                16 if !pools[0].is_empty() => {
+                    // One entity traded for a new one: the length stays, the order changes at one or two positions.
+                    let gone = pools[0].entities()[rng.gen_range(0..pools[0].len())].index();
+                    for &k in &subset {
+                        if pools[k].remove(gone).is_some() {
+                            pools[k].insert(e(next), next);
+                        }
+                    }
+                    next += 1;
+                }
+                16 => {}
+                19 | 20 if !pools[0].is_empty() => {
+                    // The same index under a newer generation: the order changes at one position only.
+                    let old = pools[0].entities()[rng.gen_range(0..pools[0].len())];
+                    for &k in &subset {
+                        if let Some(position) = pools[k].position(old.index()) {
+                            renew(&mut pools[k], position);
+                        }
+                    }
+                }
+                17 => {
+                    let (a, b) = (rng.gen_range(0..pools[0].len().max(1)), rng.gen_range(0..pools[0].len().max(1)));
+                    for &k in &subset {
+                        if a.max(b) < pools[k].len() {
+                            pools[k].swap_positions(a, b);
+                        }
+                    }
+                }
+                18 => {
+                    // A copy is packed alike (stamps and journals included).
+                    let (from, to) = (rng.gen_range(0..4), rng.gen_range(0..4));
+                    pools[to] = pools[from].clone();
+                }
+                _ => {
+                    // A sort puts pools with the same members back in one order (stamps forgotten).
+                    for &k in &subset {
+                        pools[k].sort_by(crate::ecs::SortMethod::InPlace, |x, y| x.cmp(y));
+                    }
+                }
+            }
+            // A game's queries: each pool walked with several partners, in pairs and in threes.
+            const QUERIES: [&[usize]; 5] = [&[0, 1], &[2, 0], &[3, 1], &[0, 1, 2], &[2, 3]];
+            let picked = QUERIES[rng.gen_range(0..QUERIES.len())];
+            let orders: Vec<PackedOrder<'_>> = picked.iter().map(|&k| pools[k].packed_order()).collect();
+            let first = &orders[0];
+            let mut alike = true;
+            for order in &orders[1..] {
+                let equal = order.entities == first.entities;
+                if order.known_same_as(first) {
+                    assert!(equal, "known alike but not");
+                }
+                by_changes += usize::from(order.share_a_stamp(first));
+                assert_eq!(order.same_as(first), equal);
+                alike &= equal;
+            }
+            if alike {
+                alike_seen += 1;
+                PackedOrder::mark_same(orders.iter());
+            }
+        }
+        assert!(alike_seen > 100 && by_changes > 100, "the walk exercised both ({alike_seen}, {by_changes})");
     }
 
     #[test]
@@ -959,8 +1225,8 @@ mod tests {
         for i in 0..150 {
             a.remove(i);
         }
-        assert_eq!(a.packed_order().stamp, 0, "past a quarter of the set (100 here), compare whole instead");
-        assert!(a.packed_order().changed.is_empty());
+        assert_eq!(a.packed_order().stamps(), [0; ORDER_SLOTS], "past a quarter of the set (100 here), compare whole");
+        assert_eq!(journaled(&a), 0);
     }
 
     #[test]
