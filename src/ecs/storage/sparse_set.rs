@@ -89,7 +89,16 @@ struct Mark<'a> {
     word: &'a AtomicU64,
 }
 
-impl PackedOrder<'_> {
+impl<'o> PackedOrder<'o> {
+    /// The pairs of this order's and `other`'s slots holding one nonzero stamp: the stamps the two can be compared
+    /// under by their changes.
+    fn shared<'b>(&self, other: &PackedOrder<'b>) -> impl Iterator<Item = (Mark<'o>, Mark<'b>)> {
+        let theirs = other.marks;
+        self.marks.into_iter().filter(|mine| mine.stamp != 0).flat_map(move |mine| {
+            theirs.into_iter().filter(move |theirs| theirs.stamp == mine.stamp).map(move |theirs| (mine, theirs))
+        })
+    }
+
     /// Whether the two are packed in the same entity order. In O(1) when they share a stamp and nothing changed
     /// since; in O(changes) when they share a stamp (the positions either journal lists are compared, under the
     /// shared stamp with the fewest); else in O(n) (the whole orders are compared).
@@ -97,30 +106,22 @@ impl PackedOrder<'_> {
         if self.entities.len() != other.entities.len() {
             return false;
         }
-        let mut fewest: Option<(&[u32], &[u32])> = None;
-        for mine in self.marks.iter().filter(|mark| mark.stamp != 0) {
-            for theirs in other.marks.iter().filter(|mark| mark.stamp == mine.stamp) {
-                if fewest.is_none_or(|(a, b)| mine.changed.len() + theirs.changed.len() < a.len() + b.len()) {
-                    fewest = Some((mine.changed, theirs.changed));
-                }
-            }
-        }
+        let fewest = self.shared(other).min_by_key(|(mine, theirs)| mine.changed.len() + theirs.changed.len());
         let Some((mine, theirs)) = fewest else {
             return self.entities == other.entities;
         };
         // Equal when stamped, so any difference is at a position one of them changed since.
-        mine.iter().chain(theirs).all(|&p| self.entities.get(p as usize) == other.entities.get(p as usize))
+        mine.changed
+            .iter()
+            .chain(theirs.changed)
+            .all(|&p| self.entities.get(p as usize) == other.entities.get(p as usize))
     }
 
     /// Whether the order is known equal to `other`'s without looking at any entity.
     pub fn known_same_as(&self, other: &PackedOrder<'_>) -> bool {
         // The lengths are implied by the journals; checked anyway, since a lock-step walk trusts the answer.
         self.entities.len() == other.entities.len()
-            && self.marks.iter().any(|mine| {
-                mine.stamp != 0
-                    && mine.changed.is_empty()
-                    && other.marks.iter().any(|theirs| theirs.stamp == mine.stamp && theirs.changed.is_empty())
-            })
+            && self.shared(other).any(|(mine, theirs)| mine.changed.is_empty() && theirs.changed.is_empty())
     }
 
     /// Records that `orders` (found equal by [`PackedOrder::same_as`]) are packed alike: one stamp for all, and
@@ -150,7 +151,7 @@ impl PackedOrder<'_> {
     /// Whether the two share a stamp: [`PackedOrder::same_as`] then looks at changed positions only.
     #[cfg(test)]
     fn share_a_stamp(&self, other: &PackedOrder<'_>) -> bool {
-        self.marks.iter().any(|mine| mine.stamp != 0 && other.marks.iter().any(|theirs| theirs.stamp == mine.stamp))
+        self.shared(other).next().is_some()
     }
 
     /// The positions to look at under each slot's stamp (empty if spent or unknown).
@@ -215,16 +216,16 @@ impl<T> SparseSet<T> {
         self.journal.clear();
     }
 
-    /// Whether any slot holds a stamp (changes must be journaled).
+    /// The slots' words or-ed together: 0 if no stamp is known, odd if a slot was stamped since the last change.
     #[inline(always)]
-    fn order_known(&mut self) -> bool {
-        self.order.iter_mut().fold(0, |any, word| any | *word.get_mut()) != 0
+    fn order_words(&mut self) -> u64 {
+        self.order.iter_mut().fold(0, |any, word| any | *word.get_mut())
     }
 
     /// Records that the entity at `position` may have changed (nothing to record while no stamp is known).
     #[inline(always)]
     pub(crate) fn note_position(&mut self, position: usize) {
-        let words = self.order.iter_mut().fold(0, |any, word| any | *word.get_mut());
+        let words = self.order_words();
         if words == 0 {
             return;
         }
@@ -233,15 +234,14 @@ impl<T> SparseSet<T> {
         if words & 1 == 0 && end < self.limit && end < self.journal.capacity() {
             self.journal.push(position as u32);
         } else {
-            self.journal_position(position);
+            self.journal_position(position, words & 1 == 1);
         }
     }
 
-    /// [`SparseSet::note_position`] when a slot was stamped since the last change, or the journal is at `limit` or
-    /// full; out of line, to keep the fast paths that call it small.
+    /// [`SparseSet::note_position`] when a slot was stamped since the last change (`spent`), or the journal is at
+    /// `limit` or full; out of line, to keep the fast paths that call it small.
     #[inline(never)]
-    fn journal_position(&mut self, position: usize) {
-        let spent = self.order.iter_mut().fold(0, |any, word| any | *word.get_mut()) & 1 == 1;
+    fn journal_position(&mut self, position: usize, spent: bool) {
         if (spent || self.journal.len() >= self.limit) && !self.restart_slots() {
             return;
         }
@@ -426,7 +426,7 @@ impl<T> SparseSet<T> {
             self.sparse[page] = Some(entries);
             position += run;
         }
-        if self.order_known() {
+        if self.order_words() != 0 {
             for position in start..self.entities.len() {
                 self.note_position(position);
             }
