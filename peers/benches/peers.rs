@@ -25,8 +25,10 @@
 //!
 //! Rows named `raw-...` are floors, hand-written with none of a world's machinery: `raw-vec` one packed array,
 //! `raw-tables` (frag_iter) one array per table as an archetype layout must have, `raw-sparse` and `raw-dense`
-//! (churn) the textbook sparse set and direct array. A backend does at least its layout's floor's work; a row below
-//! its floor is code placement (see docs/PERFORMANCE.md), not less work.
+//! (churn) the textbook sparse set and direct array; in the frame, `raw-sparse` one sparse index for four pools
+//! packed alike (a grouped layout) and `raw-pools` one textbook sparse set per component (the sparse-set layout's
+//! own floor). A backend does at least its layout's floor's work; a row below its floor is code placement (see
+//! docs/PERFORMANCE.md), not less work.
 
 use bevy_ecs::world::World as BevyWorld;
 use criterion::Criterion;
@@ -977,6 +979,103 @@ mod frame {
         }
     }
 
+    /// The sparse-set layout's own floor: one textbook sparse set per component, each with its own sparse index
+    /// and packed handles, as a per-component layout keeps them (an entity may hold any set of components). Every
+    /// fighter holds all four, so the pools stay packed alike, and the walks zip them without looking at the
+    /// order (what a world may do only once it knows the orders agree).
+    #[derive(Default)]
+    pub struct Pools {
+        handles: churn::Handles,
+        position: Packed<Position>,
+        velocity: Packed<Velocity>,
+        health: Packed<Health>,
+        team: Packed<Team>,
+    }
+
+    /// One component's textbook sparse set: index -> position, packed handles, packed values.
+    pub struct Packed<T> {
+        sparse: Vec<u32>,
+        dense: Vec<churn::Handle>,
+        values: Vec<T>,
+    }
+
+    impl<T> Default for Packed<T> {
+        fn default() -> Self {
+            Self { sparse: Vec::new(), dense: Vec::new(), values: Vec::new() }
+        }
+    }
+
+    impl<T> Packed<T> {
+        fn insert(&mut self, handle: churn::Handle, value: T) {
+            if self.sparse.len() <= handle.0 as usize {
+                self.sparse.resize(handle.0 as usize + 1, u32::MAX);
+            }
+            self.sparse[handle.0 as usize] = self.dense.len() as u32;
+            self.dense.push(handle);
+            self.values.push(value);
+        }
+        fn remove(&mut self, index: u32) {
+            let at = std::mem::replace(&mut self.sparse[index as usize], u32::MAX) as usize;
+            if at == u32::MAX as usize {
+                return;
+            }
+            self.dense.swap_remove(at);
+            self.values.swap_remove(at);
+            if let Some(moved) = self.dense.get(at) {
+                self.sparse[moved.0 as usize] = at as u32;
+            }
+        }
+        fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+            match self.sparse.get(index as usize) {
+                Some(&at) if at != u32::MAX => self.values.get_mut(at as usize),
+                _ => None,
+            }
+        }
+    }
+
+    impl Ecs for Pools {
+        type H = churn::Handle;
+        fn integrate(&mut self, side: f32) {
+            for (p, v) in self.position.values.iter_mut().zip(&mut self.velocity.values) {
+                bounce(p, v, side);
+            }
+        }
+        fn each(&mut self, mut f: impl FnMut(Self::H, u8, Vec3)) {
+            for ((h, t), p) in self.team.dense.iter().zip(&self.team.values).zip(&self.position.values) {
+                f(*h, t.0, p.0);
+            }
+        }
+        fn damage(&mut self, hits: &[Self::H]) {
+            for &h in hits {
+                if self.handles.alive(h) {
+                    if let Some(health) = self.health.get_mut(h.0) {
+                        health.0 -= 1.0;
+                    }
+                }
+            }
+        }
+        fn dead(&mut self, out: &mut Vec<Self::H>) {
+            let Packed { dense, values, .. } = &self.health;
+            out.extend(dense.iter().zip(values).filter(|(_, h)| h.0 <= 0.0).map(|(e, _)| *e));
+        }
+        fn despawn(&mut self, dead: &[Self::H]) {
+            for &h in dead {
+                self.position.remove(h.0);
+                self.velocity.remove(h.0);
+                self.health.remove(h.0);
+                self.team.remove(h.0);
+                self.handles.free(h);
+            }
+        }
+        fn spawn(&mut self, (p, v, h, t): (Position, Velocity, Health, Team)) {
+            let handle = self.handles.alloc();
+            self.position.insert(handle, p);
+            self.velocity.insert(handle, v);
+            self.health.insert(handle, h);
+            self.team.insert(handle, t);
+        }
+    }
+
     impl Ecs for World {
         type H = Entity;
         fn integrate(&mut self, side: f32) {
@@ -1193,6 +1292,7 @@ mod frame {
         }
         let mut cases = vec![
             contestant("raw-sparse", Raw::default(), n),
+            contestant("raw-pools", Pools::default(), n),
             contestant("hecs", hecs::World::new(), n),
             contestant("shipyard", shipyard::World::new(), n),
             contestant("specs", specs_world!(Position, Velocity, Health, Team), n),
