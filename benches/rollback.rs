@@ -1,5 +1,6 @@
-//! Rollback's costs on the game's world: a checkpoint (save), a restore, the two together, and the per-frame
-//! checksum (the digest), at 10,000 and 100,000 fighters on every backend; the frame itself beside them for scale.
+//! Rollback's costs on the game's world: a checkpoint (save, and saved into a full ring), a restore, the two
+//! together, and the per-frame checksum (the digest), at 10,000 and 100,000 fighters on every backend; the frame
+//! itself beside them for scale.
 //! Run: `cargo bench --bench rollback`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -19,6 +20,15 @@ fn rollback(c: &mut Criterion) {
             }
             let name = |what: &str| BenchmarkId::new(format!("{what}/{}", backend.name()), n);
             group.bench_function(name("save"), |b| b.iter(|| app.world.checkpoint().unwrap()));
+            // A rewind's ring, full: each save goes into the memory of the checkpoint it forgets.
+            let mut ring = swarm::ecs::Checkpoints::new(4);
+            let mut frame = 0;
+            group.bench_function(name("save into a full ring"), |b| {
+                b.iter(|| {
+                    frame += 1;
+                    ring.save(frame, &app.world).unwrap();
+                })
+            });
             let saved = app.world.checkpoint().unwrap();
             group.bench_function(name("restore"), |b| b.iter(|| app.world.restore(&saved).unwrap()));
             group.bench_function(name("save+restore"), |b| {

@@ -399,6 +399,19 @@ impl Clone for Entities {
             unrecorded: self.unrecorded.clone(),
         }
     }
+
+    /// A copy in `self`'s buffers (a checkpoint taken again into an old one's memory).
+    fn clone_from(&mut self, source: &Self) {
+        self.slots.clone_from(&source.slots);
+        self.free.clone_from(&source.free);
+        self.capacity = source.capacity;
+        self.max_generation = source.max_generation;
+        self.live = source.live;
+        self.reserved = source.reserved;
+        self.retired = source.retired;
+        *self.pending.get_mut() = source.pending.load(Ordering::Acquire);
+        self.unrecorded.clone_from(&source.unrecorded);
+    }
 }
 
 impl Entities {

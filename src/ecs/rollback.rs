@@ -45,6 +45,8 @@ use std::sync::Arc;
 struct ComponentCopy {
     type_id: TypeId,
     pool: fn(&dyn ErasedPool) -> Box<dyn ErasedPool>,
+    /// Copies the first pool into the second (of the same type), in its buffers where the layouts allow.
+    pool_into: fn(&dyn ErasedPool, &mut dyn ErasedPool),
     columns: fn(&dyn ErasedColumns) -> Box<dyn ErasedColumns>,
 }
 
@@ -68,6 +70,10 @@ impl ComponentCopy {
                 let pool: &AnyPool<T> = pool.as_any().downcast_ref().expect("a pool of its own type");
                 Box::new(pool.clone_with(T::copy))
             },
+            pool_into: |pool, into| {
+                let pool: &AnyPool<T> = pool.as_any().downcast_ref().expect("a pool of its own type");
+                pool.copy_into(AnyPool::downcast_mut(into), T::copy);
+            },
             columns: |columns| {
                 let columns: &dyn Any = columns;
                 let columns: &Columns<T> = columns.downcast_ref().expect("columns of their own type");
@@ -76,6 +82,10 @@ impl ComponentCopy {
         }
     }
 }
+
+/// The registry stamp of a checkpoint that [`World::checkpoint_into`] left half-written (a world's stamps start at
+/// 1): no world's, so a restore refuses it.
+const HALF_WRITTEN: u64 = 0;
 
 /// A boxed resource.
 type Boxed = Box<dyn Any + Send + Sync>;
@@ -255,12 +265,7 @@ impl World {
             (0..self.components.len()).map(|id| *self.components.data(id as ComponentId)).collect();
         let storage = copy_storage(&self.storage, &layouts, &copies)
             .map_err(|id| RollbackError::NotRegistered { component: self.components.info(id).name })?;
-        let resources = self
-            .rollback
-            .resources
-            .iter()
-            .map(|r| (r.type_id, self.resources.get_any(r.type_id).map(|value| (r.copy)(value))))
-            .collect();
+        let resources = self.copy_rollback_resources();
         Ok(Checkpoint {
             entities: self.entities.clone(),
             storage,
@@ -272,6 +277,81 @@ impl World {
             copies,
             resource_copies: self.rollback.resources.iter().copied().collect(),
         })
+    }
+
+    /// [`World::checkpoint`] into `into`, reusing its memory: on the sparse set and the direct array, when `into`
+    /// was taken from this world on the same layout and with the same types registered for rollback, every pool is
+    /// copied into the old copy's buffers, which allocate only to grow (a ring of checkpoints that recycles its
+    /// oldest takes each new one without asking the system for memory). Otherwise `into` becomes a new
+    /// checkpoint. Refused as [`World::checkpoint`] refuses, with `into` as it was. If a component's `Clone`
+    /// panics partway, `into` holds parts of two states: it is marked so, and a restore from it is refused
+    /// ([`RollbackError::OtherWorld`]) until a checkpoint is taken into it again.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// #[derive(Clone, Debug, PartialEq)]
+    /// struct Hp(i32);
+    /// let mut world = World::new();
+    /// world.rollback_component::<Hp>();
+    /// let a = world.spawn((Hp(3),)).unwrap();
+    /// let mut saved = world.checkpoint().unwrap();
+    /// world.get_mut::<Hp>(a).unwrap().0 = 7;
+    /// world.checkpoint_into(&mut saved).unwrap();
+    /// world.get_mut::<Hp>(a).unwrap().0 = 0;
+    /// world.restore(&saved).unwrap();
+    /// assert_eq!(world.get::<Hp>(a), Some(&Hp(7)));
+    /// ```
+    pub fn checkpoint_into(&self, into: &mut Checkpoint) -> Result<(), RollbackError> {
+        let (Storage::Pools { layout, pools }, Storage::Pools { layout: old_layout, pools: old_pools }) =
+            (&self.storage, &mut into.storage)
+        else {
+            *into = self.checkpoint()?;
+            return Ok(());
+        };
+        let copy_of = |id: usize| {
+            let type_id = self.components.info(id as ComponentId).type_id;
+            self.rollback.components.iter().find(|c| c.type_id == type_id)
+        };
+        let same_types = into.copies.len() == self.components.len()
+            && into.copies.iter().enumerate().all(|(id, c)| c.map(|c| c.type_id) == copy_of(id).map(|c| c.type_id));
+        let same_shape = into.registry_stamp == self.registry_stamp()
+            && layout == old_layout
+            && pools.len() == old_pools.len()
+            && same_types;
+        if !same_shape {
+            *into = self.checkpoint()?;
+            return Ok(());
+        }
+        // Every refusal before anything is written, so a refused call leaves `into` whole.
+        if self.has_pending_commands() || self.entities().state().is_none() {
+            return Err(RollbackError::PendingCommands);
+        }
+        if let Some(id) = (0..pools.len()).find(|&id| !pools[id].is_empty() && into.copies[id].is_none()) {
+            return Err(RollbackError::NotRegistered { component: self.components.info(id as ComponentId).name });
+        }
+        // Marked half-written until the last copy is in: a `Clone` that panics leaves it refused by `restore`.
+        into.registry_stamp = HALF_WRITTEN;
+        for (id, (pool, old)) in pools.iter().zip(old_pools.iter_mut()).enumerate() {
+            match into.copies[id] {
+                Some(copy) => (copy.pool_into)(pool.as_ref(), old.as_mut()),
+                None => *old = (into.layouts[id].new_pool)(*layout),
+            }
+        }
+        into.entities.clone_from(&self.entities);
+        into.totals = self.totals;
+        into.changes.clone_from(&self.changes);
+        into.resources = self.copy_rollback_resources();
+        into.registry_stamp = self.registry_stamp();
+        Ok(())
+    }
+
+    /// Copies of the resources registered for rollback (`None` for one the world does not hold).
+    fn copy_rollback_resources(&self) -> Vec<(TypeId, Option<Boxed>)> {
+        self.rollback
+            .resources
+            .iter()
+            .map(|r| (r.type_id, self.resources.get_any(r.type_id).map(|value| (r.copy)(value))))
+            .collect()
     }
 
     /// Puts the state `checkpoint` saved back (see the [module](crate::ecs::rollback)), on this world's current
@@ -338,6 +418,34 @@ impl Checkpoints {
             self.kept.pop_front();
         }
         self.kept.push_back((frame, checkpoint));
+    }
+
+    /// Keeps a checkpoint of `world` as frame `frame`'s, as [`Checkpoints::keep`] with [`World::checkpoint`] would,
+    /// but taken into the memory of a checkpoint the ring forgets anyway (a later frame's, else the oldest when
+    /// full; see [`World::checkpoint_into`]): a full ring saves without allocating. Refused as
+    /// [`World::checkpoint`] refuses, with the ring as it was.
+    pub fn save(&mut self, frame: u64, world: &World) -> Result<(), RollbackError> {
+        let later = self.kept.iter().rev().take_while(|(f, _)| *f >= frame).count();
+        let spare = match later {
+            0 if self.kept.len() >= self.capacity => Some(0),
+            0 => None,
+            _ => Some(self.kept.len() - 1),
+        };
+        let checkpoint = match spare {
+            // Out of the ring while it is written, so a `Clone` that panics cannot leave a half-written one kept;
+            // back in place if refused.
+            Some(at) => {
+                let (old_frame, mut old) = self.kept.remove(at).expect("a kept position");
+                if let Err(error) = world.checkpoint_into(&mut old) {
+                    self.kept.insert(at, (old_frame, old));
+                    return Err(error);
+                }
+                old
+            }
+            None => world.checkpoint()?,
+        };
+        self.keep(frame, checkpoint);
+        Ok(())
     }
 
     /// The checkpoint of `frame`, if kept.

@@ -97,7 +97,8 @@ impl Rewind {
             // Two copies of the storage's bytes: the values, and the resources and allocator beside them.
             let bytes = (2 * world.storage_bytes()).max(1);
             self.ring.set_capacity((BUDGET / bytes).clamp(2, MOST));
-            self.ring.keep(frame, world.checkpoint()?);
+            // Into the memory of the checkpoint it forgets, once full: no allocation (and no page faults) a save.
+            self.ring.save(frame, world)?;
             let oldest = self.ring.oldest().unwrap_or(frame);
             while self.inputs.front().is_some_and(|(at, _)| *at < oldest) {
                 self.inputs.pop_front();

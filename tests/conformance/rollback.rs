@@ -90,7 +90,11 @@ fn dump(w: &World) -> String {
             tracker.is_added(e),
         );
     }
-    out + &format!("removed {:?}", tracker.removed().collect::<Vec<_>>())
+    // A walk of two pools: lock-step where their order stamps say they are packed alike.
+    let mut pairs = Vec::new();
+    w.query_ref::<(&Pos, &Name)>().for_each(|e, (p, n)| pairs.push(format!("{e:?} {p:?} {n:?}")));
+    pairs.sort();
+    out + &format!("removed {:?}\npairs {pairs:?}", tracker.removed().collect::<Vec<_>>())
 }
 
 fn restore_gives_the_world_its_twin(backend: Backend) {
@@ -147,6 +151,144 @@ fn bad_checkpoints_and_restores_are_refused_and_change_nothing(backend: Backend)
     assert_eq!(dump(&other), before);
 }
 
+/// A checkpoint taken into an older one's memory ([`World::checkpoint_into`]) is the checkpoint a new one would
+/// be: pools that grew, shrank or emptied since, a tree and change state that moved on, all copied over the old.
+/// Into a checkpoint of another layout, or another world's, it is a new one. Refused, it leaves the old one whole.
+fn a_checkpoint_taken_into_an_old_one_is_a_new_one(backend: Backend) {
+    for seed in 0..3u64 {
+        let mut w = rollback_world(backend);
+        let mut twin = rollback_world(backend);
+        operate(&mut w, &mut Pcg64Mcg::seed_from_u64(seed), 300);
+        let mut recycled = w.checkpoint().unwrap();
+        let old = dump(&w);
+        // Another future for both, then saved into the old checkpoint.
+        operate(&mut w, &mut Pcg64Mcg::seed_from_u64(seed + 100), 400);
+        operate(&mut twin, &mut Pcg64Mcg::seed_from_u64(seed), 300);
+        operate(&mut twin, &mut Pcg64Mcg::seed_from_u64(seed + 100), 400);
+        w.checkpoint_into(&mut recycled).unwrap();
+        assert_eq!(dump(&w), dump(&twin));
+        operate(&mut w, &mut Pcg64Mcg::seed_from_u64(seed + 200), 200);
+        w.restore(&recycled).unwrap();
+        assert_ne!(dump(&w), old, "seed {seed}: the old state is gone from the checkpoint");
+        assert_eq!(dump(&w), dump(&twin), "seed {seed}");
+        w.assert_invariants();
+        operate(&mut w, &mut Pcg64Mcg::seed_from_u64(seed + 300), 200);
+        operate(&mut twin, &mut Pcg64Mcg::seed_from_u64(seed + 300), 200);
+        assert_eq!(dump(&w), dump(&twin), "seed {seed}, the same future");
+
+        // Refused: the old checkpoint stays whole.
+        let before = dump(&w);
+        w.checkpoint_into(&mut recycled).unwrap();
+        operate(&mut w, &mut Pcg64Mcg::seed_from_u64(seed + 400), 50);
+        w.commands().spawn((Red,)).unwrap();
+        assert_eq!(w.checkpoint_into(&mut recycled).unwrap_err(), RollbackError::PendingCommands);
+        w.apply_commands();
+        #[derive(Debug)]
+        struct Unclonable;
+        let stray = w.spawn((Unclonable,)).unwrap();
+        let error = w.checkpoint_into(&mut recycled).unwrap_err();
+        assert!(matches!(error, RollbackError::NotRegistered { component } if component.ends_with("Unclonable")));
+        w.despawn(stray).unwrap();
+        w.restore(&recycled).unwrap();
+        assert_eq!(dump(&w), before, "seed {seed}: refused, the checkpoint is the one before");
+
+        // Into a checkpoint of another layout, and of another world: a new checkpoint of this one.
+        let next = Backend::ALL[(seed as usize + 1) % Backend::ALL.len()];
+        w.set_backend(next);
+        operate(&mut w, &mut Pcg64Mcg::seed_from_u64(seed + 500), 100);
+        let now = dump(&w);
+        w.checkpoint_into(&mut recycled).unwrap();
+        let mut other = rollback_world(backend);
+        let mut theirs = other.checkpoint().unwrap();
+        w.checkpoint_into(&mut theirs).unwrap();
+        assert_eq!(other.restore(&theirs).unwrap_err(), RollbackError::OtherWorld);
+        operate(&mut w, &mut Pcg64Mcg::seed_from_u64(seed + 600), 100);
+        w.restore(&recycled).unwrap();
+        assert_eq!(dump(&w), now);
+        operate(&mut w, &mut Pcg64Mcg::seed_from_u64(seed + 700), 100);
+        w.restore(&theirs).unwrap();
+        assert_eq!(dump(&w), now);
+        w.assert_invariants();
+    }
+}
+
+/// A `Clone` that panics while a checkpoint is taken into an old one leaves the world as it was, and the old
+/// checkpoint either whole or refused by a restore, never a mix of two states; in a ring, the one being written is
+/// dropped and the others stay.
+fn a_clone_that_panics_while_saving_into_an_old_checkpoint_mixes_nothing(backend: Backend) {
+    #[derive(Debug, PartialEq)]
+    struct Fragile(u32);
+    impl Clone for Fragile {
+        fn clone(&self) -> Self {
+            assert_ne!(self.0, 13, "a clone that fails");
+            Fragile(self.0)
+        }
+    }
+    let mut w = rollback_world(backend);
+    w.rollback_component::<Fragile>();
+    operate(&mut w, &mut Pcg64Mcg::seed_from_u64(3), 200);
+    let fragile: Vec<Entity> = (0..40).map(|i| w.spawn((Pos(i as f32, 0.0), Fragile(i + 100))).unwrap()).collect();
+    let mut old = w.checkpoint().unwrap();
+    let saved = dump(&w);
+    let (mut ring, frames) = (Checkpoints::new(2), [1, 2]);
+    for frame in frames {
+        ring.save(frame, &w).unwrap();
+    }
+    operate(&mut w, &mut Pcg64Mcg::seed_from_u64(4), 100);
+    w.get_mut::<Fragile>(fragile[20]).unwrap().0 = 13;
+    let now = dump(&w);
+    let quiet = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.checkpoint_into(&mut old)));
+    let in_ring = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ring.save(3, &w)));
+    std::panic::set_hook(quiet);
+    assert!(caught.is_err() && in_ring.is_err(), "the clone panicked");
+    assert_eq!(dump(&w), now, "the world is as it was");
+    assert_eq!(ring.frames().collect::<Vec<_>>(), [2], "the one being written is gone");
+    match w.restore(&old) {
+        Ok(()) => assert_eq!(dump(&w), saved, "whole: the old state"),
+        Err(error) => assert_eq!(error, RollbackError::OtherWorld, "half-written: refused"),
+    }
+    w.restore(ring.get(2).unwrap()).unwrap();
+    assert_eq!(dump(&w), saved);
+    w.assert_invariants();
+    // Taken into again, it is whole.
+    w.get_mut::<Fragile>(fragile[20]).unwrap().0 = 20;
+    w.checkpoint_into(&mut old).unwrap();
+    let again = dump(&w);
+    operate(&mut w, &mut Pcg64Mcg::seed_from_u64(5), 100);
+    w.restore(&old).unwrap();
+    assert_eq!(dump(&w), again);
+    assert_eq!(w.get::<Fragile>(fragile[20]), Some(&Fragile(20)));
+}
+
+/// [`Checkpoints::save`] keeps what [`Checkpoints::keep`] of a new checkpoint keeps, each restoring to its frame's
+/// world, while it takes each into the memory of the one it forgets; refused, the ring is as it was.
+fn the_ring_saves_into_the_checkpoints_it_forgets(backend: Backend) {
+    let mut w = rollback_world(backend);
+    let mut rng = Pcg64Mcg::seed_from_u64(7);
+    let (mut ring, mut kept) = (Checkpoints::new(3), Checkpoints::new(3));
+    let mut dumps = std::collections::HashMap::new();
+    let frames = (0..8).chain([5, 6, 3, 4, 5]);
+    for frame in frames {
+        operate(&mut w, &mut rng, 60);
+        ring.save(frame, &w).unwrap();
+        kept.keep(frame, w.checkpoint().unwrap());
+        dumps.insert(frame, dump(&w));
+        assert_eq!(ring.frames().collect::<Vec<_>>(), kept.frames().collect::<Vec<_>>(), "frame {frame}");
+    }
+    assert_eq!(ring.frames().collect::<Vec<_>>(), [3, 4, 5]);
+    w.commands().spawn((Red,)).unwrap();
+    assert_eq!(ring.save(9, &w).unwrap_err(), RollbackError::PendingCommands);
+    w.apply_commands();
+    assert_eq!(ring.frames().collect::<Vec<_>>(), [3, 4, 5], "refused: the ring as it was");
+    for frame in [3, 4, 5] {
+        w.restore(ring.get(frame).unwrap()).unwrap();
+        assert_eq!(dump(&w), dumps[&frame], "frame {frame}");
+        w.assert_invariants();
+    }
+}
+
 /// The ring keeps frames in order, forgets a future it overwrites and the oldest beyond its capacity, and finds
 /// where a rewind starts from.
 #[test]
@@ -176,5 +318,8 @@ mod every_backend {
     on_every_backend! {
         restore_gives_the_world_its_twin,
         bad_checkpoints_and_restores_are_refused_and_change_nothing,
+        a_checkpoint_taken_into_an_old_one_is_a_new_one,
+        the_ring_saves_into_the_checkpoints_it_forgets,
+        a_clone_that_panics_while_saving_into_an_old_checkpoint_mixes_nothing,
     }
 }

@@ -24,6 +24,14 @@ impl<T> DirectArray<T> {
         let slots = self.slots.iter().map(|slot| slot.as_ref().map(copy)).collect();
         Self { slots, len: self.len, occupied: self.occupied.clone() }
     }
+
+    /// Makes `into` a copy of this array, each value copied by `copy`, in `into`'s buffer (allocating only to grow).
+    pub(crate) fn copy_into(&self, into: &mut Self, copy: fn(&T) -> T) {
+        into.slots.clear();
+        into.slots.extend(self.slots.iter().map(|slot| slot.as_ref().map(copy)));
+        into.len = self.len;
+        into.occupied = self.occupied.clone();
+    }
 }
 
 impl<T> Default for DirectArray<T> {

@@ -349,6 +349,17 @@ impl<T: Component> AnyPool<T> {
         }
     }
 
+    /// Makes `into` a copy of this pool in this pool's layout, each value copied by `copy`: in `into`'s buffers
+    /// when both are sparse sets or both direct arrays (a checkpoint taken again into an old one's memory), else
+    /// as a new pool.
+    pub(crate) fn copy_into(&self, into: &mut Self, copy: fn(&T) -> T) {
+        match (self, into) {
+            (AnyPool::SparseSet(from), AnyPool::SparseSet(to)) => from.copy_into(to, copy),
+            (AnyPool::DirectArray(from), AnyPool::DirectArray(to)) => from.copy_into(to, copy),
+            (from, to) => *to = from.clone_with(copy),
+        }
+    }
+
     /// The typed pool behind an erased one: one `TypeId` comparison (the upcast to `dyn Any` reads the vtable;
     /// only `type_id` is a dynamic call).
     ///

@@ -764,6 +764,23 @@ impl<T> SparseSet<T> {
     }
 }
 
+impl<T> SparseSet<T> {
+    /// Makes `into` a copy of this set, each value copied by `copy`, in `into`'s buffers: its sparse pages and
+    /// arrays are overwritten in place, and allocate only to grow.
+    pub(crate) fn copy_into(&self, into: &mut Self, copy: fn(&T) -> T) {
+        into.sparse.clone_from(&self.sparse);
+        into.entities.clone_from(&self.entities);
+        into.values.clear();
+        into.values.extend(self.values.iter().map(copy));
+        for (to, from) in into.order.iter_mut().zip(&self.order) {
+            *to.get_mut() = from.load(Ordering::Relaxed);
+        }
+        into.since = self.since;
+        into.limit = self.limit;
+        into.journal.clone_from(&self.journal);
+    }
+}
+
 impl<T: std::fmt::Debug> std::fmt::Debug for SparseSet<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_map().entries(self.iter()).finish()
@@ -1106,10 +1123,42 @@ mod tests {
     }
 
     /// Gives the entity packed at `position` a newer generation: the order changes there only.
+    impl SparseSet<u32> {
+        /// The slots' words and where their changes begin.
+        fn order_words_of(&self) -> ([u64; ORDER_SLOTS], [usize; ORDER_SLOTS], usize) {
+            (self.order.each_ref().map(|w| w.load(Ordering::Relaxed)), self.since, self.limit)
+        }
+    }
+
     fn renew(set: &mut SparseSet<u32>, position: usize) {
         let old = set.entities()[position];
         let newer = Entity::from_parts(old.index(), old.generation().checked_add(1).unwrap());
         set.insert(newer, old.index());
+    }
+
+    #[test]
+    fn a_copy_into_an_old_set_is_the_set_with_what_it_knows_of_its_order() {
+        // `a` stamped with `b`, then changed; copied into a set that held other entities on more pages. The copy
+        // has `a`'s entries, values and order knowledge: it compares with `b` by the same changes, and a further
+        // change to both keeps them comparable.
+        let (mut a, mut b) = stamped_pair(300);
+        renew(&mut a, 7);
+        a.remove(40);
+        b.remove(40);
+        let mut old = SparseSet::new();
+        for i in (0..9000).step_by(3) {
+            old.insert(e(i), i);
+        }
+        PackedOrder::mark_same([&old.packed_order(), &old.clone().packed_order()]);
+        a.copy_into(&mut old, |v| *v);
+        assert_eq!((old.entities(), old.values()), (a.entities(), a.values()));
+        assert!((0..9000).all(|i| old.slot(i) == a.slot(i)), "the sparse entries are a's");
+        assert_eq!(old.order_words_of(), a.order_words_of());
+        assert_eq!(old.packed_order().changed(), a.packed_order().changed());
+        assert!(old.packed_order().share_a_stamp(&b.packed_order()));
+        assert!(!old.packed_order().same_as(&b.packed_order()), "position 7 differs");
+        renew(&mut b, 7);
+        assert!(old.packed_order().same_as(&b.packed_order()));
     }
 
     #[test]
