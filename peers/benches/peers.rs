@@ -505,27 +505,46 @@ mod churn {
         }
     }
 
-    /// The floor of the sparse-set layout: the textbook set (a flat index -> position array, packed indices and
-    /// packed values, swap-and-pop removal), with none of a world's machinery.
-    pub struct RawSparse<T> {
-        sparse: Vec<u32>,
-        dense: Vec<u32>,
-        values: Vec<T>,
+    /// What a textbook sparse set packs beside its values: an index (the churn's floor), or a whole handle (the
+    /// frame's, whose walks hand handles out).
+    pub trait Key: Copy {
+        fn index(self) -> u32;
     }
 
-    impl<T> Default for RawSparse<T> {
+    impl Key for u32 {
+        fn index(self) -> u32 {
+            self
+        }
+    }
+
+    impl Key for Handle {
+        fn index(self) -> u32 {
+            self.0
+        }
+    }
+
+    /// The floor of the sparse-set layout: the textbook set (a flat index -> position array, packed keys and
+    /// packed values, swap-and-pop removal), with none of a world's machinery.
+    pub struct RawSparse<T, K = u32> {
+        sparse: Vec<u32>,
+        pub dense: Vec<K>,
+        pub values: Vec<T>,
+    }
+
+    impl<T, K> Default for RawSparse<T, K> {
         fn default() -> Self {
             Self { sparse: Vec::new(), dense: Vec::new(), values: Vec::new() }
         }
     }
 
-    impl<T> RawSparse<T> {
-        pub fn insert(&mut self, index: u32, value: T) {
-            if self.sparse.len() <= index as usize {
-                self.sparse.resize(index as usize + 1, u32::MAX);
+    impl<T, K: Key> RawSparse<T, K> {
+        pub fn insert(&mut self, key: K, value: T) {
+            let index = key.index() as usize;
+            if self.sparse.len() <= index {
+                self.sparse.resize(index + 1, u32::MAX);
             }
-            self.sparse[index as usize] = self.dense.len() as u32;
-            self.dense.push(index);
+            self.sparse[index] = self.dense.len() as u32;
+            self.dense.push(key);
             self.values.push(value);
         }
         pub fn remove(&mut self, index: u32) {
@@ -538,7 +557,7 @@ mod churn {
             self.dense.swap_remove(position);
             self.values.swap_remove(position);
             if position < self.dense.len() {
-                self.sparse[last as usize] = position as u32;
+                self.sparse[last.index() as usize] = position as u32;
             }
         }
         pub fn get_mut(&mut self, index: u32) -> Option<&mut T> {
@@ -796,7 +815,7 @@ fn churn() -> Vec<Case> {
 /// grows with the count, so the density, the hits and the turnover per fighter are the same at both sizes.
 /// `-- --interleaved --phases frame` also prints each contestant's time per phase, over 200 frames timed apart.
 mod frame {
-    use super::churn::{Health, Team};
+    use super::churn::{Health, RawSparse, Team};
     use super::*;
 
     /// A cell's side, the hit radius, and the arena's area per fighter.
@@ -986,51 +1005,10 @@ mod frame {
     #[derive(Default)]
     pub struct Pools {
         handles: churn::Handles,
-        position: Packed<Position>,
-        velocity: Packed<Velocity>,
-        health: Packed<Health>,
-        team: Packed<Team>,
-    }
-
-    /// One component's textbook sparse set: index -> position, packed handles, packed values.
-    pub struct Packed<T> {
-        sparse: Vec<u32>,
-        dense: Vec<churn::Handle>,
-        values: Vec<T>,
-    }
-
-    impl<T> Default for Packed<T> {
-        fn default() -> Self {
-            Self { sparse: Vec::new(), dense: Vec::new(), values: Vec::new() }
-        }
-    }
-
-    impl<T> Packed<T> {
-        fn insert(&mut self, handle: churn::Handle, value: T) {
-            if self.sparse.len() <= handle.0 as usize {
-                self.sparse.resize(handle.0 as usize + 1, u32::MAX);
-            }
-            self.sparse[handle.0 as usize] = self.dense.len() as u32;
-            self.dense.push(handle);
-            self.values.push(value);
-        }
-        fn remove(&mut self, index: u32) {
-            let at = std::mem::replace(&mut self.sparse[index as usize], u32::MAX) as usize;
-            if at == u32::MAX as usize {
-                return;
-            }
-            self.dense.swap_remove(at);
-            self.values.swap_remove(at);
-            if let Some(moved) = self.dense.get(at) {
-                self.sparse[moved.0 as usize] = at as u32;
-            }
-        }
-        fn get_mut(&mut self, index: u32) -> Option<&mut T> {
-            match self.sparse.get(index as usize) {
-                Some(&at) if at != u32::MAX => self.values.get_mut(at as usize),
-                _ => None,
-            }
-        }
+        position: RawSparse<Position, churn::Handle>,
+        velocity: RawSparse<Velocity, churn::Handle>,
+        health: RawSparse<Health, churn::Handle>,
+        team: RawSparse<Team, churn::Handle>,
     }
 
     impl Ecs for Pools {
@@ -1055,7 +1033,7 @@ mod frame {
             }
         }
         fn dead(&mut self, out: &mut Vec<Self::H>) {
-            let Packed { dense, values, .. } = &self.health;
+            let RawSparse { dense, values, .. } = &self.health;
             out.extend(dense.iter().zip(values).filter(|(_, h)| h.0 <= 0.0).map(|(e, _)| *e));
         }
         fn despawn(&mut self, dead: &[Self::H]) {

@@ -252,15 +252,8 @@ impl World {
     /// [module](crate::ecs::rollback)). Refused while commands wait to be applied, or if a component type
     /// with values is not registered.
     pub fn checkpoint(&self) -> Result<Checkpoint, RollbackError> {
-        if self.has_pending_commands() || self.entities().state().is_none() {
-            return Err(RollbackError::PendingCommands);
-        }
-        let copies: Arc<[Option<ComponentCopy>]> = (0..self.components.len())
-            .map(|id| {
-                let type_id = self.components.info(id as ComponentId).type_id;
-                self.rollback.components.iter().find(|c| c.type_id == type_id).copied()
-            })
-            .collect();
+        self.between_frames()?;
+        let copies: Arc<[Option<ComponentCopy>]> = (0..self.components.len()).map(|id| self.copy_of(id)).collect();
         let layouts: Arc<[LayoutFns]> =
             (0..self.components.len()).map(|id| *self.components.data(id as ComponentId)).collect();
         let storage = copy_storage(&self.storage, &layouts, &copies)
@@ -308,12 +301,12 @@ impl World {
             *into = self.checkpoint()?;
             return Ok(());
         };
-        let copy_of = |id: usize| {
-            let type_id = self.components.info(id as ComponentId).type_id;
-            self.rollback.components.iter().find(|c| c.type_id == type_id)
-        };
         let same_types = into.copies.len() == self.components.len()
-            && into.copies.iter().enumerate().all(|(id, c)| c.map(|c| c.type_id) == copy_of(id).map(|c| c.type_id));
+            && into
+                .copies
+                .iter()
+                .enumerate()
+                .all(|(id, c)| c.map(|c| c.type_id) == self.copy_of(id).map(|c| c.type_id));
         let same_shape = into.registry_stamp == self.registry_stamp()
             && layout == old_layout
             && pools.len() == old_pools.len()
@@ -323,9 +316,7 @@ impl World {
             return Ok(());
         }
         // Every refusal before anything is written, so a refused call leaves `into` whole.
-        if self.has_pending_commands() || self.entities().state().is_none() {
-            return Err(RollbackError::PendingCommands);
-        }
+        self.between_frames()?;
         if let Some(id) = (0..pools.len()).find(|&id| !pools[id].is_empty() && into.copies[id].is_none()) {
             return Err(RollbackError::NotRegistered { component: self.components.info(id as ComponentId).name });
         }
@@ -343,6 +334,20 @@ impl World {
         into.resources = self.copy_rollback_resources();
         into.registry_stamp = self.registry_stamp();
         Ok(())
+    }
+
+    /// Refused with commands waiting or handles reserved: a checkpoint holds the state between frames.
+    fn between_frames(&self) -> Result<(), RollbackError> {
+        match self.has_pending_commands() || self.entities().state().is_none() {
+            true => Err(RollbackError::PendingCommands),
+            false => Ok(()),
+        }
+    }
+
+    /// How checkpoints copy component `id`'s values, if its type is registered for rollback.
+    fn copy_of(&self, id: usize) -> Option<ComponentCopy> {
+        let type_id = self.components.info(id as ComponentId).type_id;
+        self.rollback.components.iter().find(|c| c.type_id == type_id).copied()
     }
 
     /// Copies of the resources registered for rollback (`None` for one the world does not hold).

@@ -21,8 +21,9 @@ pub struct DirectArray<T> {
 impl<T> DirectArray<T> {
     /// A copy, each value copied by `copy`.
     pub(crate) fn clone_with(&self, copy: fn(&T) -> T) -> Self {
-        let slots = self.slots.iter().map(|slot| slot.as_ref().map(copy)).collect();
-        Self { slots, len: self.len, occupied: self.occupied.clone() }
+        let mut clone = Self::default();
+        self.copy_into(&mut clone, copy);
+        clone
     }
 
     /// Makes `into` a copy of this array, each value copied by `copy`, in `into`'s buffer (allocating only to grow).

@@ -751,22 +751,16 @@ impl<T: Clone> Clone for SparseSet<T> {
 impl<T> SparseSet<T> {
     /// A copy, each value copied by `copy`.
     pub(crate) fn clone_with(&self, copy: fn(&T) -> T) -> Self {
-        Self {
-            sparse: self.sparse.clone(),
-            entities: self.entities.clone(),
-            values: self.values.iter().map(copy).collect(),
-            // Packed alike, so the stamps and the journals hold for the copy too.
-            order: std::array::from_fn(|k| AtomicU64::new(self.order[k].load(Ordering::Relaxed))),
-            since: self.since,
-            limit: self.limit,
-            journal: self.journal.clone(),
-        }
+        let mut clone = Self::new();
+        self.copy_into(&mut clone, copy);
+        clone
     }
 }
 
 impl<T> SparseSet<T> {
     /// Makes `into` a copy of this set, each value copied by `copy`, in `into`'s buffers: its sparse pages and
-    /// arrays are overwritten in place, and allocate only to grow.
+    /// arrays are overwritten in place, and allocate only to grow. Packed alike, so the stamps and the journal hold
+    /// for the copy too.
     pub(crate) fn copy_into(&self, into: &mut Self, copy: fn(&T) -> T) {
         into.sparse.clone_from(&self.sparse);
         into.entities.clone_from(&self.entities);
@@ -1066,14 +1060,20 @@ mod tests {
         assert!(!c.packed_order().same_as(&b.packed_order()));
     }
 
-    #[test]
-    fn a_pool_found_alike_with_an_unchanged_one_takes_its_stamp() {
-        // Three pools alike; `a` and `b` are compared (through their journals) and restamped, `c` is left behind.
+    /// Three pools of 50 alike, `a` and `b` stamped together and `c` a copy of `a`, then the same removal in all.
+    fn changed_trio() -> (SparseSet<u32>, SparseSet<u32>, SparseSet<u32>) {
         let (mut a, mut b) = stamped_pair(50);
         let mut c = a.clone();
         for set in [&mut a, &mut b, &mut c] {
             set.remove(5);
         }
+        (a, b, c)
+    }
+
+    #[test]
+    fn a_pool_found_alike_with_an_unchanged_one_takes_its_stamp() {
+        // Three pools alike; `a` and `b` are compared (through their journals) and restamped, `c` is left behind.
+        let (a, mut b, c) = changed_trio();
         assert!(a.packed_order().same_as(&b.packed_order()));
         PackedOrder::mark_same([&a.packed_order(), &b.packed_order()]);
         let fresh = *a.packed_order().stamps().iter().max().unwrap();
@@ -1166,11 +1166,7 @@ mod tests {
         // `a` is stamped with `c` in one slot and with `b` in the other; a change to `a` and `b` alone, then one to
         // `a` and `c` alone. When `a`'s slot with `b` restarts, the positions before it are dropped from the
         // journal, but not the ones `a`'s slot with `c` still needs.
-        let (mut a, mut b) = stamped_pair(50);
-        let mut c = a.clone();
-        for set in [&mut a, &mut b, &mut c] {
-            set.remove(5);
-        }
+        let (mut a, mut b, mut c) = changed_trio();
         PackedOrder::mark_same([&a.packed_order(), &c.packed_order()]);
         renew(&mut a, 10);
         renew(&mut b, 10);
