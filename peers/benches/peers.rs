@@ -25,10 +25,11 @@
 //!
 //! Rows named `raw-...` are floors, hand-written with none of a world's machinery: `raw-vec` one packed array,
 //! `raw-tables` (frag_iter) one array per table as an archetype layout must have, `raw-sparse` and `raw-dense`
-//! (churn) the textbook sparse set and direct array; in the frame, `raw-sparse` one sparse index for four pools
-//! packed alike (a grouped layout) and `raw-pools` one textbook sparse set per component (the sparse-set layout's
-//! own floor). A backend does at least its layout's floor's work; a row below its floor is code placement (see
-//! docs/PERFORMANCE.md), not less work.
+//! (churn) the textbook sparse set and direct array, `raw-erased` (churn) the textbook sparse sets behind trait
+//! objects, as a world of run-time component types holds them without `unsafe`; in the frame, `raw-sparse` one
+//! sparse index for four pools packed alike (a grouped layout) and `raw-pools` one textbook sparse set per
+//! component (the sparse-set layout's own floor). A backend does at least its layout's floor's work; a row below
+//! its floor is code placement (see docs/PERFORMANCE.md), not less work.
 
 use bevy_ecs::world::World as BevyWorld;
 use criterion::Criterion;
@@ -661,6 +662,96 @@ mod churn {
     }
     pub(crate) use floor;
 
+    /// What a world of pools of types it learns at run time keeps per pool, without `unsafe`: a textbook sparse set
+    /// behind a trait object, removed from by one dynamic call and reached by its type through a downcast.
+    pub trait ErasedSparse {
+        fn remove(&mut self, index: u32);
+        fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+    }
+
+    impl<T: 'static> ErasedSparse for RawSparse<T> {
+        fn remove(&mut self, index: u32) {
+            RawSparse::remove(self, index);
+        }
+        fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+            self
+        }
+    }
+
+    /// The floor of the sparse-set layout as a world with run-time component types must hold it: the textbook
+    /// sets of `RawSparse`, one per component, in a list of trait objects (ids fixed, so no type registry). A spawn
+    /// downcasts the pool of each component it puts, a despawn asks every pool through one dynamic call each, and
+    /// the writes downcast the health pool once.
+    #[derive(Default)]
+    pub struct Erased {
+        handles: Handles,
+        pools: Vec<Box<dyn ErasedSparse>>,
+    }
+
+    impl Erased {
+        const POSITION: usize = 0;
+        const VELOCITY: usize = 1;
+        const HEALTH: usize = 2;
+        const TEAM: usize = 3;
+        const LIFETIME: usize = 4;
+
+        pub fn new() -> Self {
+            let pools: Vec<Box<dyn ErasedSparse>> = vec![
+                Box::new(RawSparse::<Position>::default()),
+                Box::new(RawSparse::<Velocity>::default()),
+                Box::new(RawSparse::<Health>::default()),
+                Box::new(RawSparse::<Team>::default()),
+                Box::new(RawSparse::<Lifetime>::default()),
+            ];
+            Self { handles: Handles::default(), pools }
+        }
+        pub fn pool<T: 'static>(&mut self, id: usize) -> &mut RawSparse<T> {
+            self.pools[id].as_any_mut().downcast_mut().expect("the pool of that type")
+        }
+        fn put<T: 'static>(&mut self, id: usize, index: u32, value: T) {
+            self.pool::<T>(id).insert(index, value);
+        }
+        pub fn spawn(&mut self, i: usize) -> Handle {
+            let handle = self.handles.alloc();
+            if i.is_multiple_of(2) {
+                let (p, v, h, t) = fighter(i);
+                self.put(Self::POSITION, handle.0, p);
+                self.put(Self::VELOCITY, handle.0, v);
+                self.put(Self::HEALTH, handle.0, h);
+                self.put(Self::TEAM, handle.0, t);
+            } else {
+                let (p, v, h, l) = spark(i);
+                self.put(Self::POSITION, handle.0, p);
+                self.put(Self::VELOCITY, handle.0, v);
+                self.put(Self::HEALTH, handle.0, h);
+                self.put(Self::LIFETIME, handle.0, l);
+            }
+            handle
+        }
+        pub fn despawn(&mut self, handle: Handle) {
+            if self.handles.alive(handle) {
+                for pool in &mut self.pools {
+                    pool.remove(handle.0);
+                }
+                self.handles.free(handle);
+            }
+        }
+        /// `health -= 1` for each of `writes` (positions into `handles`) still alive.
+        pub fn write(&mut self, handles: &[Handle], writes: &[usize]) {
+            let Self { handles: alive, pools } = self;
+            let health: &mut RawSparse<Health> =
+                pools[Self::HEALTH].as_any_mut().downcast_mut().expect("the pool of that type");
+            for &k in writes {
+                let handle = handles[k];
+                if alive.alive(handle) {
+                    if let Some(h) = health.get_mut(handle.0) {
+                        h.0 -= 1.0;
+                    }
+                }
+            }
+        }
+    }
+
     pub fn plans(count: usize) -> Vec<Plan> {
         let mut rng = Pcg64Mcg::seed_from_u64(20);
         (0..count)
@@ -676,6 +767,22 @@ fn churn() -> Vec<Case> {
     use churn::*;
     let plans = std::rc::Rc::new(plans(16));
     let mut cases = vec![floor!("raw-sparse", RawSparse, plans.clone()), floor!("raw-dense", RawDense, plans.clone())];
+    {
+        let mut world = Erased::new();
+        let mut handles: Vec<Handle> = (0..SIZE).map(|i| world.spawn(i)).collect();
+        let (plans, mut next) = (plans.clone(), 0);
+        cases.push(case("raw-erased", move || {
+            let plan = &plans[next % plans.len()];
+            next += 1;
+            for &k in &plan.deaths {
+                world.despawn(handles.swap_remove(k));
+            }
+            for i in 0..TURNOVER {
+                handles.push(world.spawn(i));
+            }
+            world.write(&handles, &plan.writes);
+        }));
+    }
     {
         let mut world = hecs::World::new();
         let mut handles: Vec<hecs::Entity> =

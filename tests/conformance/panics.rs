@@ -46,6 +46,28 @@ fn a_panicking_component_drop_leaves_the_world_consistent(backend: Backend) {
     assert_eq!((w.get::<Pos>(d), w.get::<Vel>(d)), (Some(&Pos(3.0, 0.0)), Some(&Vel(1.0, 1.0))));
 }
 
+/// One entity despawned (no handlers, so the storage's own path) whose value's `drop` panics partway through its
+/// pools: the pools after it still lose their values, and the handle is freed.
+fn a_panicking_drop_in_a_single_despawn_finishes_it(backend: Backend) {
+    let mut w = world(backend);
+    // Pools in this order: positions, the bomb, velocities; so the panic comes between two removals.
+    let before = w.spawn((Pos(0.0, 0.0), Bomb(false), Vel(0.0, 0.0))).unwrap();
+    let e = w.spawn((Pos(1.0, 0.0), Bomb(true), Vel(1.0, 1.0))).unwrap();
+    let after = w.spawn((Pos(2.0, 0.0), Vel(2.0, 2.0))).unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.despawn(e)));
+    assert!(outcome.is_err(), "the panic reaches the caller");
+    w.assert_invariants();
+    assert!(!w.is_alive(e), "the handle is freed");
+    assert_eq!(w.len(), 2);
+    assert_eq!((w.get::<Pos>(after), w.get::<Vel>(after)), (Some(&Pos(2.0, 0.0)), Some(&Vel(2.0, 2.0))));
+    assert_eq!((w.get::<Pos>(before), w.has::<Bomb>(before)), (Some(&Pos(0.0, 0.0)), true));
+    // The index comes back empty: no value of the old entity is left in any pool.
+    let again = w.spawn((Name("again".into()),)).unwrap();
+    assert_eq!(again.index(), e.index(), "the freed index is reused");
+    assert!(!w.has::<Pos>(again) && !w.has::<Bomb>(again) && !w.has::<Vel>(again));
+    w.assert_invariants();
+}
+
 fn clear_with_a_panicking_drop_leaves_no_value_behind(backend: Backend) {
     let mut w = world(backend);
     let mut all = Vec::new();
@@ -233,6 +255,7 @@ mod every_backend {
 
     on_every_backend! {
         a_panicking_component_drop_leaves_the_world_consistent,
+        a_panicking_drop_in_a_single_despawn_finishes_it,
         clear_with_a_panicking_drop_leaves_no_value_behind,
         a_panic_while_applying_releases_every_reservation,
         a_panic_while_discarding_keeps_the_next_buffer_clean,

@@ -337,9 +337,10 @@ impl<T> SparseSet<T> {
     #[inline(always)]
     fn made_slot_mut(sparse: &mut [Option<Box<[u32; PAGE_SIZE]>>], index: u32) -> &mut u32 {
         let (page, offset) = Self::split(index);
+        // A message without arguments: formatting the page number would keep it on the stack on the hot path.
         match sparse.get_mut(page) {
             Some(Some(slots)) => &mut slots[offset],
-            _ => unreachable!("page {page} holds a present index, so it exists"),
+            _ => unreachable!("a present index's page exists"),
         }
     }
 
@@ -502,10 +503,12 @@ impl<T> SparseSet<T> {
         let last = *self.entities.last().expect("a value is present, so the set is not empty");
         let value = self.values.swap_remove(position);
         self.entities.swap_remove(position);
-        self.note_position(position);
         if position < self.entities.len() {
             *Self::made_slot_mut(&mut self.sparse, last.index()) = position as u32;
         }
+        // Last, so that nothing is needed after its out-of-line path: the removal then keeps its values in
+        // scratch registers instead of saving others to the stack (docs/PERFORMANCE.md, rule 9).
+        self.note_position(position);
         value
     }
 

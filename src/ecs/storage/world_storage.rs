@@ -375,14 +375,17 @@ impl Storage {
                 // One removal per pool, in turn: the pools' removals do not depend on one another, so their cache
                 // misses overlap without a first pass of loads (docs/PERFORMANCE.md, rule 3).
                 let index = entity.index();
-                // Every pool loses the value even if a `drop` panics (a pool takes the value out before dropping
-                // it): the guard finishes the despawn while the panic unwinds, and frees the handle last.
-                let mut guard = WholeDespawn { pools, entities, entity, done: false };
+                // The handle is freed first, as on the archetype layout: nothing the removals run (a value's
+                // `drop`) can reach the world, and nothing is needed after the loop, which keeps the values the
+                // loop holds across its calls few (docs/PERFORMANCE.md, rule 9). Every pool loses the value even if
+                // a `drop` panics (a pool takes the value out before dropping it): the guard finishes the removals
+                // while the panic unwinds.
+                entities.free(entity);
+                let mut guard = WholeDespawn { pools, index, done: false };
                 for pool in guard.pools.iter_mut() {
                     pool.remove_index(index);
                 }
                 guard.done = true;
-                guard.entities.free(entity);
             }
         }
     }
@@ -402,11 +405,11 @@ impl Storage {
             // A run of one (a command loop's despawns come one per visited entity between its other commands)
             // takes the per-entity path, which skips the batch's setup in every pool.
             Storage::Pools { pools, .. } if targets.len() != 1 => {
-                // Components go first and handles are freed after, as in `despawn`, and a `drop` that panics does
-                // not stop it: the pool's removal is asked again for what is left (the value that panicked is out
-                // already), every pool is emptied of the targets, every handle freed, then the first panic goes
-                // on. A repeated target is removed twice (the second finds nothing) and freed once (`free` refuses
-                // a handle whose generation has moved on).
+                // Components go first and handles are freed after (`despawn` frees first: a `drop`, all a removal runs,
+                // cannot see the difference), and a `drop` that panics does not stop it: the pool's removal is asked
+                // again for what is left (the value that panicked is out already), every pool is emptied of the
+                // targets, every handle freed, then the first panic goes on. A repeated target is removed twice (the
+                // second finds nothing) and freed once (`free` refuses a handle whose generation has moved on).
                 live.clear();
                 live.extend(targets.iter().filter(|&&entity| entities.is_alive(entity)));
                 let panic = remove_from_pools(pools, live, parallel && live.len() >= SPLIT_REMOVALS);
@@ -708,13 +711,12 @@ fn finish_each(mut step: impl FnMut()) -> Option<Box<dyn std::any::Any + Send>> 
     first
 }
 
-/// Finishes a per-entity despawn that a panicking `drop` interrupted: as the panic unwinds, every pool is asked
-/// again (a second panic is caught and dropped: the first goes on), then the handle is freed. On the way that did
-/// not panic it does nothing (`done`), which costs a flag, where catching would cost a call per despawn.
+/// Finishes a per-entity despawn's removals that a panicking `drop` interrupted: as the panic unwinds, every pool
+/// is asked again (a second panic is caught and dropped: the first goes on). On the way that did not panic it does
+/// nothing (`done`), which costs a flag, where catching would cost a call per despawn.
 struct WholeDespawn<'a> {
     pools: &'a mut Vec<Box<dyn ErasedPool>>,
-    entities: &'a mut Entities,
-    entity: Entity,
+    index: u32,
     done: bool,
 }
 
@@ -722,20 +724,19 @@ impl Drop for WholeDespawn<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         if !self.done {
-            self.finish();
+            // The fields go by value: handing the guard's address to an out-of-line call would make every despawn
+            // write the guard to the stack (docs/PERFORMANCE.md, rule 9).
+            finish_removals(self.pools, self.index);
         }
     }
 }
 
-impl WholeDespawn<'_> {
-    #[cold]
-    #[inline(never)]
-    fn finish(&mut self) {
-        let index = self.entity.index();
-        for pool in self.pools.iter_mut() {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.remove_index(index)));
-        }
-        self.entities.free(self.entity);
+/// [`WholeDespawn`]'s work when a `drop` panicked.
+#[cold]
+#[inline(never)]
+fn finish_removals(pools: &mut [Box<dyn ErasedPool>], index: u32) {
+    for pool in pools.iter_mut() {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.remove_index(index)));
     }
 }
 
