@@ -499,14 +499,17 @@ impl<T> SparseSet<T> {
     /// its place, and the moved entity's entry follows it.
     #[inline(always)]
     fn take_at(&mut self, position: usize) -> T {
-        // The last entity is read before the swap, not from `position` after it: a load from a line the swap
-        // just stored to, which at scale is not in cache, could wait for that store to complete.
-        let last = *self.entities.last().expect("a value is present, so the set is not empty");
+        // The moved entity's entry first: the last entity is read before the swap, not from `position` after it (a
+        // load from a line the swap just stored to, which at scale is not in cache, could wait for that store),
+        // and the sparse pages are done with before the packed arrays are touched, so fewer values are held at
+        // once and none is saved to the stack (docs/PERFORMANCE.md, rule 9).
+        let last = self.entities.len() - 1;
+        if position < last {
+            let moved = self.entities[last].index();
+            *Self::made_slot_mut(&mut self.sparse, moved) = position as u32;
+        }
         let value = self.values.swap_remove(position);
         self.entities.swap_remove(position);
-        if position < self.entities.len() {
-            *Self::made_slot_mut(&mut self.sparse, last.index()) = position as u32;
-        }
         // Last, so that nothing is needed after its out-of-line path: the removal then keeps its values in
         // scratch registers instead of saving others to the stack (docs/PERFORMANCE.md, rule 9).
         self.note_position(position);
