@@ -608,7 +608,7 @@ mod churn {
                 team: $pool<Team>,
                 lifetime: $pool<Lifetime>,
             }
-            impl Floor {
+            impl FloorWorld for Floor {
                 fn spawn(&mut self, i: usize) -> Handle {
                     let handle = self.handles.alloc();
                     if i % 2 == 0 {
@@ -636,31 +636,48 @@ mod churn {
                         self.handles.free(handle);
                     }
                 }
-            }
-            let mut world = Floor::default();
-            let mut handles: Vec<Handle> = (0..SIZE).map(|i| world.spawn(i)).collect();
-            let (plans, mut next) = ($plans, 0);
-            case($name, move || {
-                let plan: &Plan = &plans[next % plans.len()];
-                next += 1;
-                for &k in &plan.deaths {
-                    world.despawn(handles.swap_remove(k));
-                }
-                for i in 0..TURNOVER {
-                    handles.push(world.spawn(i));
-                }
-                for &k in &plan.writes {
-                    let handle = handles[k];
-                    if world.handles.alive(handle) {
-                        if let Some(h) = world.health.get_mut(handle.0) {
-                            h.0 -= 1.0;
+                fn write(&mut self, handles: &[Handle], writes: &[usize]) {
+                    for &k in writes {
+                        let handle = handles[k];
+                        if self.handles.alive(handle) {
+                            if let Some(h) = self.health.get_mut(handle.0) {
+                                h.0 -= 1.0;
+                            }
                         }
                     }
                 }
-            })
+            }
+            churn_case($name, Floor::default(), $plans)
         }};
     }
     pub(crate) use floor;
+
+    /// What the churn frame asks of a floor.
+    pub trait FloorWorld {
+        fn spawn(&mut self, i: usize) -> Handle;
+        /// Despawns `handle` if it is alive.
+        fn despawn(&mut self, handle: Handle);
+        /// `health -= 1` for each of `writes` (positions into `handles`) still alive, the pool found once.
+        fn write(&mut self, handles: &[Handle], writes: &[usize]);
+    }
+
+    /// The churn frame on a floor: `SIZE` spawned first, then per iteration one plan's deaths, `TURNOVER` spawns
+    /// and its writes.
+    pub fn churn_case(name: &str, mut world: impl FloorWorld + 'static, plans: std::rc::Rc<Vec<Plan>>) -> Case {
+        let mut handles: Vec<Handle> = (0..SIZE).map(|i| world.spawn(i)).collect();
+        let mut next = 0;
+        case(name, move || {
+            let plan = &plans[next % plans.len()];
+            next += 1;
+            for &k in &plan.deaths {
+                world.despawn(handles.swap_remove(k));
+            }
+            for i in 0..TURNOVER {
+                handles.push(world.spawn(i));
+            }
+            world.write(&handles, &plan.writes);
+        })
+    }
 
     /// What a world of pools of types it learns at run time keeps per pool, without `unsafe`: a textbook sparse set
     /// behind a trait object, removed from by one dynamic call and reached by its type through a downcast.
@@ -711,7 +728,10 @@ mod churn {
         fn put<T: 'static>(&mut self, id: usize, index: u32, value: T) {
             self.pool::<T>(id).insert(index, value);
         }
-        pub fn spawn(&mut self, i: usize) -> Handle {
+    }
+
+    impl FloorWorld for Erased {
+        fn spawn(&mut self, i: usize) -> Handle {
             let handle = self.handles.alloc();
             if i.is_multiple_of(2) {
                 let (p, v, h, t) = fighter(i);
@@ -728,7 +748,7 @@ mod churn {
             }
             handle
         }
-        pub fn despawn(&mut self, handle: Handle) {
+        fn despawn(&mut self, handle: Handle) {
             if self.handles.alive(handle) {
                 for pool in &mut self.pools {
                     pool.remove(handle.0);
@@ -736,8 +756,7 @@ mod churn {
                 self.handles.free(handle);
             }
         }
-        /// `health -= 1` for each of `writes` (positions into `handles`) still alive.
-        pub fn write(&mut self, handles: &[Handle], writes: &[usize]) {
+        fn write(&mut self, handles: &[Handle], writes: &[usize]) {
             let Self { handles: alive, pools } = self;
             let health: &mut RawSparse<Health> =
                 pools[Self::HEALTH].as_any_mut().downcast_mut().expect("the pool of that type");
@@ -766,23 +785,11 @@ mod churn {
 fn churn() -> Vec<Case> {
     use churn::*;
     let plans = std::rc::Rc::new(plans(16));
-    let mut cases = vec![floor!("raw-sparse", RawSparse, plans.clone()), floor!("raw-dense", RawDense, plans.clone())];
-    {
-        let mut world = Erased::new();
-        let mut handles: Vec<Handle> = (0..SIZE).map(|i| world.spawn(i)).collect();
-        let (plans, mut next) = (plans.clone(), 0);
-        cases.push(case("raw-erased", move || {
-            let plan = &plans[next % plans.len()];
-            next += 1;
-            for &k in &plan.deaths {
-                world.despawn(handles.swap_remove(k));
-            }
-            for i in 0..TURNOVER {
-                handles.push(world.spawn(i));
-            }
-            world.write(&handles, &plan.writes);
-        }));
-    }
+    let mut cases = vec![
+        floor!("raw-sparse", RawSparse, plans.clone()),
+        floor!("raw-dense", RawDense, plans.clone()),
+        churn_case("raw-erased", Erased::new(), plans.clone()),
+    ];
     {
         let mut world = hecs::World::new();
         let mut handles: Vec<hecs::Entity> =

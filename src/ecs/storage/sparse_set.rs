@@ -502,7 +502,7 @@ impl<T> SparseSet<T> {
         // The moved entity's entry first: the last entity is read before the swap, not from `position` after it (a
         // load from a line the swap just stored to, which at scale is not in cache, could wait for that store),
         // and the sparse pages are done with before the packed arrays are touched, so fewer values are held at
-        // once and none is saved to the stack (docs/PERFORMANCE.md, rule 9).
+        // once and fewer registers are saved to the stack (docs/PERFORMANCE.md, rule 9).
         let last = self.entities.len() - 1;
         if position < last {
             let moved = self.entities[last].index();
@@ -1131,7 +1131,6 @@ mod tests {
         }
     }
 
-    /// Gives the entity packed at `position` a newer generation: the order changes there only.
     impl SparseSet<u32> {
         /// The slots' words and where their changes begin.
         fn order_words_of(&self) -> ([u64; ORDER_SLOTS], [usize; ORDER_SLOTS], usize) {
@@ -1139,6 +1138,7 @@ mod tests {
         }
     }
 
+    /// Gives the entity packed at `position` a newer generation: the order changes there only.
     fn renew(set: &mut SparseSet<u32>, position: usize) {
         let old = set.entities()[position];
         let newer = Entity::from_parts(old.index(), old.generation().checked_add(1).unwrap());
