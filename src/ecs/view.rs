@@ -111,6 +111,14 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline]
     pub fn get_mut(&mut self, entity: Entity) -> Option<&mut T> {
         match &mut self.inner {
+            // The sparse set first, by itself: its lookup inlined without the dispatch on the other layouts (a
+            // loop of writes by handle keeps more of them in flight the fewer instructions each takes).
+            Inner::Direct { entities, store: ComponentValues::Pool(AnyPool::SparseSet(set)) } => {
+                match entities.is_alive(entity) {
+                    true => set.get_mut(entity.index()),
+                    false => None,
+                }
+            }
             Inner::Direct { entities, store } => match entities.is_alive(entity) {
                 true => store.get_mut(entity.index()),
                 false => None,

@@ -105,13 +105,15 @@ impl Storage {
     /// Puts the values of `bundle` (component ids `ids`) for `entity`, newly alive and holding nothing yet.
     #[inline(always)]
     pub(crate) fn spawn<B: PutBundle>(&mut self, components: &Registry, ids: &BundleIds, entity: Entity, bundle: B) {
+        // Every id of the bundle is registered, so a pool per registered type covers them: one comparison per
+        // spawn, not one per component.
+        self.catch_up(components);
         match self {
             Storage::Tables(archetypes) => {
                 let table = archetypes.table_for(ids.set, components);
                 put_row(bundle, archetypes, table, ids, entity);
             }
             Storage::Pools { layout, pools } => {
-                bundle_pools(pools, *layout, components, ids.ids(), 0);
                 dispatch!(*layout, L => bundle.put_pools::<L>(pools, ids.ids(), entity));
             }
         }
