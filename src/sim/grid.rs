@@ -43,14 +43,10 @@ pub struct Grid {
     /// The items [`Grid::push`] added since [`Grid::begin`] (a grid of one band), and their cells.
     staged: Vec<GridItem>,
     keys: Vec<u32>,
-    /// Or the items staged in pieces by a parallel walk ([`Grid::take_pieces`]), moved to `banded` band by band
-    /// when the grid is finished.
+    /// Or the items staged in pieces by a parallel walk ([`Grid::take_pieces`]), each piece's already apart by
+    /// band: each band's sort reads its part of every piece, in piece order.
     pieces: Vec<Staged>,
-    /// The pieces' items and their cells, band after band. Never cleared, only resized: every slot is written
-    /// over when the pieces move in, so a steady frame writes each item once.
-    banded: Vec<GridItem>,
-    banded_keys: Vec<u32>,
-    /// Per band, the order of its counting sort.
+    /// Per band, the order of its counting sort (a grid of one band's).
     band_scratch: Vec<BandScratch>,
     /// Per team, a summed-area table of its items per block of [`BLOCK`] x [`BLOCK`] cells:
     /// `counts[t][r * (block_cols + 1) + c]` is the number of team `t`'s items in block rows `..r` and block
@@ -71,6 +67,9 @@ pub struct GridShape {
     rows: i32,
     /// Rows in each band but the last: a multiple of [`BLOCK`], so a band holds whole blocks too.
     band_rows: i32,
+    /// `ceil(2^32 / band_rows)`: a row's band is `row * band_mul >> 32`, a multiplication where a division costs
+    /// many times more (exact for every row: see [`GridShape::band_of`]). 0 for a grid of one band.
+    band_mul: u64,
 }
 
 impl GridShape {
@@ -79,52 +78,56 @@ impl GridShape {
     pub fn cell_of(&self, p: Vec2) -> (i32, i32) {
         (((p.x / self.cell) as i32).clamp(0, self.cols - 1), ((p.y / self.cell) as i32).clamp(0, self.rows - 1))
     }
+
+    /// The band of row `row` (in the grid): `row / band_rows`. With `m = ceil(2^32 / d)` for `d = band_rows`,
+    /// `row * m / 2^32` is `row / d` plus less than `row * d / 2^32 / d`, which stays below the next whole number
+    /// while `row * d < 2^32`; [`Grid::begin_in_bands`] makes sure `rows * d` is (or makes the grid one band).
+    #[inline]
+    pub fn band_of(&self, row: i32) -> usize {
+        ((row as u64 * self.band_mul) >> 32) as usize
+    }
 }
 
-/// Items staged for a grid: one piece of a walk's, in the order pushed, each with its cell and band, and how many
-/// fell in each band. (One stream of each, so a piece's pushes write a few lines in sequence; [`Grid::finish`]
-/// moves them to their bands.)
+/// Items staged for a grid: one piece of a walk's, apart by band, each band's in the order pushed with their
+/// cells. (Two streams per band, whose ends stay in cache: a band's sort then reads its items straight from the
+/// pieces, with no pass that moves them to their bands first.)
 #[derive(Clone, Default)]
 pub struct Staged {
-    items: Vec<GridItem>,
-    keys: Vec<u32>,
-    bands: Vec<u8>,
-    /// Items per band.
-    counts: Vec<u32>,
+    items: [Vec<GridItem>; BANDS],
+    keys: [Vec<u32>; BANDS],
 }
 
 impl Staged {
     /// Whether it holds no item.
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.items.iter().all(Vec::is_empty)
     }
 
     /// Empties it (keeping the memory).
     pub fn clear(&mut self) {
-        self.items.clear();
-        self.keys.clear();
-        self.bands.clear();
-        self.counts.fill(0);
+        self.items.iter_mut().for_each(Vec::clear);
+        self.keys.iter_mut().for_each(Vec::clear);
     }
 
-    /// Adds an item, noting its cell and band.
+    /// Adds an item to its band, noting its cell.
     #[inline]
     pub fn push(&mut self, shape: &GridShape, item: GridItem) {
         let (c, r) = shape.cell_of(item.position);
-        // (A 32-bit division, and none for one band: a 64-bit one costs several times as much.)
-        let band = if shape.band_rows >= shape.rows { 0 } else { (r as u32 / shape.band_rows as u32) as usize };
-        if band >= self.counts.len() {
-            self.counts.resize(band + 1, 0);
-        }
-        self.counts[band] += 1;
-        self.items.push(item);
-        self.keys.push((r * shape.cols + c) as u32);
-        self.bands.push(band as u8);
+        let band = shape.band_of(r);
+        self.items[band].push(item);
+        self.keys[band].push((r * shape.cols + c) as u32);
     }
 
     /// Items of band `band`.
     fn count(&self, band: usize) -> usize {
-        self.counts.get(band).map_or(0, |&n| n as usize)
+        self.items[band].len()
+    }
+
+    /// Bytes held.
+    fn bytes(&self) -> usize {
+        let items: usize = self.items.iter().map(Vec::capacity).sum();
+        let keys: usize = self.keys.iter().map(Vec::capacity).sum();
+        items * std::mem::size_of::<GridItem>() + keys * 4
     }
 }
 
@@ -155,8 +158,13 @@ impl Grid {
         let cell = cell.max(1.0);
         let cols = ((arena.x / cell).ceil() as i32).max(1);
         let rows = ((arena.y / cell).ceil() as i32).max(1);
-        let band_rows = (rows as usize).div_ceil(bands.clamp(1, BANDS)).next_multiple_of(BLOCK as usize) as i32;
-        self.shape = GridShape { cell, cols, rows, band_rows };
+        let mut band_rows = (rows as usize).div_ceil(bands.clamp(1, BANDS)).next_multiple_of(BLOCK as usize) as i32;
+        if rows as u64 * band_rows as u64 >= 1 << 32 {
+            // Past what `band_of` computes exactly (no arena comes near): one band.
+            band_rows = (rows as usize).next_multiple_of(BLOCK as usize) as i32;
+        }
+        let band_mul = if band_rows >= rows { 0 } else { (1u64 << 32).div_ceil(band_rows as u64) };
+        self.shape = GridShape { cell, cols, rows, band_rows, band_mul };
         self.staged.clear();
         self.keys.clear();
         self.pieces.iter_mut().for_each(Staged::clear);
@@ -233,12 +241,11 @@ impl Grid {
     }
 
     /// Sorts the staged items into cells, keeping the order they were pushed in (piece by piece) within each
-    /// cell. Pieces' items are first moved to `banded`, band after band, each band's in piece order (the pieces
-    /// split between the threads if `parallel`, each writing its own part of every band); then each band runs a
-    /// counting sort of its own over its cells (count, running sum, scatter, gather) and counts its items per
-    /// team and block into its rows of the team tables, on the thread pool if `parallel`; the tables' rows are
-    /// summed at the end. Bands are fixed by the grid's size and each sort is stable, so the result is the one
-    /// serial counting sort of every item gives, for any thread count.
+    /// cell. Each band runs a counting sort of its own over its cells (count, running sum, then the items put in
+    /// place) and counts its items per team and block into its rows of the team tables, on the thread pool if
+    /// `parallel`; the tables' rows are summed at the end. A band reads its items from every piece's part for it,
+    /// in piece order. Bands are fixed by the grid's size and each sort is stable, so the result is the one serial
+    /// counting sort of every item gives, for any thread count.
     pub fn finish(&mut self, parallel: bool) {
         let cols = self.shape.cols as usize;
         let cells = cols * self.shape.rows as usize;
@@ -257,21 +264,6 @@ impl Grid {
         let n = self.band_starts[bands] as usize;
         let filler =
             GridItem { entity: Entity::from_bits(1 << 32).expect("generation 1"), position: Vec2::ZERO, team: 0 };
-        if !pushed {
-            // Only the length changes (a steady frame's is about the last one's): `to_bands` writes every slot.
-            self.banded.resize(n, filler);
-            self.banded_keys.resize(n, 0);
-            let mut out: [(&mut [GridItem], &mut [u32]); BANDS] = Default::default();
-            let (mut items, mut keys) = (&mut self.banded[..], &mut self.banded_keys[..]);
-            for (b, band) in out.iter_mut().enumerate().take(bands) {
-                let len = (self.band_starts[b + 1] - self.band_starts[b]) as usize;
-                let (these, rest) = std::mem::take(&mut items).split_at_mut(len);
-                let (their_keys, keys_rest) = std::mem::take(&mut keys).split_at_mut(len);
-                *band = (these, their_keys);
-                (items, keys) = (rest, keys_rest);
-            }
-            to_bands(&self.pieces, out, parallel);
-        }
         // Every slot below is written by its band's sort (no clearing needed, only the length).
         self.starts.resize(cells + 1, 0);
         self.starts[cells] = n as u32;
@@ -287,13 +279,12 @@ impl Grid {
             counts.resize((block_cols + 1) * (block_rows + 1), 0);
         }
         let [red, blue] = &mut self.counts;
-        let (staged, keys) = match pushed {
-            true => (&self.staged, &self.keys),
-            false => (&self.banded, &self.banded_keys),
+        let source = match pushed {
+            true => Source::Pushed { staged: &self.staged, keys: &self.keys },
+            false => Source::Pieces(&self.pieces),
         };
         let input = BandInput {
-            staged,
-            keys,
+            source,
             band_starts: &self.band_starts,
             band_cells,
             cols,
@@ -437,64 +428,33 @@ impl Grid {
     pub fn bytes(&self) -> usize {
         let item = std::mem::size_of::<GridItem>();
         let counts: usize = self.counts.iter().map(Vec::capacity).sum();
-        let pieces: usize = self
-            .pieces
-            .iter()
-            .map(|piece| {
-                piece.items.capacity() * item
-                    + (piece.keys.capacity() + piece.counts.capacity()) * 4
-                    + piece.bands.capacity()
-            })
-            .sum();
+        let pieces: usize = self.pieces.iter().map(Staged::bytes).sum();
         let orders: usize = self.band_scratch.iter().map(|band| band.order.capacity()).sum();
-        let keys = self.item_keys.capacity() + self.keys.capacity() + self.banded_keys.capacity();
+        let keys = self.item_keys.capacity() + self.keys.capacity();
         (self.starts.capacity() + keys + counts + orders) * 4
-            + (self.items.capacity() + self.staged.capacity() + self.banded.capacity()) * item
+            + (self.items.capacity() + self.staged.capacity()) * item
             + pieces
     }
 }
 
+/// Where the bands' sorts find the staged items.
+enum Source<'a> {
+    /// Every item in one band, in the order pushed, and their cells.
+    Pushed { staged: &'a [GridItem], keys: &'a [u32] },
+    /// The pieces, each apart by band.
+    Pieces(&'a [Staged]),
+}
+
 /// What every band's sort reads.
 struct BandInput<'a> {
-    /// Every item, band after band (`band_starts`), each band's in the order pushed.
-    staged: &'a [GridItem],
-    keys: &'a [u32],
+    source: Source<'a>,
+    /// Where each band's items go in the grid's items, band after band.
     band_starts: &'a [u32],
     band_cells: usize,
     /// The grid's columns, a band's block rows (a band is whole blocks high), and a team table's row width.
     cols: usize,
     band_block_rows: usize,
     width: usize,
-}
-
-/// Each band's part of the staged items and their cells ([`Grid::finish`]).
-type BandParts<'a> = [(&'a mut [GridItem], &'a mut [u32]); BANDS];
-
-/// Moves the pieces' items to their bands' parts, in piece order within each band. Halves the pieces and joins
-/// the halves on the thread pool if `parallel`: the front half gets the front of every band's part.
-fn to_bands(pieces: &[Staged], mut out: BandParts<'_>, parallel: bool) {
-    if !parallel || pieces.len() <= 1 {
-        let mut at = [0usize; BANDS];
-        for piece in pieces {
-            for ((item, key), &band) in piece.items.iter().zip(&piece.keys).zip(&piece.bands) {
-                let (band, at) = (band as usize, &mut at[band as usize]);
-                out[band].0[*at] = *item;
-                out[band].1[*at] = *key;
-                *at += 1;
-            }
-        }
-        return;
-    }
-    let (front, back) = pieces.split_at(pieces.len() / 2);
-    let mut ahead: BandParts<'_> = Default::default();
-    for (b, (part, front_part)) in out.iter_mut().zip(ahead.iter_mut()).enumerate() {
-        let len = front.iter().map(|piece| piece.count(b)).sum();
-        let (items, rest) = std::mem::take(&mut part.0).split_at_mut(len);
-        let (keys, keys_rest) = std::mem::take(&mut part.1).split_at_mut(len);
-        *front_part = (items, keys);
-        *part = (rest, keys_rest);
-    }
-    crate::ecs::join(|| to_bands(front, ahead, parallel), || to_bands(back, out, parallel));
 }
 
 /// What the bands' sorts write: per band, its cells' `starts`, its scratch, its items' range of the rest, and its
@@ -545,32 +505,58 @@ fn sort_bands(input: &BandInput<'_>, bands: std::ops::Range<usize>, out: BandOut
 /// its range.
 fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
     let BandOutput { starts, scratch, items, item_keys, counts } = out;
-    let BandScratch { order } = &mut scratch[0];
-    let range = input.band_starts[band] as usize..input.band_starts[band + 1] as usize;
-    let (staged, keys) = (&input.staged[range.clone()], &input.keys[range]);
     let first_cell = (band * input.band_cells) as u32;
     let base = input.band_starts[band];
+    // The count, then a running sum, so `starts[c]` is where cell `c` ends; the placing below walks it back to
+    // where it starts. Backwards, so each cell keeps the staged order.
     starts.fill(0);
-    for &key in keys {
-        starts[(key - first_cell) as usize] += 1;
-    }
-    // Running sum, so `starts[c]` is where cell `c` ends; the scatter below walks it back to where it starts.
-    let mut end = base;
-    for start in starts.iter_mut() {
-        end += *start;
-        *start = end;
-    }
-    // Scatter 4-byte indices (a small array: the random writes stay in cache), then gather the items in order
-    // (sequential writes; the random reads overlap). Backwards, so each cell keeps the staged order.
-    order.resize(keys.len(), 0);
-    for (at, &key) in keys.iter().enumerate().rev() {
-        let slot = &mut starts[(key - first_cell) as usize];
-        *slot -= 1;
-        order[(*slot - base) as usize] = at as u32;
-    }
-    for ((item, key), &at) in items.iter_mut().zip(item_keys.iter_mut()).zip(order.iter()) {
-        *item = staged[at as usize];
-        *key = keys[at as usize];
+    let count = |starts: &mut [u32], keys: &[u32]| {
+        for &key in keys {
+            starts[(key - first_cell) as usize] += 1;
+        }
+    };
+    let sum = |starts: &mut [u32]| {
+        let mut end = base;
+        for start in starts.iter_mut() {
+            end += *start;
+            *start = end;
+        }
+    };
+    match input.source {
+        Source::Pushed { staged, keys } => {
+            let range = base as usize..input.band_starts[band + 1] as usize;
+            let (staged, keys) = (&staged[range.clone()], &keys[range]);
+            count(starts, keys);
+            sum(starts);
+            // Scatter 4-byte indices (a small array: the random writes stay in cache even when the band is the
+            // whole grid), then gather the items in order (sequential writes; the random reads overlap).
+            let BandScratch { order } = &mut scratch[0];
+            order.resize(keys.len(), 0);
+            for (at, &key) in keys.iter().enumerate().rev() {
+                let slot = &mut starts[(key - first_cell) as usize];
+                *slot -= 1;
+                order[(*slot - base) as usize] = at as u32;
+            }
+            for ((item, key), &at) in items.iter_mut().zip(item_keys.iter_mut()).zip(order.iter()) {
+                *item = staged[at as usize];
+                *key = keys[at as usize];
+            }
+        }
+        Source::Pieces(pieces) => {
+            pieces.iter().for_each(|piece| count(starts, &piece.keys[band]));
+            sum(starts);
+            // Each item straight to its place: one band's items are a small part of the grid (a sixteenth), so
+            // the random writes stay in cache.
+            for piece in pieces.iter().rev() {
+                for (item, &key) in piece.items[band].iter().zip(&piece.keys[band]).rev() {
+                    let slot = &mut starts[(key - first_cell) as usize];
+                    *slot -= 1;
+                    let at = (*slot - base) as usize;
+                    items[at] = *item;
+                    item_keys[at] = key;
+                }
+            }
+        }
     }
     count_band(input, first_cell as usize, starts, items, item_keys, counts);
 }
