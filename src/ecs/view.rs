@@ -170,6 +170,13 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline(always)]
     pub fn insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, ComponentError> {
         match &mut self.inner {
+            // The sparse set first, as in `get_mut`.
+            Inner::Direct { entities, store: ComponentValues::Pool(AnyPool::SparseSet(set)) } => {
+                if !entities.is_alive(entity) {
+                    return Err(not_alive(entities, entity));
+                }
+                Ok(set.insert(entity, value))
+            }
             Inner::Direct { entities, store } => {
                 if !entities.is_alive(entity) {
                     return Err(not_alive(entities, entity));

@@ -127,8 +127,8 @@ pub fn build_grid(world: &mut World) {
         let cell = config.cell_size.max(2.0 * config.radius);
         if parallel {
             // In bands, and in pieces on the pool: each piece stages its fighters in the position pool's order, by
-            // runs (the loop is this closure's own, as below), noting each one's band; the pieces come back in
-            // piece order, so the grid sees them in that order whatever the threads.
+            // runs (the loop is this closure's own, as below), apart by band; the pieces come back in piece order,
+            // so the grid sees them in that order whatever the threads.
             grid.begin_in_bands(config.arena, cell, BANDS);
             let (shape, team) = (grid.shape(), &*team);
             let mut pieces = grid.take_pieces();
