@@ -697,6 +697,45 @@ mod tests {
     }
 
     #[test]
+    fn a_rows_band_is_its_division_by_the_band_height() {
+        // Grids of every height from 1 row to past the tallest `band_of` takes (rows x band rows < 2^32), in up to
+        // 16 bands: the multiplication agrees with the division at and around every band edge.
+        let mut grid = Grid::default();
+        let (mut rows, mut checked, mut one_band) = (1u32, 0, 0);
+        while rows < 400_000 {
+            for bands in [2, 5, BANDS] {
+                grid.begin_in_bands(Vec2::new(1.0, rows as f32), 1.0, bands);
+                let GridShape { rows, band_rows, band_mul, .. } = grid.shape;
+                if band_mul == 0 {
+                    assert_eq!(grid.bands().count(), 1, "{rows} rows");
+                    assert!(band_rows >= rows);
+                    one_band += 1;
+                }
+                for edge in (0..rows).step_by(band_rows as usize) {
+                    for row in
+                        [edge - 1, edge, edge + 1, edge + band_rows - 1].into_iter().filter(|r| (0..rows).contains(r))
+                    {
+                        assert_eq!(
+                            grid.shape.band_of(row),
+                            (row / band_rows) as usize,
+                            "row {row} of {rows}, {band_rows} a band"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+            rows += 1 + rows / 64;
+        }
+        assert!(checked > 10_000, "{checked} rows checked");
+        // Short grids are one band, and so are those too tall for the multiplication (262,144 rows and more).
+        assert!(one_band > 3, "{one_band} grids of one band");
+        grid.begin_in_bands(Vec2::new(1.0, 300_000.0), 1.0, BANDS);
+        assert_eq!(grid.bands().count(), 1);
+        grid.begin_in_bands(Vec2::new(1.0, 200_000.0), 1.0, BANDS);
+        assert_eq!(grid.bands().count(), BANDS);
+    }
+
+    #[test]
     fn a_grid_reused_frame_after_frame_sorts_only_that_frames_items() {
         // One grid kept between frames, as the game keeps it: the populations grow and shrink, and builds in pieces
         // alternate with one-band builds. Each frame's items are exactly that frame's, sorted; nothing of an earlier,
