@@ -111,14 +111,6 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline]
     pub fn get_mut(&mut self, entity: Entity) -> Option<&mut T> {
         match &mut self.inner {
-            // The sparse set first, by itself: its lookup inlined without the dispatch on the other layouts (a
-            // loop of writes by handle keeps more of them in flight the fewer instructions each takes).
-            Inner::Direct { entities, store: ComponentValues::Pool(AnyPool::SparseSet(set)) } => {
-                match entities.is_alive(entity) {
-                    true => set.get_mut(entity.index()),
-                    false => None,
-                }
-            }
             Inner::Direct { entities, store } => match entities.is_alive(entity) {
                 true => store.get_mut(entity.index()),
                 false => None,
@@ -170,13 +162,6 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline(always)]
     pub fn insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, ComponentError> {
         match &mut self.inner {
-            // The sparse set first, as in `get_mut`.
-            Inner::Direct { entities, store: ComponentValues::Pool(AnyPool::SparseSet(set)) } => {
-                if !entities.is_alive(entity) {
-                    return Err(not_alive(entities, entity));
-                }
-                Ok(set.insert(entity, value))
-            }
             Inner::Direct { entities, store } => {
                 if !entities.is_alive(entity) {
                     return Err(not_alive(entities, entity));
