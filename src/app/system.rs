@@ -229,6 +229,13 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         self.looped(commands.queue(), |query| query.par_for_each_with_commands(f))
     }
 
+    /// Whether this query's parallel loops may run on several threads now (as
+    /// [`swarm::ecs::World::parallel`](crate::ecs::World::parallel)): for work of the system's own, split the same
+    /// way (with [`swarm::ecs::join`](crate::ecs::join)).
+    pub fn parallel(&self) -> bool {
+        self.context.world.parallel()
+    }
+
     /// The matches as an iterator (as [`swarm::ecs::QueryBorrow::iter`](crate::ecs::QueryBorrow::iter)), through `&self`:
     /// every term only reads.
     pub fn iter(&self) -> QueryIter<'_, Q>

@@ -3,7 +3,8 @@
 //!
 //! - [`crate::sim::spawn`] makes the squads: each hunter spawned opens a squad of its team, and the fighters of
 //!   that team spawned after it in the same frame join it, up to [`SQUAD`].
-//! - [`keep_formation`] steers each follower to its slot (its place in the captain's list).
+//! - [`plan_formation`] gives each follower its slot (its place in the captain's list) and [`keep_formation`]
+//!   steers it there.
 //! - `despawn_dead` marks a fighter at zero health [`Fallen`]. The handler of that insert ([`fall`]) settles the
 //!   squad (the first living follower is promoted captain and takes the others; a lone follower scatters; dying
 //!   followers leave), throws the death's particles ([`burst`]) and records the despawn. The world applies those
@@ -12,7 +13,7 @@
 
 use super::components::{Blue, Health, Hunter, Lifetime, Particle, ParticleBundle, Position, Red, Velocity};
 use super::config::{Draw, SimConfig, SimRng, SimStats};
-use crate::app::{App, Local, OrderSystems, Query, Res, Stage};
+use crate::app::{App, OrderSystems, Query, Res, ResMut, Stage};
 use crate::ecs::{Children, Commands, Entity, Parent, Without, World};
 use glam::Vec2;
 use rand::Rng;
@@ -29,11 +30,13 @@ const PULL: f32 = 3.0;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallen;
 
-/// Adds [`keep_formation`] to `Update` in the group "squads", after the group "movement" (so after the
-/// integration: the velocities it steers move the followers the next frame), and the handler [`fall`] (insert of
-/// [`Fallen`]).
+/// Adds [`plan_formation`] then [`keep_formation`] to `Update` in the group "squads", after the group "movement"
+/// (so after the integration: the velocities they steer move the followers the next frame), and the handler
+/// [`fall`] (insert of [`Fallen`]).
 pub fn plugin(app: &mut App) {
-    app.add_group(Stage::Update, "squads", keep_formation.after("movement")).on_insert::<Fallen>(fall);
+    app.insert_resource(Formation::default())
+        .add_group(Stage::Update, "squads", (plan_formation, keep_formation).chain().after("movement"))
+        .on_insert::<Fallen>(fall);
 }
 
 /// The slot of follower `slot` behind a captain heading along `heading` (a unit vector): a wedge, rows of two.
@@ -43,43 +46,124 @@ pub fn slot_offset(heading: Vec2, slot: usize) -> Vec2 {
     (-heading * row + heading.perp() * side * row) * SPACING
 }
 
-/// Steers every follower toward its slot: the captain's velocity plus a pull toward the slot, at most twice a
-/// fighter's speed. The captains write each follower's slot and lead into a table by entity index, then the
-/// followers are walked in pieces, each reading its own entry; each is written once, from its captain's values, so
-/// the order captains are visited in does not matter. (The pieces run on every thread on the archetype layout,
-/// whose tables split; on the per-component layouts the `Parent` pool drives and the walk probes the velocities
-/// it writes, so they run in order on one thread.)
-pub fn keep_formation(
-    config: Res<SimConfig>,
+/// The captains' half of steering: each captain's followers get their slot (the wedge behind it) and its velocity
+/// as their lead, in [`Formation`]'s table by the follower's entity index. A follower is in one captain's list, so
+/// its entry is written once and the order captains are visited in does not matter.
+///
+/// On one thread the captains write the table as they are visited. On several, they are read in pieces
+/// ([`Query::par_fold`]), each piece listing its followers' entries, and the lists are written into the table's two
+/// halves on two threads, each half taking the entries whose index falls in it.
+pub fn plan_formation(
     mut captains: Query<(&Children, &Position, &Velocity), Without<Parent>>,
-    mut followers: Query<(&Parent, &Position, &mut Velocity)>,
-    mut slots: Local<Vec<Slot>>,
+    mut formation: ResMut<Formation>,
 ) {
-    let most = config.fighter_speed * 2.0;
-    captains.for_each(|_, (squad, at, velocity)| {
-        let heading = velocity.0.try_normalize().unwrap_or(Vec2::X);
-        for (k, &follower) in squad.iter().enumerate() {
-            let index = follower.index() as usize;
-            if slots.len() <= index {
-                slots.resize(index + 1, Slot::default());
+    let parallel = captains.parallel();
+    let Formation { slots, stamp, pieces } = &mut *formation;
+    *stamp = match stamp.checked_add(1) {
+        Some(next) => next,
+        None => {
+            // The stamps have wrapped: entries of old frames could match again.
+            slots.clear();
+            1
+        }
+    };
+    let stamp = *stamp;
+    if !parallel {
+        captains.for_each(|_, (squad, at, velocity)| {
+            for (index, slot) in entries(squad, at.0, velocity.0, stamp) {
+                if slots.len() <= index {
+                    slots.resize(index + 1, Slot::default());
+                }
+                slots[index] = slot;
             }
-            slots[index] = Slot { follower: Some(follower), target: at.0 + slot_offset(heading, k), lead: velocity.0 };
+        });
+        return;
+    }
+    captains.par_fold(pieces, Piece::clear, |piece, _, (squad, at, velocity)| {
+        for (index, slot) in entries(squad, at.0, velocity.0, stamp) {
+            piece.bound = piece.bound.max(index + 1);
+            piece.entries.push((index as u32, slot));
         }
     });
-    let slots = &*slots;
-    followers.par_for_each(|e, (_, position, v)| {
-        if let Some(slot) = slots.get(e.index() as usize).filter(|s| s.follower == Some(e)) {
+    let bound = pieces.iter().map(|piece| piece.bound).max().unwrap_or(0);
+    if slots.len() < bound {
+        slots.resize(bound, Slot::default());
+    }
+    let write = |part: &mut [Slot], first: usize| {
+        for &(index, slot) in pieces.iter().flat_map(|piece| &piece.entries) {
+            if let Some(entry) = part.get_mut((index as usize).wrapping_sub(first)) {
+                *entry = slot;
+            }
+        }
+    };
+    let middle = slots.len() / 2;
+    let (front, back) = slots.split_at_mut(middle);
+    crate::ecs::join(|| write(front, 0), || write(back, middle));
+}
+
+/// A captain's followers' entries, by entity index: each one's slot behind the captain at `at` moving at `lead`.
+fn entries(squad: &Children, at: Vec2, lead: Vec2, stamp: u32) -> impl Iterator<Item = (usize, Slot)> + '_ {
+    let heading = lead.try_normalize().unwrap_or(Vec2::X);
+    squad.iter().enumerate().map(move |(k, follower)| {
+        let slot = Slot { generation: follower.generation().get(), stamp, target: at + slot_offset(heading, k), lead };
+        (follower.index() as usize, slot)
+    })
+}
+
+/// The followers' half of steering: every follower steers toward its slot from [`plan_formation`], its lead (the
+/// captain's velocity) plus a pull toward the slot, at most twice a fighter's speed. The walk is over every mover
+/// (position and velocity), in pieces on the pool: the velocity pool drives and is written by row, so the pieces
+/// split on every layout. A mover steers only if its index's entry is this frame's and names it.
+pub fn keep_formation(
+    config: Res<SimConfig>,
+    formation: Res<Formation>,
+    mut movers: Query<(&Position, &mut Velocity)>,
+) {
+    let most = config.fighter_speed * 2.0;
+    let Formation { slots, stamp, .. } = &*formation;
+    let stamp = *stamp;
+    movers.par_for_each(|e, (position, v)| {
+        let mine = |slot: &&Slot| slot.stamp == stamp && slot.generation == e.generation().get();
+        if let Some(slot) = slots.get(e.index() as usize).filter(mine) {
             v.0 = (slot.lead + (slot.target - position.0) * PULL).clamp_length_max(most);
         }
     });
 }
 
-/// A follower's slot and its captain's velocity, this frame ([`keep_formation`]).
+/// The squads' steering table ([`plan_formation`] writes it, [`keep_formation`] reads it): an entry per entity
+/// index, kept between frames; an entry is this frame's if its stamp is. Nothing in it outlives a frame's use, so
+/// it is not saved.
+#[derive(Debug, Default)]
+pub struct Formation {
+    slots: Vec<Slot>,
+    /// The current frame's stamp (0: no frame yet).
+    stamp: u32,
+    /// What each piece of captains listed, in piece order (kept for their memory).
+    pieces: Vec<Piece>,
+}
+
+/// A follower's slot and its captain's velocity, in the frame `stamp`: the entry at the follower's index, naming
+/// it by its generation (0: no entity's).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Slot {
-    follower: Option<Entity>,
+struct Slot {
+    generation: u32,
+    stamp: u32,
     target: Vec2,
     lead: Vec2,
+}
+
+/// One piece of captains' entries (by follower index) and the table length they need.
+#[derive(Debug, Default)]
+struct Piece {
+    entries: Vec<(u32, Slot)>,
+    bound: usize,
+}
+
+impl Piece {
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.bound = 0;
+    }
 }
 
 /// A fighter falls: dying followers leave the squad; of the living, the first is promoted captain (it hunts now)
@@ -131,5 +215,106 @@ pub fn burst(world: &World, e: Entity, commands: &mut Commands<'_>) {
             lifetime: Lifetime(life),
             particle: Particle,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ecs::Backend;
+
+    fn mover(world: &mut World, at: Vec2, v: Vec2) -> Entity {
+        world.spawn((Position(at), Velocity(v))).unwrap()
+    }
+
+    /// What `keep_formation` makes of follower `k` at `at` behind a captain at `captain` moving at `lead`.
+    fn steered(config: &SimConfig, captain: Vec2, lead: Vec2, k: usize, at: Vec2) -> Vec2 {
+        let heading = lead.try_normalize().unwrap_or(Vec2::X);
+        let target = captain + slot_offset(heading, k);
+        (lead + (target - at) * PULL).clamp_length_max(config.fighter_speed * 2.0)
+    }
+
+    fn steering(world: World, threads: usize) -> App {
+        let mut app = App::with_world(world);
+        app.set_threads(threads);
+        app.insert_resource(Formation::default());
+        app.add_systems(Stage::Update, (plan_formation, keep_formation).chain());
+        app
+    }
+
+    #[test]
+    fn followers_steer_to_their_slots_and_only_followers_do() {
+        for backend in Backend::ALL {
+            let mut world = World::new();
+            world.set_backend(backend);
+            let config = SimConfig::with_population(10);
+            world.insert_resource(config.clone());
+            let (at, lead) = (Vec2::new(200.0, 200.0), Vec2::new(30.0, 40.0));
+            let captain = mover(&mut world, at, lead);
+            let places = [Vec2::new(190.0, 180.0), Vec2::new(230.0, 205.0), Vec2::new(150.0, 260.0)];
+            let followers: Vec<Entity> = places.iter().map(|&p| mover(&mut world, p, Vec2::new(-5.0, 1.0))).collect();
+            for &f in &followers {
+                world.add_child(captain, f).unwrap();
+            }
+            // A loose mover, and a follower of a captain that is itself a follower: neither is steered.
+            let loose = mover(&mut world, Vec2::new(10.0, 10.0), Vec2::new(7.0, 0.0));
+            let under = mover(&mut world, Vec2::new(300.0, 300.0), Vec2::new(0.0, 7.0));
+            world.add_child(followers[0], under).unwrap();
+            let mut app = steering(world, 1);
+            app.update();
+            let v = |app: &App, e: Entity| app.world.get::<Velocity>(e).unwrap().0;
+            for (k, (&f, &p)) in followers.iter().zip(&places).enumerate() {
+                assert_eq!(v(&app, f), steered(&config, at, lead, k, p), "{backend}: follower {k}");
+            }
+            assert_eq!(v(&app, captain), lead, "{backend}");
+            assert_eq!(v(&app, loose), Vec2::new(7.0, 0.0), "{backend}");
+            assert_eq!(v(&app, under), Vec2::new(0.0, 7.0), "{backend}");
+
+            // The second follower leaves: last frame's entry for it is not this frame's, so it is left alone, and
+            // the third moves up to slot 1.
+            app.world.remove_child(captain, followers[1]).unwrap();
+            app.world.get_mut::<Velocity>(followers[1]).unwrap().0 = Vec2::new(1.0, 2.0);
+            app.update();
+            assert_eq!(v(&app, followers[1]), Vec2::new(1.0, 2.0), "{backend}: a former follower");
+            assert_eq!(v(&app, followers[2]), steered(&config, at, lead, 1, places[2]), "{backend}");
+        }
+    }
+
+    #[test]
+    fn two_threads_steer_as_one() {
+        let run = |backend: Backend, threads: usize| {
+            let mut world = World::new();
+            world.set_backend(backend);
+            world.set_piece_rows(16);
+            world.insert_resource(SimConfig::with_population(10));
+            let place = |i: usize| Vec2::new((i * 37 % 500) as f32, (i * 91 % 400) as f32);
+            let mut captains = Vec::new();
+            for i in 0..1500 {
+                let e = mover(&mut world, place(i), Vec2::new((i % 13) as f32 - 6.0, (i % 7) as f32 - 3.0));
+                // Every seventh opens a squad; of the six after it, those not a multiple of five follow it.
+                match i % 7 {
+                    0 => captains.push(e),
+                    _ if i % 5 == 0 => {} // loose
+                    _ => world.add_child(*captains.last().unwrap(), e).unwrap(),
+                }
+            }
+            let mut app = steering(world, threads);
+            let mut out = Vec::new();
+            for frame in 0..3 {
+                app.update();
+                app.world.query::<&Velocity>().for_each(|e, v| out.push((frame, e, v.0.x.to_bits(), v.0.y.to_bits())));
+            }
+            out.sort_unstable();
+            out
+        };
+        for backend in Backend::ALL {
+            let one = run(backend, 1);
+            assert_eq!(one.len(), 3 * 1500);
+            for threads in [2, 3] {
+                let other = run(backend, threads);
+                let differ = one.iter().zip(&other).filter(|(a, b)| a != b).count();
+                assert_eq!((other.len(), differ), (one.len(), 0), "{backend}, {threads} threads");
+            }
+        }
     }
 }
