@@ -39,6 +39,7 @@ use schedule::{AccessError, SystemAccess};
 use state::{Driver, Slots};
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// When a system runs within a frame. Startup runs once, before the first frame's other stages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -226,6 +227,9 @@ pub struct App {
     pool: Option<rayon::ThreadPool>,
     /// The pool was asked for (and, if `pool` is `None`, refused: the schedule runs on the calling thread).
     pool_asked: bool,
+    /// Threads of the pool kept awake while a frame runs on it ([`keep_warm`]): one less than the pool's, or than
+    /// the machine's cores if fewer.
+    warm: usize,
     /// Per stage, the batches of each run of systems (a group, or systems in none), worked out when first run
     /// after a change.
     plans: Vec<Option<Vec<Segment>>>,
@@ -288,6 +292,7 @@ impl App {
             threads: default_threads(),
             pool: None,
             pool_asked: false,
+            warm: 0,
             plans: Stage::ALL.iter().map(|_| None).collect(),
             ran: Vec::new(),
             picked: Vec::new(),
@@ -617,6 +622,9 @@ impl App {
             // Without a pool (the system refused threads) the schedule runs on this thread, with the same result.
             self.pool = rayon::ThreadPoolBuilder::new().num_threads(self.threads).build().ok();
             self.pool_asked = true;
+            // No more spinning threads than the machine runs at once (beside the frame's own).
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            self.warm = self.threads.min(cores).saturating_sub(1);
         }
         // The whole frame runs on the pool, so the systems of a batch and the pieces of a parallel query loop (in
         // any system) go to its threads with no hand-over per batch. A world too small to give each thread several
@@ -626,7 +634,18 @@ impl App {
         let small = (self.world.len() as usize) < self.world.piece_rows().saturating_mul(pieces);
         match self.pool.take() {
             Some(pool) if !small => {
-                let outcome = pool.install(|| catch_unwind(AssertUnwindSafe(|| self.frame(true))));
+                let others = self.warm;
+                let outcome = pool.install(|| {
+                    // The pool's other threads stay awake for the frame (`keep_warm`), beside it on the stack.
+                    let done = AtomicBool::new(false);
+                    let frame_thread = rayon::current_thread_index();
+                    let frame = || {
+                        let outcome = catch_unwind(AssertUnwindSafe(|| self.frame(true)));
+                        done.store(true, Ordering::Release);
+                        outcome
+                    };
+                    rayon::join(frame, || keep_warm(&done, frame_thread, others)).0
+                });
                 self.pool = Some(pool);
                 if let Err(panic) = outcome {
                     resume_unwind(panic);
@@ -955,6 +974,26 @@ fn resume_named(system: &str, panic: Box<dyn Any + Send>) -> ! {
         resume_unwind(panic);
     }
     panic!("system `{system}` panicked: {message}");
+}
+
+/// Keeps `count` threads of the pool awake while the frame runs on `frame_thread`, until `done`: each takes work
+/// as soon as a loop or a batch offers it, instead of a sleeping thread being woken for each (on the 2-core VM of
+/// BENCHMARKS.md, a woken thread started its half of a join 40 to 80 µs late, and a frame hands out dozens). The
+/// threads spin between the frame's parallel parts, and sleep again when it ends. The spinners start as the
+/// second halves of joins, so nothing allocates; a spinner the frame's own thread picks up while it waits inside
+/// the frame returns at once (it would wait for the frame, which waits for it).
+fn keep_warm(done: &AtomicBool, frame_thread: Option<usize>, count: usize) {
+    if count == 0 || rayon::current_thread_index() == frame_thread {
+        return;
+    }
+    let spin = || {
+        while !done.load(Ordering::Acquire) {
+            if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                std::hint::spin_loop();
+            }
+        }
+    };
+    rayon::join(spin, || keep_warm(done, frame_thread, count - 1));
 }
 
 #[cfg(test)]
