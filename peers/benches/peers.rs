@@ -24,12 +24,13 @@
 //! `Bundle`, one at a time and as a batch, per backend.
 //!
 //! Rows named `raw-...` are floors, hand-written with none of a world's machinery: `raw-vec` one packed array,
-//! `raw-tables` (frag_iter) one array per table as an archetype layout must have, `raw-sparse` and `raw-dense`
-//! (churn) the textbook sparse set and direct array, `raw-erased` (churn) the textbook sparse sets behind trait
-//! objects, as a world of run-time component types holds them without `unsafe`; in the frame, `raw-sparse` one
-//! sparse index for four pools packed alike (a grouped layout) and `raw-pools` one textbook sparse set per
-//! component (the sparse-set layout's own floor). A backend does at least its layout's floor's work; a row below
-//! its floor is code placement (see docs/PERFORMANCE.md), not less work.
+//! `raw-tables` (frag_iter) one array per table as an archetype layout must have, `raw-sparse` (add_remove, churn)
+//! the textbook sparse set, `raw-paged` (add_remove, churn) the same with its index map in pages as the sparse-set
+//! backend keeps it, `raw-dense` (churn) the direct array, `raw-erased` and `raw-erased-paged` (churn) the textbook
+//! sets, flat or paged, behind trait objects, as a world of run-time component types holds them without `unsafe`;
+//! in the frame, `raw-sparse` one sparse index for four pools packed alike (a grouped layout) and `raw-pools` one
+//! textbook sparse set per component (the sparse-set layout's own floor). A backend does at least its layout's
+//! floor's work; a row below its floor is code placement (see docs/PERFORMANCE.md), not less work.
 
 use bevy_ecs::world::World as BevyWorld;
 use criterion::Criterion;
@@ -367,6 +368,10 @@ fn add_remove() -> Vec<Case> {
                 black_box(slots[i].take());
             }
         }),
+        // The sparse-set layout's floors: the textbook set, flat or with its index map in pages (as the backend
+        // keeps it).
+        textbook_add_remove::<churn::RawSparse<Second>>("raw-sparse"),
+        textbook_add_remove::<churn::RawPaged<Second>>("raw-paged"),
         case("hecs", move || {
             for &e in &hecs_handles {
                 hecs_world.insert_one(e, Second(0.0)).unwrap();
@@ -421,6 +426,23 @@ fn add_remove() -> Vec<Case> {
         }));
     }
     cases
+}
+
+/// add_remove on a textbook pool `P`, each handle checked against its generation first.
+fn textbook_add_remove<P: churn::Textbook<Second>>(name: &str) -> Case {
+    let mut handles = churn::Handles::default();
+    let keys: Vec<churn::Handle> = (0..N).map(|_| handles.alloc()).collect();
+    let mut pool = P::default();
+    case(name, move || {
+        for &handle in &keys {
+            assert!(handles.alive(handle));
+            pool.put(handle.0, Second(0.0));
+        }
+        for &handle in &keys {
+            assert!(handles.alive(handle));
+            black_box(pool.take(handle.0));
+        }
+    })
 }
 
 /// What one system's query costs when it finds nothing to do, or one entity: the per-system price of a frame of
@@ -524,6 +546,15 @@ mod churn {
         }
     }
 
+    /// The textbook removal from the packed arrays: the last key and value move into `position`'s place. Returns the
+    /// value taken and the key that moved, if one did (its entry must then point at `position`).
+    fn swap_out<T, K: Copy>(dense: &mut Vec<K>, values: &mut Vec<T>, position: usize) -> (T, Option<K>) {
+        let last = *dense.last().expect("present, so not empty");
+        dense.swap_remove(position);
+        let value = values.swap_remove(position);
+        (value, (position < dense.len()).then_some(last))
+    }
+
     /// The floor of the sparse-set layout: the textbook set (a flat index -> position array, packed keys and
     /// packed values, swap-and-pop removal), with none of a world's machinery.
     pub struct RawSparse<T, K = u32> {
@@ -549,21 +580,95 @@ mod churn {
             self.values.push(value);
         }
         pub fn remove(&mut self, index: u32) {
-            let Some(slot) = self.sparse.get_mut(index as usize) else { return };
+            self.take(index);
+        }
+        /// Removes and returns `index`'s value (swap-and-pop).
+        pub fn take(&mut self, index: u32) -> Option<T> {
+            let slot = self.sparse.get_mut(index as usize)?;
             if *slot == u32::MAX {
-                return;
+                return None;
             }
             let position = std::mem::replace(slot, u32::MAX) as usize;
-            let last = *self.dense.last().expect("present, so not empty");
-            self.dense.swap_remove(position);
-            self.values.swap_remove(position);
-            if position < self.dense.len() {
-                self.sparse[last.index() as usize] = position as u32;
+            let (value, moved) = swap_out(&mut self.dense, &mut self.values, position);
+            if let Some(moved) = moved {
+                self.sparse[moved.index() as usize] = position as u32;
             }
+            Some(value)
         }
         pub fn get_mut(&mut self, index: u32) -> Option<&mut T> {
             match self.sparse.get(index as usize) {
                 Some(&position) if position != u32::MAX => Some(&mut self.values[position as usize]),
+                _ => None,
+            }
+        }
+    }
+
+    /// The textbook set with its index -> position map in pages of 4,096 entries made on first touch, as the
+    /// sparse-set backend keeps it (so a pool's memory follows the pages its entities fall in, not the highest
+    /// index): each lookup reads the page's address before the entry.
+    pub struct RawPaged<T> {
+        pages: Vec<Option<Box<[u32; PAGE]>>>,
+        dense: Vec<u32>,
+        values: Vec<T>,
+    }
+
+    const PAGE: usize = 4096;
+
+    impl<T> Default for RawPaged<T> {
+        fn default() -> Self {
+            Self { pages: Vec::new(), dense: Vec::new(), values: Vec::new() }
+        }
+    }
+
+    impl<T> RawPaged<T> {
+        /// The entry of `index`, making its page (filled with `u32::MAX`) on first touch.
+        fn entry(&mut self, index: u32) -> &mut u32 {
+            let (page, offset) = (index as usize / PAGE, index as usize % PAGE);
+            if !matches!(self.pages.get(page), Some(Some(_))) {
+                return &mut self.make_page(page)[offset];
+            }
+            match self.pages.get_mut(page) {
+                Some(Some(entries)) => &mut entries[offset],
+                _ => unreachable!("the page was just checked"),
+            }
+        }
+        #[cold]
+        fn make_page(&mut self, page: usize) -> &mut [u32; PAGE] {
+            if self.pages.len() <= page {
+                self.pages.resize_with(page + 1, || None);
+            }
+            self.pages[page].get_or_insert_with(|| Box::new([u32::MAX; PAGE]))
+        }
+        pub fn insert(&mut self, index: u32, value: T) {
+            *self.entry(index) = self.dense.len() as u32;
+            self.dense.push(index);
+            self.values.push(value);
+        }
+        pub fn remove(&mut self, index: u32) {
+            self.take(index);
+        }
+        /// Removes and returns `index`'s value (swap-and-pop).
+        pub fn take(&mut self, index: u32) -> Option<T> {
+            let Some(Some(page)) = self.pages.get_mut(index as usize / PAGE) else { return None };
+            let slot = &mut page[index as usize % PAGE];
+            if *slot == u32::MAX {
+                return None;
+            }
+            let position = std::mem::replace(slot, u32::MAX) as usize;
+            let (value, moved) = swap_out(&mut self.dense, &mut self.values, position);
+            if let Some(moved) = moved {
+                match self.pages.get_mut(moved as usize / PAGE) {
+                    Some(Some(page)) => page[moved as usize % PAGE] = position as u32,
+                    _ => unreachable!("a present index has its page"),
+                }
+            }
+            Some(value)
+        }
+        pub fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+            match self.pages.get(index as usize / PAGE) {
+                Some(Some(page)) if page[index as usize % PAGE] != u32::MAX => {
+                    Some(&mut self.values[page[index as usize % PAGE] as usize])
+                }
                 _ => None,
             }
         }
@@ -595,8 +700,8 @@ mod churn {
         }
     }
 
-    /// The same frame on hand-written pools of one layout (`RawSparse` or `RawDense`), one per component type,
-    /// with a despawn asking every pool as the world does.
+    /// The same frame on hand-written pools of one layout (`RawSparse`, `RawPaged` or `RawDense`), one per component
+    /// type, with a despawn asking every pool as the world does.
     macro_rules! floor {
         ($name:literal, $pool:ident, $plans:expr) => {{
             #[derive(Default)]
@@ -686,26 +791,67 @@ mod churn {
         fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
     }
 
-    impl<T: 'static> ErasedSparse for RawSparse<T> {
-        fn remove(&mut self, index: u32) {
-            RawSparse::remove(self, index);
-        }
-        fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-            self
-        }
+    /// A textbook pool of `T`, as add_remove and the erased floor (once downcast) use it.
+    pub trait Textbook<T>: ErasedSparse + Default + 'static {
+        fn put(&mut self, index: u32, value: T);
+        fn take(&mut self, index: u32) -> Option<T>;
+        fn value_mut(&mut self, index: u32) -> Option<&mut T>;
     }
+
+    /// Which textbook sets the erased floor holds: `Flat` (`RawSparse`) or `Paged` (`RawPaged`).
+    pub trait Layout: 'static {
+        type Pool<T: 'static>: Textbook<T>;
+    }
+
+    pub struct Flat;
+    pub struct Paged;
+
+    impl Layout for Flat {
+        type Pool<T: 'static> = RawSparse<T>;
+    }
+
+    impl Layout for Paged {
+        type Pool<T: 'static> = RawPaged<T>;
+    }
+
+    macro_rules! textbook {
+        ($pool:ident) => {
+            impl<T: 'static> ErasedSparse for $pool<T> {
+                fn remove(&mut self, index: u32) {
+                    $pool::remove(self, index);
+                }
+                fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+                    self
+                }
+            }
+
+            impl<T: 'static> Textbook<T> for $pool<T> {
+                fn put(&mut self, index: u32, value: T) {
+                    $pool::insert(self, index, value);
+                }
+                fn take(&mut self, index: u32) -> Option<T> {
+                    $pool::take(self, index)
+                }
+                fn value_mut(&mut self, index: u32) -> Option<&mut T> {
+                    $pool::get_mut(self, index)
+                }
+            }
+        };
+    }
+    textbook!(RawSparse);
+    textbook!(RawPaged);
 
     /// The floor of the sparse-set layout as a world with run-time component types must hold it: the textbook
-    /// sets of `RawSparse`, one per component, in a list of trait objects (ids fixed, so no type registry). A spawn
+    /// sets of `L`, one per component, in a list of trait objects (ids fixed, so no type registry). A spawn
     /// downcasts the pool of each component it puts, a despawn asks every pool through one dynamic call each, and
     /// the writes downcast the health pool once.
-    #[derive(Default)]
-    pub struct Erased {
+    pub struct Erased<L: Layout> {
         handles: Handles,
         pools: Vec<Box<dyn ErasedSparse>>,
+        layout: std::marker::PhantomData<L>,
     }
 
-    impl Erased {
+    impl<L: Layout> Erased<L> {
         const POSITION: usize = 0;
         const VELOCITY: usize = 1;
         const HEALTH: usize = 2;
@@ -714,23 +860,21 @@ mod churn {
 
         pub fn new() -> Self {
             let pools: Vec<Box<dyn ErasedSparse>> = vec![
-                Box::new(RawSparse::<Position>::default()),
-                Box::new(RawSparse::<Velocity>::default()),
-                Box::new(RawSparse::<Health>::default()),
-                Box::new(RawSparse::<Team>::default()),
-                Box::new(RawSparse::<Lifetime>::default()),
+                Box::new(L::Pool::<Position>::default()),
+                Box::new(L::Pool::<Velocity>::default()),
+                Box::new(L::Pool::<Health>::default()),
+                Box::new(L::Pool::<Team>::default()),
+                Box::new(L::Pool::<Lifetime>::default()),
             ];
-            Self { handles: Handles::default(), pools }
-        }
-        pub fn pool<T: 'static>(&mut self, id: usize) -> &mut RawSparse<T> {
-            self.pools[id].as_any_mut().downcast_mut().expect("the pool of that type")
+            Self { handles: Handles::default(), pools, layout: std::marker::PhantomData }
         }
         fn put<T: 'static>(&mut self, id: usize, index: u32, value: T) {
-            self.pool::<T>(id).insert(index, value);
+            let pool: &mut L::Pool<T> = self.pools[id].as_any_mut().downcast_mut().expect("the pool of that type");
+            pool.put(index, value);
         }
     }
 
-    impl FloorWorld for Erased {
+    impl<L: Layout> FloorWorld for Erased<L> {
         fn spawn(&mut self, i: usize) -> Handle {
             let handle = self.handles.alloc();
             if i.is_multiple_of(2) {
@@ -757,13 +901,13 @@ mod churn {
             }
         }
         fn write(&mut self, handles: &[Handle], writes: &[usize]) {
-            let Self { handles: alive, pools } = self;
-            let health: &mut RawSparse<Health> =
+            let Self { handles: alive, pools, .. } = self;
+            let health: &mut L::Pool<Health> =
                 pools[Self::HEALTH].as_any_mut().downcast_mut().expect("the pool of that type");
             for &k in writes {
                 let handle = handles[k];
                 if alive.alive(handle) {
-                    if let Some(h) = health.get_mut(handle.0) {
+                    if let Some(h) = health.value_mut(handle.0) {
                         h.0 -= 1.0;
                     }
                 }
@@ -787,8 +931,10 @@ fn churn() -> Vec<Case> {
     let plans = std::rc::Rc::new(plans(16));
     let mut cases = vec![
         floor!("raw-sparse", RawSparse, plans.clone()),
+        floor!("raw-paged", RawPaged, plans.clone()),
         floor!("raw-dense", RawDense, plans.clone()),
-        churn_case("raw-erased", Erased::new(), plans.clone()),
+        churn_case("raw-erased", Erased::<Flat>::new(), plans.clone()),
+        churn_case("raw-erased-paged", Erased::<Paged>::new(), plans.clone()),
     ];
     {
         let mut world = hecs::World::new();

@@ -340,6 +340,19 @@ fn alive_in(slots: &[Slot], entity: Entity) -> bool {
     matches!(slots.get(entity.index as usize), Some(slot) if slot.state == State::Alive && slot.generation == entity.generation)
 }
 
+/// The allocator's liveness test with its slots bound ([`Entities::alive_test`]): a copy held across a loop tests
+/// each handle without going through the allocator again.
+#[derive(Clone, Copy)]
+pub(crate) struct AliveTest<'a>(&'a [Slot]);
+
+impl AliveTest<'_> {
+    /// Whether `entity` is alive, as [`Entities::is_alive`] answers.
+    #[inline(always)]
+    pub(crate) fn test(self, entity: Entity) -> bool {
+        alive_in(self.0, entity)
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     /// The generation of the current occupant, or of the next one while the slot is free.
@@ -702,9 +715,8 @@ impl Entities {
 
     /// [`Entities::is_alive`] with the slots bound once: for loops over many handles.
     #[inline]
-    pub(crate) fn alive_test(&self) -> impl Fn(Entity) -> bool + '_ {
-        let slots = &self.slots[..];
-        move |entity| alive_in(slots, entity)
+    pub(crate) fn alive_test(&self) -> AliveTest<'_> {
+        AliveTest(&self.slots)
     }
 
     /// Whether `entity` is reserved by a command buffer and not applied yet.

@@ -7,8 +7,9 @@
 //!
 //! (The example is on [`ViewMut`].)
 
-use super::entity::{ComponentError, Entities, Entity};
-use super::storage::values::{not_alive, ComponentValues};
+use super::entity::{AliveTest, ComponentError, Entities, Entity};
+use super::storage::sparse_set::SparseSet;
+use super::storage::values::{not_alive, sparse_remove_entity, ComponentValues};
 use super::storage::AnyPool;
 use super::world::World;
 use crate::ecs::Component;
@@ -43,7 +44,10 @@ fn each_of<T: Component>(
     mut f: impl FnMut(Entity, &mut T),
 ) {
     match store {
-        ComponentValues::Pool(AnyPool::SparseSet(set)) => set.each_of_mut(list, allocator.alive_test(), f),
+        ComponentValues::Pool(AnyPool::SparseSet(set)) => {
+            let alive = allocator.alive_test();
+            set.each_of_mut(list, |entity| alive.test(entity), f)
+        }
         store => {
             for &entity in list.iter().filter(|&&entity| allocator.is_alive(entity)) {
                 if let Some(value) = store.get_mut(entity.index()) {
@@ -77,7 +81,11 @@ pub struct ViewMut<'w, T: Component> {
 }
 
 enum Inner<'w, T: Component> {
-    /// The type's storage, found once.
+    /// A sparse set (the default layout), with the allocator's liveness test bound: every operation matches this
+    /// arm first, so a loop of them on the default layout pays one test of the variant, not one per level (view,
+    /// store, pool).
+    Sparse { entities: &'w Entities, alive: AliveTest<'w>, set: &'w mut SparseSet<T> },
+    /// The type's storage on the other layouts, found once.
     Direct { entities: &'w Entities, store: ComponentValues<'w, T> },
     /// A type that hooks watch (lifecycle handlers): each insert and removal goes through the world's pipeline, so
     /// its hooks run, and each call finds the storage again.
@@ -86,7 +94,13 @@ enum Inner<'w, T: Component> {
 
 impl<'w, T: Component> ViewMut<'w, T> {
     pub(crate) fn direct(entities: &'w Entities, store: ComponentValues<'w, T>) -> Self {
-        Self { inner: Inner::Direct { entities, store } }
+        let inner = match store {
+            ComponentValues::Pool(AnyPool::SparseSet(set)) => {
+                Inner::Sparse { entities, alive: entities.alive_test(), set }
+            }
+            store => Inner::Direct { entities, store },
+        };
+        Self { inner }
     }
 
     pub(crate) fn hooked(world: &'w mut World) -> Self {
@@ -99,6 +113,10 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline]
     pub fn get(&self, entity: Entity) -> Option<&T> {
         match &self.inner {
+            Inner::Sparse { alive, set, .. } => match alive.test(entity) {
+                true => set.get(entity.index()),
+                false => None,
+            },
             Inner::Direct { entities, store } => match entities.is_alive(entity) {
                 true => store.get(entity.index()),
                 false => None,
@@ -111,6 +129,10 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline]
     pub fn get_mut(&mut self, entity: Entity) -> Option<&mut T> {
         match &mut self.inner {
+            Inner::Sparse { alive, set, .. } => match alive.test(entity) {
+                true => set.get_mut(entity.index()),
+                false => None,
+            },
             Inner::Direct { entities, store } => match entities.is_alive(entity) {
                 true => store.get_mut(entity.index()),
                 false => None,
@@ -144,6 +166,10 @@ impl<T: Component> ViewMut<'_, T> {
     /// ```
     pub fn for_each_of(&mut self, entities: &[Entity], f: impl FnMut(Entity, &mut T)) {
         match &mut self.inner {
+            Inner::Sparse { alive, set, .. } => {
+                let alive = *alive;
+                set.each_of_mut(entities, |entity| alive.test(entity), f)
+            }
             Inner::Direct { entities: allocator, store } => each_of(allocator, store, entities, f),
             Inner::Hooked(world) => world.write_each_of(entities, f),
         }
@@ -162,6 +188,12 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline(always)]
     pub fn insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, ComponentError> {
         match &mut self.inner {
+            Inner::Sparse { entities, alive, set } => {
+                if !alive.test(entity) {
+                    return Err(not_alive(entities, entity));
+                }
+                Ok(set.insert(entity, value))
+            }
             Inner::Direct { entities, store } => {
                 if !entities.is_alive(entity) {
                     return Err(not_alive(entities, entity));
@@ -183,6 +215,7 @@ impl<T: Component> ViewMut<'_, T> {
     #[inline(always)]
     pub fn remove(&mut self, entity: Entity) -> Result<T, ComponentError> {
         match &mut self.inner {
+            Inner::Sparse { entities, set, .. } => sparse_remove_entity(set, entities, entity),
             Inner::Direct { entities, store } => store.remove_entity(entities, entity),
             Inner::Hooked(world) => {
                 if !world.entities().is_alive(entity) {

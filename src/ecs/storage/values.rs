@@ -69,10 +69,7 @@ impl<'w, T: Component> ComponentValues<'w, T> {
     #[inline(always)]
     pub(crate) fn remove_entity(&mut self, entities: &Entities, entity: Entity) -> Result<T, ComponentError> {
         match self {
-            ComponentValues::Pool(AnyPool::SparseSet(set)) => match set.remove_exact(entity) {
-                Some(value) => Ok(value),
-                None => sparse_remove_checked(set, entities, entity),
-            },
+            ComponentValues::Pool(AnyPool::SparseSet(set)) => sparse_remove_entity(set, entities, entity),
             _ => {
                 if !entities.is_alive(entity) {
                     return Err(not_alive(entities, entity));
@@ -95,6 +92,19 @@ impl<'w, T: Component> ComponentValues<'w, T> {
 /// The error for a live `entity` without `T`.
 fn missing<T>(entity: Entity) -> ComponentError {
     ComponentError::MissingComponent { entity, component: std::any::type_name::<T>() }
+}
+
+/// [`ComponentValues::remove_entity`] on a sparse set (see there).
+#[inline(always)]
+pub(crate) fn sparse_remove_entity<T>(
+    set: &mut SparseSet<T>,
+    entities: &Entities,
+    entity: Entity,
+) -> Result<T, ComponentError> {
+    match set.remove_exact(entity) {
+        Some(value) => Ok(value),
+        None => sparse_remove_checked(set, entities, entity),
+    }
 }
 
 /// [`ComponentValues::remove_entity`] on a sparse set that does not hold the value under this handle: the allocator says
