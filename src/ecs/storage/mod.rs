@@ -8,7 +8,7 @@
 //!
 //! | backend | insert | get | remove | iterate one type | iterate several | memory per value | iteration order |
 //! |---|---|---|---|---|---|---|---|
-//! | [`SparseSet`](Backend::SparseSet) | O(1), push | O(1), 3-4 dependent loads (page, entry, packed entity, value) | O(1), swap-and-pop | packed array | smallest pool drives, others probed; lock-step when packed alike (after `sort_as`, or the same spawns and despawns) | `size_of T` + 8 (entity) + 4 per index in each 4096-index page touched | insertion order, changed by removals and sorting |
+//! | [`SparseSet`](Backend::SparseSet) | O(1), push | O(1), 3 dependent loads (page, entry, value) | O(1), swap-and-pop | packed array | smallest pool drives, others probed; lock-step when packed alike (after `sort_as`, or the same spawns and despawns) | `size_of T` + 8 (entity) + 4 per index in each 4096-index page touched | insertion order, changed by removals and sorting |
 //! | [`HashMap`](Backend::HashMap) | O(1) amortized, hash | O(1), hash + probe | O(1), hash | bucket scan | smallest drives, others hashed | (4 + `size_of T`) / load factor + 1 control byte | hash order (arbitrary) |
 //! | [`BTree`](Backend::BTree) | O(log n) | O(log n) | O(log n) | node walk | smallest drives, others searched | ~(4 + `size_of T`) / node fill + node headers | entity index, ascending |
 //! | [`DirectArray`](Backend::DirectArray) | O(1), may grow to the index | O(1), 1 load | O(1) | scan every index, holes too | scan, probe by index | `size_of Option<T>` per index up to the highest | entity index, ascending |
