@@ -665,10 +665,9 @@ mod churn {
             Some(value)
         }
         pub fn get_mut(&mut self, index: u32) -> Option<&mut T> {
-            match self.pages.get(index as usize / PAGE) {
-                Some(Some(page)) if page[index as usize % PAGE] != u32::MAX => {
-                    Some(&mut self.values[page[index as usize % PAGE] as usize])
-                }
+            match self.pages.get(index as usize / PAGE).and_then(Option::as_ref).map(|page| page[index as usize % PAGE])
+            {
+                Some(position) if position != u32::MAX => Some(&mut self.values[position as usize]),
                 _ => None,
             }
         }

@@ -44,10 +44,7 @@ fn each_of<T: Component>(
     mut f: impl FnMut(Entity, &mut T),
 ) {
     match store {
-        ComponentValues::Pool(AnyPool::SparseSet(set)) => {
-            let alive = allocator.alive_test();
-            set.each_of_mut(list, |entity| alive.test(entity), f)
-        }
+        ComponentValues::Pool(AnyPool::SparseSet(set)) => set.each_of_mut(list, allocator.alive_test(), f),
         store => {
             for &entity in list.iter().filter(|&&entity| allocator.is_alive(entity)) {
                 if let Some(value) = store.get_mut(entity.index()) {
@@ -166,10 +163,7 @@ impl<T: Component> ViewMut<'_, T> {
     /// ```
     pub fn for_each_of(&mut self, entities: &[Entity], f: impl FnMut(Entity, &mut T)) {
         match &mut self.inner {
-            Inner::Sparse { alive, set, .. } => {
-                let alive = *alive;
-                set.each_of_mut(entities, |entity| alive.test(entity), f)
-            }
+            Inner::Sparse { alive, set, .. } => set.each_of_mut(entities, *alive, f),
             Inner::Direct { entities: allocator, store } => each_of(allocator, store, entities, f),
             Inner::Hooked(world) => world.write_each_of(entities, f),
         }

@@ -21,7 +21,7 @@
 //! Zero-sized components (tags) store no payload: `Vec<T>` of a zero-sized `T` never allocates.
 
 use super::Pool;
-use crate::ecs::entity::{Entities, Entity};
+use crate::ecs::entity::{AliveTest, Entities, Entity};
 use crate::ecs::Component;
 use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -458,15 +458,10 @@ impl<T> SparseSet<T> {
     /// Calls `f` with each entity of `entities` that `alive` accepts and the set holds, and its value, in order.
     /// The arrays are bound once, outside the loop, so each handle costs its lookups alone.
     #[inline]
-    pub(crate) fn each_of_mut(
-        &mut self,
-        entities: &[Entity],
-        alive: impl Fn(Entity) -> bool,
-        mut f: impl FnMut(Entity, &mut T),
-    ) {
+    pub(crate) fn each_of_mut(&mut self, entities: &[Entity], alive: AliveTest<'_>, mut f: impl FnMut(Entity, &mut T)) {
         let (sparse, values) = (&self.sparse[..], &mut self.values[..]);
         for &entity in entities {
-            if !alive(entity) {
+            if !alive.test(entity) {
                 continue;
             }
             let (page, offset) = Self::split(entity.index());
