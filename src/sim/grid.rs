@@ -40,9 +40,8 @@ pub struct Grid {
     items: Vec<GridItem>,
     /// The cell of each item, in `items` order (so ascending).
     item_keys: Vec<u32>,
-    /// The items [`Grid::push`] added since [`Grid::begin`] (a grid of one band), and their cells.
-    staged: Vec<GridItem>,
-    keys: Vec<u32>,
+    /// The items [`Grid::push`] added since [`Grid::begin`] (a grid of one band), with their cells.
+    staged: Vec<Keyed>,
     /// Or the items staged in pieces by a parallel walk ([`Grid::take_pieces`]), each piece's already apart by
     /// band: each band's sort reads its part of every piece, in piece order.
     pieces: Vec<Staged>,
@@ -88,13 +87,39 @@ impl GridShape {
     }
 }
 
+/// An item as staged: a [`GridItem`] and its cell, side by side (one stream to write, where an array of items
+/// and one of cells are two).
+#[derive(Clone, Copy, Debug)]
+struct Keyed {
+    entity: Entity,
+    position: Vec2,
+    team: u8,
+    key: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Keyed>() == std::mem::size_of::<GridItem>() + 4);
+
+impl Keyed {
+    #[inline]
+    fn new(shape: &GridShape, item: GridItem) -> (Self, i32) {
+        let (c, r) = shape.cell_of(item.position);
+        let key = (r * shape.cols + c) as u32;
+        (Keyed { entity: item.entity, position: item.position, team: item.team, key }, r)
+    }
+
+    #[inline]
+    fn item(&self) -> GridItem {
+        GridItem { entity: self.entity, position: self.position, team: self.team }
+    }
+}
+
 /// Items staged for a grid: one piece of a walk's, apart by band, each band's in the order pushed with their
-/// cells. (Two streams per band, whose ends stay in cache: a band's sort then reads its items straight from the
-/// pieces, with no pass that moves them to their bands first.)
+/// cells. (One stream per band, the cell inside the item: a piece writes sixteen streams at once, and each more
+/// stream misses the cache more; a band's sort then reads its items straight from the pieces, with no pass that
+/// moves them to their bands first.)
 #[derive(Clone, Default)]
 pub struct Staged {
-    items: [Vec<GridItem>; BANDS],
-    keys: [Vec<u32>; BANDS],
+    items: [Vec<Keyed>; BANDS],
 }
 
 impl Staged {
@@ -106,16 +131,13 @@ impl Staged {
     /// Empties it (keeping the memory).
     pub fn clear(&mut self) {
         self.items.iter_mut().for_each(Vec::clear);
-        self.keys.iter_mut().for_each(Vec::clear);
     }
 
     /// Adds an item to its band, noting its cell.
     #[inline]
     pub fn push(&mut self, shape: &GridShape, item: GridItem) {
-        let (c, r) = shape.cell_of(item.position);
-        let band = shape.band_of(r);
-        self.items[band].push(item);
-        self.keys[band].push((r * shape.cols + c) as u32);
+        let (keyed, row) = Keyed::new(shape, item);
+        self.items[shape.band_of(row)].push(keyed);
     }
 
     /// Items of band `band`.
@@ -125,9 +147,7 @@ impl Staged {
 
     /// Bytes held.
     fn bytes(&self) -> usize {
-        let items: usize = self.items.iter().map(Vec::capacity).sum();
-        let keys: usize = self.keys.iter().map(Vec::capacity).sum();
-        items * std::mem::size_of::<GridItem>() + keys * 4
+        self.items.iter().map(Vec::capacity).sum::<usize>() * std::mem::size_of::<Keyed>()
     }
 }
 
@@ -166,7 +186,6 @@ impl Grid {
         let band_mul = if band_rows >= rows { 0 } else { (1u64 << 32).div_ceil(band_rows as u64) };
         self.shape = GridShape { cell, cols, rows, band_rows, band_mul };
         self.staged.clear();
-        self.keys.clear();
         self.pieces.iter_mut().for_each(Staged::clear);
     }
 
@@ -179,9 +198,7 @@ impl Grid {
     #[inline]
     pub fn push(&mut self, item: GridItem) {
         debug_assert!(self.shape.band_rows >= self.shape.rows, "push builds a grid of one band (see begin)");
-        let (c, r) = self.shape.cell_of(item.position);
-        self.keys.push((r * self.shape.cols + c) as u32);
-        self.staged.push(item);
+        self.staged.push(Keyed::new(&self.shape, item).0);
     }
 
     /// The staged pieces, to fill elsewhere (one per piece of a parallel walk, in piece order: see
@@ -280,7 +297,7 @@ impl Grid {
         }
         let [red, blue] = &mut self.counts;
         let source = match pushed {
-            true => Source::Pushed { staged: &self.staged, keys: &self.keys },
+            true => Source::Pushed(&self.staged),
             false => Source::Pieces(&self.pieces),
         };
         let input = BandInput {
@@ -430,8 +447,7 @@ impl Grid {
         let counts: usize = self.counts.iter().map(Vec::capacity).sum();
         let pieces: usize = self.pieces.iter().map(Staged::bytes).sum();
         let orders: usize = self.band_scratch.iter().map(|band| band.order.capacity()).sum();
-        let keys = self.item_keys.capacity() + self.keys.capacity();
-        (self.starts.capacity() + keys + counts + orders) * 4
+        (self.starts.capacity() + self.item_keys.capacity() + counts + orders) * 4
             + (self.items.capacity() + self.staged.capacity()) * item
             + pieces
     }
@@ -439,8 +455,8 @@ impl Grid {
 
 /// Where the bands' sorts find the staged items.
 enum Source<'a> {
-    /// Every item in one band, in the order pushed, and their cells.
-    Pushed { staged: &'a [GridItem], keys: &'a [u32] },
+    /// Every item in one band, in the order pushed, with their cells.
+    Pushed(&'a [Keyed]),
     /// The pieces, each apart by band.
     Pieces(&'a [Staged]),
 }
@@ -510,9 +526,9 @@ fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
     // The count, then a running sum, so `starts[c]` is where cell `c` ends; the placing below walks it back to
     // where it starts. Backwards, so each cell keeps the staged order.
     starts.fill(0);
-    let count = |starts: &mut [u32], keys: &[u32]| {
-        for &key in keys {
-            starts[(key - first_cell) as usize] += 1;
+    let count = |starts: &mut [u32], staged: &[Keyed]| {
+        for keyed in staged {
+            starts[(keyed.key - first_cell) as usize] += 1;
         }
     };
     let sum = |starts: &mut [u32]| {
@@ -523,37 +539,36 @@ fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
         }
     };
     match input.source {
-        Source::Pushed { staged, keys } => {
-            let range = base as usize..input.band_starts[band + 1] as usize;
-            let (staged, keys) = (&staged[range.clone()], &keys[range]);
-            count(starts, keys);
+        Source::Pushed(staged) => {
+            let staged = &staged[base as usize..input.band_starts[band + 1] as usize];
+            count(starts, staged);
             sum(starts);
             // Scatter 4-byte indices (a small array: the random writes stay in cache even when the band is the
             // whole grid), then gather the items in order (sequential writes; the random reads overlap).
             let BandScratch { order } = &mut scratch[0];
-            order.resize(keys.len(), 0);
-            for (at, &key) in keys.iter().enumerate().rev() {
-                let slot = &mut starts[(key - first_cell) as usize];
+            order.resize(staged.len(), 0);
+            for (at, keyed) in staged.iter().enumerate().rev() {
+                let slot = &mut starts[(keyed.key - first_cell) as usize];
                 *slot -= 1;
                 order[(*slot - base) as usize] = at as u32;
             }
             for ((item, key), &at) in items.iter_mut().zip(item_keys.iter_mut()).zip(order.iter()) {
-                *item = staged[at as usize];
-                *key = keys[at as usize];
+                let keyed = &staged[at as usize];
+                (*item, *key) = (keyed.item(), keyed.key);
             }
         }
         Source::Pieces(pieces) => {
-            pieces.iter().for_each(|piece| count(starts, &piece.keys[band]));
+            pieces.iter().for_each(|piece| count(starts, &piece.items[band]));
             sum(starts);
             // Each item straight to its place: one band's items are a small part of the grid (a sixteenth), so
             // the random writes stay in cache.
             for piece in pieces.iter().rev() {
-                for (item, &key) in piece.items[band].iter().zip(&piece.keys[band]).rev() {
-                    let slot = &mut starts[(key - first_cell) as usize];
+                for keyed in piece.items[band].iter().rev() {
+                    let slot = &mut starts[(keyed.key - first_cell) as usize];
                     *slot -= 1;
                     let at = (*slot - base) as usize;
-                    items[at] = *item;
-                    item_keys[at] = key;
+                    items[at] = keyed.item();
+                    item_keys[at] = keyed.key;
                 }
             }
         }
