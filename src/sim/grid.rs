@@ -448,7 +448,8 @@ impl Grid {
         let pieces: usize = self.pieces.iter().map(Staged::bytes).sum();
         let orders: usize = self.band_scratch.iter().map(|band| band.order.capacity()).sum();
         (self.starts.capacity() + self.item_keys.capacity() + counts + orders) * 4
-            + (self.items.capacity() + self.staged.capacity()) * item
+            + self.items.capacity() * item
+            + self.staged.capacity() * std::mem::size_of::<Keyed>()
             + pieces
     }
 }
