@@ -91,25 +91,16 @@ impl GridShape {
 /// and one of cells are two).
 #[derive(Clone, Copy, Debug)]
 struct Keyed {
-    entity: Entity,
-    position: Vec2,
-    team: u8,
+    item: GridItem,
     key: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Keyed>() == std::mem::size_of::<GridItem>() + 4);
-
 impl Keyed {
+    /// `item` with its cell, and the cell's row.
     #[inline]
     fn new(shape: &GridShape, item: GridItem) -> (Self, i32) {
         let (c, r) = shape.cell_of(item.position);
-        let key = (r * shape.cols + c) as u32;
-        (Keyed { entity: item.entity, position: item.position, team: item.team, key }, r)
-    }
-
-    #[inline]
-    fn item(&self) -> GridItem {
-        GridItem { entity: self.entity, position: self.position, team: self.team }
+        (Keyed { item, key: (r * shape.cols + c) as u32 }, r)
     }
 }
 
@@ -555,7 +546,7 @@ fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
             }
             for ((item, key), &at) in items.iter_mut().zip(item_keys.iter_mut()).zip(order.iter()) {
                 let keyed = &staged[at as usize];
-                (*item, *key) = (keyed.item(), keyed.key);
+                (*item, *key) = (keyed.item, keyed.key);
             }
         }
         Source::Pieces(pieces) => {
@@ -568,7 +559,7 @@ fn sort_band(input: &BandInput<'_>, band: usize, out: BandOutput<'_>) {
                     let slot = &mut starts[(keyed.key - first_cell) as usize];
                     *slot -= 1;
                     let at = (*slot - base) as usize;
-                    items[at] = keyed.item();
+                    items[at] = keyed.item;
                     item_keys[at] = keyed.key;
                 }
             }
