@@ -443,6 +443,50 @@ fn a_system_query_offers_get_many_and_batches_as_the_worlds_does() {
     }
 }
 
+/// The entities to heal, with how much: some frozen, one stale, one listed twice.
+struct HealList(Vec<(Entity, i64)>);
+
+fn heal_listed(mut q: Query<&mut Hp, Without<Frozen>>, list: Res<HealList>) {
+    q.for_each_of(&list.0, |&(_, amount), hp| hp.0 += amount);
+}
+
+fn changed_hp(changed: Query<(), swarm::ecs::Changed<Hp>>, mut seen: ResMut<Counted>) {
+    seen.0 = changed.iter().map(|(e, _)| e.index() as usize).collect();
+}
+
+#[test]
+fn a_system_query_visits_a_list_and_stamps_what_it_visited() {
+    for backend in Backend::ALL {
+        for threads in [1, 2] {
+            let mut w = world(backend);
+            w.track::<Hp>();
+            let mut rows: Vec<Entity> = w.query_ref::<()>().with::<Hp>().iter().map(|(e, _)| e).collect();
+            rows.sort_unstable_by_key(|e| e.index()); // rows[i] is the i-th spawned
+            let stale = rows[7];
+            w.despawn(stale).unwrap();
+            // rows[10] is frozen; rows[33] is listed twice.
+            let list = vec![(rows[33], 100), (rows[10], 100), (stale, 100), (rows[2], 1000), (rows[33], 10)];
+            w.insert_resource(HealList(Vec::new()));
+            let mut app = App::with_world(w);
+            app.set_threads(threads);
+            app.add_systems(Stage::Update, heal_listed).add_systems(Stage::Last, changed_hp);
+            // The first frame sees every spawn as a change; the second only the visit's writes.
+            app.update();
+            app.world.insert_resource(HealList(list));
+            app.update();
+            let hp = |e: Entity| app.world.get::<Hp>(e).unwrap().0;
+            assert_eq!(
+                (hp(rows[33]), hp(rows[2]), hp(rows[10])),
+                (33 % 31 + 110, 2 + 1000, 10),
+                "{backend}, {threads}"
+            );
+            let mut expected = vec![rows[2].index() as usize, rows[33].index() as usize];
+            expected.sort_unstable();
+            assert_eq!(app.world.resource::<Counted>().0, expected, "{backend}, {threads}: only the visited changed");
+        }
+    }
+}
+
 fn missing(_: Res<Spark>) {}
 fn optional(spark: Option<Res<Spark>>, healed: Option<ResMut<Healed>>, mut seen: ResMut<Counted>) {
     seen.0.push(spark.is_some() as usize * 10 + healed.is_some() as usize);

@@ -54,7 +54,7 @@ use crate::ecs::{
     Batches, CommandQueue, Commands, ComponentId, Entities, Entity, Filter, Lease, OnLoan, Prepared, QueryBorrow,
     QueryData, QueryIter, QueryOneError, QueryState, ReadOnlyQueryData, Resource, Tracker, World,
 };
-use crate::ecs::{Component, Held, HeldShared, Loaned};
+use crate::ecs::{Component, Held, HeldShared, Listed, Loaned};
 use std::any::{type_name, Any};
 use std::cell::OnceCell;
 use std::marker::PhantomData;
@@ -187,6 +187,13 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
     ) {
         self.looped(commands.queue(), |query| query.for_each_with_commands(f))
+    }
+
+    /// Calls `f` with each entry of `list` whose entity matches, and its components, in the list's order (as
+    /// [`swarm::ecs::QueryBorrow::for_each_of`](crate::ecs::QueryBorrow::for_each_of)): one setup for the whole
+    /// list, where a loop of [`Query::get`] sets the query up per entity.
+    pub fn for_each_of<T: Listed>(&mut self, list: &[T], f: impl for<'a> FnMut(&T, Q::Item<'a>)) {
+        self.looped((), |query| query.for_each_of(list, f))
     }
 
     /// Calls `f` with each matching entity and its components, in pieces on the app's thread pool (as

@@ -25,18 +25,19 @@ pub fn plugin(app: &mut App) {
 /// despawns, so the snapshot never vouches for the dead. Retargeting only reads the snapshot and records its
 /// change keyed by the hunter, so the result does not depend on the order hunters are visited in.
 ///
-/// Hunters whose target is stale are found first, in pieces on every thread (a read-only walk of the target pool):
-/// each piece lists them with the nearest enemy found and where they stand, and the lists come back in piece
-/// order. The catches keep that order (the target pool's); the retargets are recorded sorted by hunter, as a loop
-/// keyed by the hunter records them. Then the hunters with a live target steer (a cheap walk that writes the
-/// velocities it probes, so it runs on one thread).
+/// One walk of the target pool, in pieces on every thread, reads only: each piece lists the hunters whose target
+/// is stale, with the nearest enemy found and where they stand, and the velocity of each hunter whose target is
+/// live. The lists come back in piece order. The velocities are then written by one visit of that list (the
+/// velocity pool is probed, not split, so its writes stay on one thread: a store per hunter, where the walk spends
+/// two snapshot lookups). The catches keep the pieces' order (the target pool's); the retargets are recorded sorted
+/// by hunter, as a loop keyed by the hunter records them.
 #[allow(clippy::too_many_arguments)] // (one per thing it touches: that is the point of parameters)
 pub fn hunt_targets(
     config: Res<SimConfig>,
     broadphase: Res<Broadphase>,
     (mut stats, mut caught): (ResMut<SimStats>, ResMut<StaleCatches>),
     mut targets: Query<&Target>,
-    mut hunting: Query<(&Target, &mut Velocity)>,
+    mut velocities: Query<&mut Velocity>,
     mut idle: Query<(), (With<Hunter>, Without<Target>)>,
     mut commands: Commands,
     mut scratch: Local<HuntScratch>,
@@ -48,24 +49,27 @@ pub fn hunt_targets(
     // Only hunters are ever given a `Target` (below), so the queries need no `With<Hunter>`; and a hunter's own
     // position comes from the snapshot too (a hunter got its target from the grid it was in, and every grid since
     // holds it), so the position pool is not probed either.
-    let HuntScratch { pieces, sorted } = &mut *scratch;
-    targets.par_fold(pieces, Vec::clear, |stale, hunter, target| {
-        if broadphase.fighter(target.0).is_none() {
-            let at = broadphase.fighter(hunter).map(|me| me.position);
-            stale.push(Stale { hunter, at, enemy: nearest(hunter) });
+    let HuntScratch { pieces, sorted, steer } = &mut *scratch;
+    targets.par_fold(pieces, HuntPiece::clear, |piece, hunter, target| {
+        let me = broadphase.fighter(hunter);
+        match broadphase.fighter(target.0) {
+            Some(goal) => {
+                let Some(me) = me else { return };
+                let to = goal.position - me.position;
+                if to.length_squared() > 1e-6 {
+                    piece.steer.push((hunter, to.normalize() * config.hunter_speed));
+                }
+            }
+            None => piece.stale.push(Stale { hunter, at: me.map(|me| me.position), enemy: nearest(hunter) }),
         }
     });
-    hunting.for_each(|hunter, (target, v)| {
-        let (Some(goal), Some(me)) = (broadphase.fighter(target.0), broadphase.fighter(hunter)) else { return };
-        let to = goal.position - me.position;
-        if to.length_squared() > 1e-6 {
-            v.0 = to.normalize() * config.hunter_speed;
-        }
-    });
+    steer.clear();
+    steer.extend(pieces.iter().flat_map(|piece| &piece.steer));
+    velocities.for_each_of(steer, |&(_, velocity), v| v.0 = velocity);
     caught.0.clear();
-    caught.0.extend(pieces.iter().flatten().filter_map(|stale| stale.at));
+    caught.0.extend(pieces.iter().flat_map(|piece| &piece.stale).filter_map(|stale| stale.at));
     sorted.clear();
-    sorted.extend(pieces.iter().flatten().copied());
+    sorted.extend(pieces.iter().flat_map(|piece| &piece.stale).copied());
     sorted.sort_unstable_by_key(|stale| stale.hunter.index());
     let mut retargets = 0;
     for stale in sorted.iter() {
@@ -99,11 +103,28 @@ pub struct Stale {
     enemy: Option<Entity>,
 }
 
-/// [`hunt_targets`]'s buffers, kept between frames: the stale hunters of each piece, and all of them by hunter.
+/// What one piece of [`hunt_targets`]'s walk of the target pool finds: its stale hunters, and the velocity each
+/// hunter with a live target steers at.
+#[derive(Default)]
+pub struct HuntPiece {
+    stale: Vec<Stale>,
+    steer: Vec<(Entity, Vec2)>,
+}
+
+impl HuntPiece {
+    fn clear(&mut self) {
+        self.stale.clear();
+        self.steer.clear();
+    }
+}
+
+/// [`hunt_targets`]'s buffers, kept between frames: each piece's findings, all the stale hunters by hunter, and
+/// every piece's steering in piece order.
 #[derive(Default)]
 pub struct HuntScratch {
-    pieces: Vec<Vec<Stale>>,
+    pieces: Vec<HuntPiece>,
     sorted: Vec<Stale>,
+    steer: Vec<(Entity, Vec2)>,
 }
 
 /// The nearest live enemy within `search_cells` rings of grid cells; ties go to the smaller handle. Live means in

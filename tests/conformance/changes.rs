@@ -160,7 +160,21 @@ fn run_model(backend: Backend, exact: bool) {
                     let e = pick(&mut rng, &live);
                     // Half the writes put the same value back.
                     let step = rng.gen_range(0..2);
-                    if rng.gen_bool(0.5) {
+                    let other = pick(&mut rng, &live);
+                    if rng.gen_bool(0.3) {
+                        // A query's list visit: each live listed entity that matches (the filter too), as often
+                        // as it is listed.
+                        let mut seen = Vec::new();
+                        m.compare(&w);
+                        w.query::<&mut Hp>().with::<Red>().for_each_of(
+                            &[(e, step), (other, 1), (e, 0)],
+                            |entry, hp| {
+                                hp.0 += entry.1;
+                                seen.push(entry.0);
+                            },
+                        );
+                        seen.into_iter().for_each(|e| m.wrote(e));
+                    } else if rng.gen_bool(0.5) {
                         if let Some(hp) = w.get_mut::<Hp>(e) {
                             hp.0 += step;
                             m.wrote(e);

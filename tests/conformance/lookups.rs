@@ -134,6 +134,65 @@ fn many_entities_at_once(backend: Backend) {
     w.assert_invariants();
 }
 
+fn a_list_visit_goes_in_list_order_and_skips_what_does_not_match(backend: Backend) {
+    let mut w = world(backend);
+    // Spread over tables and far apart in index, as in `many_entities_at_once`.
+    let mut all = Vec::new();
+    for i in 0..30 {
+        let e = match i % 3 {
+            0 => w.spawn((Pos(i as f32, 0.0), Vel(1.0, 0.0))).unwrap(),
+            1 => w.spawn((Pos(i as f32, 0.0), Vel(2.0, 0.0), Red)).unwrap(),
+            _ => w.spawn((Pos(i as f32, 0.0),)).unwrap(),
+        };
+        all.push(e);
+    }
+    // A stale handle whose index is live again, an entity without `Vel`, one named twice, out of index order.
+    let stale = all[12];
+    w.despawn(stale).unwrap();
+    let reborn = w.spawn((Pos(100.0, 0.0), Vel(9.0, 0.0))).unwrap();
+    assert_eq!(reborn.index(), stale.index());
+    let list = [(all[27], 1.0), (stale, 2.0), (all[2], 3.0), (all[4], 4.0), (all[27], 5.0), (reborn, 6.0)];
+    let mut visited = Vec::new();
+    w.query::<(&mut Pos, &Vel)>().for_each_of(&list, |&(e, add), (pos, vel)| {
+        pos.1 += add * vel.0;
+        visited.push(e);
+    });
+    assert_eq!(visited, [all[27], all[4], all[27], reborn], "stale and without-Vel entries skipped, order kept");
+    assert_eq!(w.get::<Pos>(all[27]), Some(&Pos(27.0, 6.0)), "visited twice, one after the other");
+    assert_eq!(w.get::<Pos>(all[4]), Some(&Pos(4.0, 8.0)));
+    assert_eq!(w.get::<Pos>(reborn), Some(&Pos(100.0, 54.0)), "only the live handle's entry wrote");
+    assert_eq!(w.get::<Pos>(all[2]), Some(&Pos(2.0, 0.0)));
+    // A filter, handles alone, and a shared world.
+    let mut red = Vec::new();
+    w.query::<&mut Vel>().with::<Red>().for_each_of(&[all[3], all[1], all[10], all[0]], |&e, vel| {
+        vel.1 = 1.0;
+        red.push(e);
+    });
+    assert_eq!(red, [all[1], all[10]]);
+    let mut read = Vec::new();
+    w.query_ref::<(&Pos, Option<&Vel>)>().without::<Red>().for_each_of(&all, |&e, (pos, vel)| {
+        read.push((e, pos.0, vel.map(|v| v.0)));
+    });
+    let expected: Vec<_> = all
+        .iter()
+        .filter(|&&e| e != stale && !w.has::<Red>(e))
+        .map(|&e| (e, w.get::<Pos>(e).unwrap().0, w.get::<Vel>(e).map(|v| v.0)))
+        .collect();
+    assert_eq!(read, expected);
+    assert_eq!(expected.len(), 19);
+    // A handle the command buffer reserved: a mutable world applies the buffer first, as `get` does.
+    let reserved = w.commands().spawn((Pos(-1.0, 0.0), Vel(0.5, 0.0))).unwrap();
+    let mut seen = Vec::new();
+    w.query::<&Vel>().for_each_of(&[reserved], |&e, vel| seen.push((e, vel.0)));
+    assert_eq!(seen, [(reserved, 0.5)]);
+    // A refused query panics, like `for_each`.
+    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        w.query::<(&mut Pos, &Pos)>().for_each_of(&[reserved], |_, _| {});
+    }));
+    assert!(refused.is_err());
+    w.assert_invariants();
+}
+
 mod every_backend {
     use crate::backends;
 
@@ -141,5 +200,6 @@ mod every_backend {
         lookups_reach_the_right_column_across_tables,
         one_entity_lookups,
         many_entities_at_once,
+        a_list_visit_goes_in_list_order_and_skips_what_does_not_match,
     }
 }

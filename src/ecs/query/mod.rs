@@ -67,7 +67,9 @@ use crate::ecs::entity::Entity;
 use crate::ecs::world::World;
 use crate::ecs::Component;
 use par::{par_run, with_pieces, ParCommands, ParEach, ParFold, ParFoldRuns, ParVisit};
-use run::{batches, exclusive, exclusive_pieces, many, one, run, shared, Parts};
+#[doc(hidden)]
+pub use run::Stamp;
+use run::{batches, exclusive, exclusive_pieces, listed, many, one, run, shared, Parts};
 use run::{Each, Runs, WithCommands};
 use std::marker::PhantomData;
 
@@ -135,7 +137,7 @@ pub trait Source<'w, Q: QueryData, F: Filter> {
     /// Before a loop: stamps the matches it will hand out as `&mut` of a tracked type (with `rows`, only those
     /// indices that match). Nothing for a read-only source.
     #[inline(always)]
-    fn stamp(&mut self, _rows: Option<&[u32]>) {}
+    fn stamp(&mut self, _rows: Stamp<'_>) {}
     #[doc(hidden)]
     /// Before a loop that hands out nothing as `&mut`: compares the writes waiting in exact tracks (a mutable world
     /// lends its storage whole; a shared one compares as it reads).
@@ -161,7 +163,7 @@ impl<'w, Q: QueryData, F: Filter> Source<'w, Q, F> for &'w mut World {
         Ok(body(exclusive::<Q, F>(self)?.0))
     }
     #[inline]
-    fn stamp(&mut self, rows: Option<&[u32]>) {
+    fn stamp(&mut self, rows: Stamp<'_>) {
         if self.tracks_any() {
             self.compare_changes();
             run::stamp_rows::<Q, F>(self, None, rows);
@@ -246,7 +248,7 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
 
     /// Calls `f` with each matching entity and its components, or says why the query is refused.
     pub fn try_for_each(mut self, f: impl for<'a> FnMut(Entity, Q::Item<'a>)) -> Result<(), QueryError> {
-        self.world.stamp(None);
+        self.world.stamp(Stamp::Loop);
         self.world.with_parts(|parts| run::<Q, F, _>(parts, &mut Each(f)))
     }
 
@@ -277,7 +279,7 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// # Panics
     /// If the query is refused, like [`QueryBorrow::for_each`].
     pub fn for_each_run(mut self, f: impl for<'a> FnMut(&[Entity], Q::Slices<'a>)) {
-        self.world.stamp(None);
+        self.world.stamp(Stamp::Loop);
         if let Err(error) = self.world.with_parts(|parts| run::<Q, F, _>(parts, &mut Runs(f))) {
             panic!("{error}");
         }
@@ -314,9 +316,48 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
         if !self.world.settle(entity) {
             return Err(QueryOneError::NoSuchEntity(entity));
         }
-        self.world.stamp(Some(&[entity.index()]));
+        self.world.stamp(Stamp::Every(&[entity.index()]));
         let item = self.world.with_parts(|parts| one::<Q, F>(parts, entity.index()));
         item.map_err(QueryOneError::Refused)?.ok_or(QueryOneError::Unsatisfied(entity))
+    }
+
+    /// Calls `f` with each entry of `list` whose entity matches, and that entity's components, in the list's
+    /// order: an entry whose handle is stale, or whose entity lacks a fetched term or fails the filter, is
+    /// skipped; an entity listed twice is visited twice, one visit after the other (bevy's `iter_many_mut`). An
+    /// entry is a handle, or a handle with a value of the caller's beside it ([`Listed`]), which `f` gets back:
+    /// what a parallel pass worked out per entity, written by one pass over the list.
+    ///
+    /// Each entry costs a probe of every pool (on archetype tables, a row of its table's columns, split apart
+    /// once per call), not a lookup of the query's shape: a loop of [`QueryBorrow::get`] calls finds the shape
+    /// and lends the storage once per entity.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Pos(f32); struct Vel(f32);
+    /// let mut world = World::new();
+    /// let a = world.spawn((Pos(0.0), Vel(0.0))).unwrap();
+    /// let b = world.spawn((Pos(5.0),)).unwrap();
+    /// let c = world.spawn((Pos(9.0), Vel(0.0))).unwrap();
+    /// let steer = [(c, -1.0), (b, 1.0), (a, 2.0)];
+    /// let mut visited = Vec::new();
+    /// world.query::<(&Pos, &mut Vel)>().for_each_of(&steer, |&(entity, speed), (pos, vel)| {
+    ///     vel.0 = speed * pos.0;
+    ///     visited.push(entity);
+    /// });
+    /// assert_eq!(visited, [c, a], "b has no Vel");
+    /// assert_eq!(world.get::<Vel>(c).unwrap().0, -9.0);
+    /// ```
+    ///
+    /// # Panics
+    /// If the query is refused, like [`QueryBorrow::for_each`].
+    pub fn for_each_of<T: Listed>(mut self, list: &[T], f: impl for<'a> FnMut(&T, Q::Item<'a>)) {
+        for entry in list {
+            self.world.settle(entry.entity());
+        }
+        self.world.stamp(Stamp::Each(&mut list.iter().map(Listed::entity)));
+        if let Err(error) = self.world.with_parts(|parts| listed::<Q, F, T>(parts, list, f)) {
+            panic!("{error}");
+        }
     }
 
     /// The matches as an iterator of `(entity, item)`, in the order [`QueryBorrow::for_each`] visits them (hecs's
@@ -353,7 +394,7 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
 
     /// The matches as an iterator ([`QueryBorrow::iter`]), or why the query is refused.
     pub fn try_iter(mut self) -> Result<QueryIter<'w, Q>, QueryError> {
-        self.world.stamp(None);
+        self.world.stamp(Stamp::Loop);
         self.world.with_parts(|parts| QueryIter::new(batches::<Q, F>(parts, usize::MAX)))
     }
 
@@ -387,7 +428,7 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// If `batch_size` is 0, or if the query is refused, like [`QueryBorrow::for_each`].
     pub fn iter_batched(mut self, batch_size: usize) -> Batches<'w, Q> {
         assert!(batch_size > 0, "iter_batched: a batch holds at least one row (batch_size is 0)");
-        self.world.stamp(None);
+        self.world.stamp(Stamp::Loop);
         match self.world.with_parts(|parts| batches::<Q, F>(parts, batch_size)) {
             Ok(batches) => Batches(batches.into_iter()),
             Err(error) => panic!("{error}"),
@@ -424,7 +465,7 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
 
     /// The parallel loops' one body: `visit` over the matches in pieces, one slot of `slots` each.
     fn par_visit<V: ParVisit<Q>>(mut self, visit: &V, slots: &mut Vec<V::Slot>) {
-        self.world.stamp(None);
+        self.world.stamp(Stamp::Loop);
         let pieces = self.world.pieces();
         if let Err(error) = self.world.with_parts(|parts| par_run::<Q, F, _>(parts, pieces, visit, slots)) {
             panic!("{error}");
@@ -609,7 +650,7 @@ impl<'w, W: Recording<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// If the query is refused, like [`QueryBorrow::for_each`]. If `f` panics, once every piece already started has
     /// finished: the commands every piece recorded so far stay in the buffer (sorted, as above).
     pub fn par_for_each_with_commands(mut self, f: impl for<'a, 'c> Fn(Entity, Q::Item<'a>, &mut Commands<'c>) + Sync) {
-        self.world.stamp(None);
+        self.world.stamp(Stamp::Loop);
         let pieces = self.world.pieces();
         let outcome = self.world.with_commands(|parts, commands, queues| {
             let visit = ParCommands::new(f, commands);
@@ -625,7 +666,7 @@ impl<'w, W: Recording<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
         mut self,
         f: impl for<'a, 'c> FnMut(Entity, Q::Item<'a>, &mut Commands<'c>),
     ) -> Result<(), QueryError> {
-        self.world.stamp(None);
+        self.world.stamp(Stamp::Loop);
         self.world.with_commands(|parts, commands, _| {
             run::<Q, F, _>(parts, &mut WithCommands { f, commands: Commands::keyed(commands) })
         })
@@ -651,9 +692,29 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// ```
     pub fn get_many<const N: usize>(mut self, entities: [Entity; N]) -> Result<[Q::Item<'w>; N], QueryOneError> {
         distinct_and_alive(&entities, |entity| self.world.settle(entity))?;
-        self.world.stamp(Some(&entities.map(Entity::index)));
+        self.world.stamp(Stamp::Every(&entities.map(Entity::index)));
         let items = self.world.with_parts(|parts| many::<Q, F, N>(parts, entities.map(Entity::index)));
         all_match(items.map_err(QueryOneError::Refused)?, &entities)
+    }
+}
+
+/// An entry of the list [`QueryBorrow::for_each_of`] visits: a handle, or a handle with a value beside it.
+pub trait Listed {
+    /// The entity this entry names.
+    fn entity(&self) -> Entity;
+}
+
+impl Listed for Entity {
+    #[inline(always)]
+    fn entity(&self) -> Entity {
+        *self
+    }
+}
+
+impl<T> Listed for (Entity, T) {
+    #[inline(always)]
+    fn entity(&self) -> Entity {
+        self.0
     }
 }
 

@@ -12,6 +12,7 @@ use super::data::{QueryData, TermPool};
 use super::error::{QueryError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::term::Lent;
+use super::Listed;
 use crate::ecs::change::{ChangeView, Changes};
 use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::component::{ComponentId, ComponentSet};
@@ -742,12 +743,12 @@ fn term_position<Q: QueryData, L: Layout>(pools: &Q::Pools<'_, L>, test: impl Fn
     found
 }
 
-/// Stamps the rows of query `(Q, F)` that a loop will hand out as `&mut` of a tracked type (with `rows`, only
-/// those indices, if they match), before the loop: the world's tracks get them at once, so the loop's own change
-/// filters, and every reader after it, see them. The shape is the world's cached one, or `shape`. Nothing to do if
-/// the query writes no tracked type (or is refused: the loop says why).
+/// Stamps the rows of query `(Q, F)` that a loop will hand out as `&mut` of a tracked type (or only those `rows`
+/// names, see [`Stamp`]), before the loop: the world's tracks get them at once, so the loop's own change filters,
+/// and every reader after it, see them. The shape is the world's cached one, or `shape`. Nothing to do if the
+/// query writes no tracked type (or is refused: the loop says why).
 #[inline(never)]
-pub(super) fn stamp_rows<Q: QueryData, F: Filter>(world: &mut World, shape: Option<&mut Shape>, rows: Option<&[u32]>) {
+pub(super) fn stamp_rows<Q: QueryData, F: Filter>(world: &mut World, shape: Option<&mut Shape>, rows: Stamp<'_>) {
     let QueryContext { entities, storage, scratch, components, queries, changes, change_rows, .. } =
         world.query_context();
     let shape = match shape {
@@ -758,7 +759,7 @@ pub(super) fn stamp_rows<Q: QueryData, F: Filter>(world: &mut World, shape: Opti
     if n == 0 || shape.access.refusal().is_some() {
         return;
     }
-    if rows.is_none() {
+    if let Stamp::Loop = rows {
         // A loop: the exact types are compared whole afterwards, their rows need no list.
         n = changes.write_whole(&mut ids, n, changes.tick());
         if n == 0 {
@@ -784,14 +785,32 @@ pub(super) fn tracked_writes(changes: &Changes, shape: &Shape) -> ([ComponentId;
     (ids, n)
 }
 
-/// Appends to `out` the index of every match of `(Q, F)` on `parts`; with `rows`, those indices if every one of
-/// them matches (a `get` or `get_many` that fails hands out nothing).
-pub(super) fn record<Q: QueryData, F: Filter>(mut parts: Parts<'_, '_>, rows: Option<&[u32]>, out: &mut Vec<u32>) {
+/// Which rows a query hands out, to be stamped ([`stamp_rows`], a system's deferred stamps).
+#[doc(hidden)]
+pub enum Stamp<'a> {
+    /// A loop: every match.
+    Loop,
+    /// `get`, `get_many`: these indices if every one of them matches (one that fails hands out nothing).
+    Every(&'a [u32]),
+    /// A list visit ([`QueryBorrow::for_each_of`](super::QueryBorrow::for_each_of)): each live handle that matches,
+    /// as often as it is listed.
+    Each(&'a mut dyn Iterator<Item = Entity>),
+}
+
+/// Appends to `out` the index of every match of `(Q, F)` on `parts` that `rows` names (see [`Stamp`]).
+pub(super) fn record<Q: QueryData, F: Filter>(mut parts: Parts<'_, '_>, rows: Stamp<'_>, out: &mut Vec<u32>) {
     match rows {
-        None => run::<Q, F, _>(parts, &mut Record(out)),
-        Some(rows) => {
+        Stamp::Loop => run::<Q, F, _>(parts, &mut Record(out)),
+        Stamp::Every(rows) => {
             if rows.iter().all(|&index| one::<Q, F>(parts.reborrow(), index).is_some()) {
                 out.extend_from_slice(rows);
+            }
+        }
+        Stamp::Each(list) => {
+            for entity in list {
+                if parts.entities.is_alive(entity) && one::<Q, F>(parts.reborrow(), entity.index()).is_some() {
+                    out.push(entity.index());
+                }
             }
         }
     }
@@ -939,6 +958,60 @@ pub(super) fn one<'w, Q: QueryData, F: Filter>(parts: Parts<'w, '_>, index: u32)
             let indices = column_indices(table, &shape.access);
             let (slices, _) = Q::split_table(columns, &indices, &mut [0; MAX_QUERY_TYPES]);
             Some(Q::row(slices?, row))
+        }
+    }
+}
+
+/// The matches among `list`, in its order, each to `f` with its entry: an entry whose handle is stale, or whose
+/// entity lacks a fetched term or fails the filter, is skipped; one listed twice is visited twice, one visit after
+/// the other. Each pool is probed per entry; on archetype tables, every matching table's columns are split apart
+/// once and each entry is its table's row.
+pub(super) fn listed<Q: QueryData, F: Filter, T: Listed>(
+    parts: Parts<'_, '_>,
+    list: &[T],
+    mut f: impl for<'a> FnMut(&T, Q::Item<'a>),
+) {
+    let Parts { entities, storage, shape, changes, .. } = parts;
+    match lending(storage) {
+        Lending::Pools(layout, pools) => dispatch!(layout, L => {
+            let Some((mut pools, filter)) = take_pools::<Q, F, L>(pools, shape, changes) else { return };
+            for entry in list {
+                let entity = entry.entity();
+                if !entities.is_alive(entity) || !F::matches::<L>(&filter, entity.index()) {
+                    continue;
+                }
+                if let Some(item) = Q::probe::<L>(Q::reborrow::<L>(&mut pools), entity.index()) {
+                    f(entry, item);
+                }
+            }
+        }),
+        Lending::Tables(archetypes) => {
+            let at: Vec<Option<(u32, usize)>> = list
+                .iter()
+                .map(|entry| entry.entity())
+                .map(|entity| entities.is_alive(entity).then(|| archetypes.as_ref().location(entity.index())).flatten())
+                .collect();
+            let rows = F::rows(changes);
+            let (tables, columns) = lend_columns(archetypes);
+            let Some(mut columns) = take_columns::<Q>(columns, shape) else { return };
+            // Tables in ascending order take ascending columns of every type: each matching table's are split off
+            // the front of what is left.
+            let (mut bases, mut split) = ([0; MAX_QUERY_TYPES], Vec::with_capacity(tables.len()));
+            for table in tables {
+                let mut slices = None;
+                if set_matches::<F>(table.set(), &shape.access) {
+                    let (own, tail) = Q::split_table(columns, &column_indices(table, &shape.access), &mut bases);
+                    (slices, columns) = (own, tail);
+                }
+                split.push(slices);
+            }
+            for (entry, at) in list.iter().zip(at) {
+                let Some((table, row)) = at else { continue };
+                let Some(slices) = split[table as usize].as_mut() else { continue };
+                if F::row_passes(&rows, entry.entity().index()) {
+                    f(entry, Q::row(Q::reborrow_slices(slices), row));
+                }
+            }
         }
     }
 }

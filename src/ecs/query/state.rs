@@ -19,7 +19,7 @@ use super::error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::iter::QueryIter;
 use super::par::Pieces;
-use super::run::{batches_of, record, stamp_rows, tracked_writes, Loaned, Parts, QueryContext, Store};
+use super::run::{batches_of, record, stamp_rows, tracked_writes, Loaned, Parts, QueryContext, Stamp, Store};
 use super::term::Lent;
 use super::{QueryBorrow, Recording, Source};
 use crate::ecs::change::ChangeView;
@@ -316,7 +316,7 @@ impl<'a, Q: QueryData, F: Filter> Source<'a, Q, F> for Prepared<'a, Q, F, &'a mu
         Ok(body(self.state.exclusive_parts(self.world).0))
     }
     #[inline]
-    fn stamp(&mut self, rows: Option<&[u32]>) {
+    fn stamp(&mut self, rows: Stamp<'_>) {
         if self.world.tracks_any() {
             self.world.compare_changes();
             stamp_rows::<Q, F>(self.world, Some(&mut self.state.shape), rows);
@@ -351,11 +351,11 @@ impl<'a, Q: QueryData, F: Filter, C> Source<'a, Q, F> for Prepared<'a, Q, F, OnL
     }
     /// A system's stamps wait in its query state until the run is over (the world is shared meanwhile).
     #[inline]
-    fn stamp(&mut self, rows: Option<&[u32]>) {
+    fn stamp(&mut self, rows: Stamp<'_>) {
         let world = self.world.world;
         if world.tracks_any() {
             let (mut ids, mut n) = tracked_writes(world.changes(), &self.state.shape);
-            if rows.is_none() {
+            if let Stamp::Loop = rows {
                 // A loop: the exact types are compared whole when the run ends.
                 let exact = |id: ComponentId| world.changes().is_exact(id);
                 for &id in ids[..n].iter().filter(|&&id| exact(id)) {
