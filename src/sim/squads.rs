@@ -51,8 +51,9 @@ pub fn slot_offset(heading: Vec2, slot: usize) -> Vec2 {
 /// its entry is written once and the order captains are visited in does not matter.
 ///
 /// On one thread the captains write the table as they are visited. On several, they are read in pieces
-/// ([`Query::par_fold`]), each piece listing its followers' entries, and the lists are written into the table's two
-/// halves on two threads, each half taking the entries whose index falls in it.
+/// ([`Query::par_fold`]), each piece copying its captains' leads and their followers' handles (a bulk copy of each
+/// squad, where an entry per follower would be a push of 28 bytes); then the table's two halves are written on
+/// two threads, each reading every piece and working out the entries whose index falls in its half.
 pub fn plan_formation(
     mut captains: Query<(&Children, &Position, &Velocity), Without<Parent>>,
     mut formation: ResMut<Formation>,
@@ -70,29 +71,36 @@ pub fn plan_formation(
     let stamp = *stamp;
     if !parallel {
         captains.for_each(|_, (squad, at, velocity)| {
-            for (index, slot) in entries(squad, at.0, velocity.0, stamp) {
+            let lead = Lead::new(at.0, velocity.0, squad.len());
+            for (k, &follower) in squad.iter().enumerate() {
+                let index = follower.index() as usize;
                 if slots.len() <= index {
                     slots.resize(index + 1, Slot::default());
                 }
-                slots[index] = slot;
+                slots[index] = lead.slot(k, follower, stamp);
             }
         });
         return;
     }
     captains.par_fold(pieces, Piece::clear, |piece, _, (squad, at, velocity)| {
-        for (index, slot) in entries(squad, at.0, velocity.0, stamp) {
-            piece.bound = piece.bound.max(index + 1);
-            piece.entries.push((index as u32, slot));
-        }
+        piece.leads.push(Lead::new(at.0, velocity.0, squad.len()));
+        piece.followers.extend_from_slice(squad);
+        let bound = squad.iter().map(|follower| follower.index() as usize + 1).max().unwrap_or(0);
+        piece.bound = piece.bound.max(bound);
     });
     let bound = pieces.iter().map(|piece| piece.bound).max().unwrap_or(0);
     if slots.len() < bound {
         slots.resize(bound, Slot::default());
     }
     let write = |part: &mut [Slot], first: usize| {
-        for &(index, slot) in pieces.iter().flat_map(|piece| &piece.entries) {
-            if let Some(entry) = part.get_mut((index as usize).wrapping_sub(first)) {
-                *entry = slot;
+        for piece in pieces.iter() {
+            let mut followers = piece.followers.iter();
+            for lead in &piece.leads {
+                for (k, &follower) in followers.by_ref().take(lead.followers as usize).enumerate() {
+                    if let Some(entry) = part.get_mut((follower.index() as usize).wrapping_sub(first)) {
+                        *entry = lead.slot(k, follower, stamp);
+                    }
+                }
             }
         }
     };
@@ -101,13 +109,31 @@ pub fn plan_formation(
     crate::ecs::join(|| write(front, 0), || write(back, middle));
 }
 
-/// A captain's followers' entries, by entity index: each one's slot behind the captain at `at` moving at `lead`.
-fn entries(squad: &Children, at: Vec2, lead: Vec2, stamp: u32) -> impl Iterator<Item = (usize, Slot)> + '_ {
-    let heading = lead.try_normalize().unwrap_or(Vec2::X);
-    squad.iter().enumerate().map(move |(k, follower)| {
-        let slot = Slot { generation: follower.generation().get(), stamp, target: at + slot_offset(heading, k), lead };
-        (follower.index() as usize, slot)
-    })
+/// A captain as its followers' entries need it: where it stands, its velocity (their lead) and heading, and how
+/// many followers it has.
+#[derive(Clone, Copy, Debug)]
+struct Lead {
+    at: Vec2,
+    lead: Vec2,
+    heading: Vec2,
+    followers: u32,
+}
+
+impl Lead {
+    fn new(at: Vec2, lead: Vec2, followers: usize) -> Self {
+        Lead { at, lead, heading: lead.try_normalize().unwrap_or(Vec2::X), followers: followers as u32 }
+    }
+
+    /// The entry of `follower`, the `k`-th of the squad: its slot behind the captain, in frame `stamp`.
+    #[inline]
+    fn slot(&self, k: usize, follower: Entity, stamp: u32) -> Slot {
+        Slot {
+            generation: follower.generation().get(),
+            stamp,
+            target: self.at + slot_offset(self.heading, k),
+            lead: self.lead,
+        }
+    }
 }
 
 /// The followers' half of steering: every follower steers toward its slot from [`plan_formation`], its lead (the
@@ -152,16 +178,19 @@ struct Slot {
     lead: Vec2,
 }
 
-/// One piece of captains' entries (by follower index) and the table length they need.
+/// One piece of captains: their leads in walk order, their followers' handles one squad after another, and the
+/// table length the followers need.
 #[derive(Debug, Default)]
 struct Piece {
-    entries: Vec<(u32, Slot)>,
+    leads: Vec<Lead>,
+    followers: Vec<Entity>,
     bound: usize,
 }
 
 impl Piece {
     fn clear(&mut self) {
-        self.entries.clear();
+        self.leads.clear();
+        self.followers.clear();
         self.bound = 0;
     }
 }
