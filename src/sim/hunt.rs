@@ -26,9 +26,10 @@ pub fn plugin(app: &mut App) {
 /// change keyed by the hunter, so the result does not depend on the order hunters are visited in.
 ///
 /// One walk of the target pool, in pieces on every thread, reads only: each piece lists the hunters whose target
-/// is stale, with the nearest enemy found and where they stand, and the velocity of each hunter whose target is
-/// live. The lists come back in piece order. The velocities are then written by one visit of that list (the
-/// velocity pool is probed, not split, so its writes stay on one thread: a store per hunter, where the walk spends
+/// is stale, with the nearest enemy found and where they stand, and the new velocity of each hunter whose target
+/// is live (a hunter in the snapshot and not already at its target). The lists come back in piece order. The
+/// velocities are then written by one visit of that list ([`Query::for_each_of`]: the hunters' velocities are
+/// looked up, not walked, so the writes stay on one thread: a lookup and a store per hunter, where the walk spends
 /// two snapshot lookups). The catches keep the pieces' order (the target pool's); the retargets are recorded sorted
 /// by hunter, as a loop keyed by the hunter records them.
 #[allow(clippy::too_many_arguments)] // (one per thing it touches: that is the point of parameters)
@@ -104,7 +105,7 @@ pub struct Stale {
 }
 
 /// What one piece of [`hunt_targets`]'s walk of the target pool finds: its stale hunters, and the velocity each
-/// hunter with a live target steers at.
+/// hunter with a live target steers at (one in the snapshot and not already at its target).
 #[derive(Default)]
 pub struct HuntPiece {
     stale: Vec<Stale>,

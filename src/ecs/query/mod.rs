@@ -134,8 +134,8 @@ pub trait Source<'w, Q: QueryData, F: Filter> {
     /// How a parallel loop cuts its work here.
     fn pieces(&self) -> Pieces;
     #[doc(hidden)]
-    /// Before a loop: stamps the matches it will hand out as `&mut` of a tracked type (with `rows`, only those
-    /// indices that match). Nothing for a read-only source.
+    /// Before a loop: stamps the matches it will hand out as `&mut` of a tracked type (or only those `rows` names,
+    /// see [`Stamp`]). Nothing for a read-only source.
     #[inline(always)]
     fn stamp(&mut self, _rows: Stamp<'_>) {}
     #[doc(hidden)]
@@ -329,7 +329,9 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     ///
     /// Each entry costs a probe of every pool (on archetype tables, a row of its table's columns, split apart
     /// once per call), not a lookup of the query's shape: a loop of [`QueryBorrow::get`] calls finds the shape
-    /// and lends the storage once per entity.
+    /// and lends the storage once per entity. (A query that writes a type change detection tracks first stamps
+    /// the entries that match, one lookup each.) Through a mutable world, a listed handle the command buffer
+    /// reserved applies the buffer before the visit starts, so every entry is visited in the world after it.
     ///
     /// ```
     /// use swarm::ecs::World;
