@@ -329,8 +329,8 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     ///
     /// Each entry costs a probe of every pool (on archetype tables, a row of its table's columns, split apart
     /// once per call), not a lookup of the query's shape: a loop of [`QueryBorrow::get`] calls finds the shape
-    /// and lends the storage once per entity. (A query that writes a type change detection tracks first stamps
-    /// the entries that match, one lookup each.) Through a mutable world, a listed handle the command buffer
+    /// and lends the storage once per entity. (A query that writes a type change detection tracks first walks
+    /// the list once more, to stamp the entries that match.) Through a mutable world, a listed handle the command buffer
     /// reserved applies the buffer before the visit starts, so every entry is visited in the world after it.
     ///
     /// ```

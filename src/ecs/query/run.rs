@@ -806,12 +806,10 @@ pub(super) fn record<Q: QueryData, F: Filter>(mut parts: Parts<'_, '_>, rows: St
                 out.extend_from_slice(rows);
             }
         }
+        // The visit's own walk, so what is stamped is what the visit hands out.
         Stamp::Each(list) => {
-            for entity in list {
-                if parts.entities.is_alive(entity) && one::<Q, F>(parts.reborrow(), entity.index()).is_some() {
-                    out.push(entity.index());
-                }
-            }
+            let list: Vec<Entity> = list.collect();
+            listed::<Q, F, Entity>(parts, &list, |&entity, _| out.push(entity.index()));
         }
     }
 }
