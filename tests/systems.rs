@@ -652,6 +652,43 @@ fn the_profiler_marks_systems_that_ran_on_several_threads() {
     }
 }
 
+/// Splits its work in two halves that wait for each other, so on a pool of two they run on both threads; then
+/// each sleeps [`MEET_MS`].
+fn meet(_: &mut World) {
+    let barrier = std::sync::Barrier::new(2);
+    let half = || {
+        barrier.wait();
+        std::thread::sleep(std::time::Duration::from_millis(MEET_MS));
+    };
+    swarm::ecs::join(half, half);
+}
+const MEET_MS: u64 = 5;
+
+#[test]
+fn the_profiler_counts_the_work_other_threads_did() {
+    // One thread: the loops run in place, and nothing is done elsewhere.
+    let mut app = App::with_world(world(Backend::SparseSet));
+    app.set_threads(1);
+    app.insert_resource(Frame(0));
+    app.add_systems(Stage::Update, poke);
+    app.update();
+    app.profiler().with_timings(|timings| {
+        let stat = timings.get("poke").expect("a row");
+        assert_eq!((stat.elsewhere_ms, stat.parallel), (0.0, false));
+    });
+    // Two threads: the second half runs on the other thread, and its time is counted.
+    let mut app = App::with_world(world(Backend::SparseSet));
+    app.set_threads(2);
+    app.add_systems(Stage::Update, meet);
+    app.update();
+    app.profiler().with_timings(|timings| {
+        let stat = timings.get("meet").expect("a row");
+        assert!(stat.elsewhere_ms >= MEET_MS as f64, "{stat:?}");
+        assert_eq!(stat.parallel, swarm::app::profile::paid(stat.last_ms, stat.elsewhere_ms), "{stat:?}");
+        assert_eq!(stat.elsewhere_total_ms, stat.elsewhere_ms);
+    });
+}
+
 /// Whom a row follows: a component holding a handle, registered as such.
 #[derive(Clone, Debug, PartialEq, swarm::ecs::HoldsEntities)]
 struct Follows(#[entities] Entity, #[entities] Vec<Entity>);

@@ -677,8 +677,7 @@ impl App {
         for stage in Stage::FRAME {
             self.run_stage(stage.slot(), on_pool);
         }
-        let Self { world, profiler, apply_id, .. } = self;
-        profiler.time("apply_commands", *apply_id, || world.apply_commands());
+        apply_timed(&mut self.world, &self.profiler, self.apply_id);
         self.settle_handles();
         // The world's own queries and trackers answer "since the last frame" (systems have their own moment).
         self.world.clear_trackers();
@@ -729,8 +728,7 @@ impl App {
     /// Runs a transition's systems, then applies the commands they recorded.
     fn run_transition(&mut self, slot: usize, on_pool: bool) {
         self.run_stage(slot, on_pool);
-        let Self { world, profiler, apply_id, .. } = self;
-        profiler.time("apply_commands", *apply_id, || world.apply_commands());
+        apply_timed(&mut self.world, &self.profiler, self.apply_id);
         self.settle_handles();
     }
 
@@ -879,11 +877,11 @@ fn run_batch(world: &mut World, entries: &mut [Entry], batch: &[usize], profiler
     if let [k] = *batch {
         if entries[k].access.is_exclusive() {
             let entry = &mut entries[k];
-            let moved = crate::ecs::halves_moved();
+            let elsewhere = profiler.elsewhere_ns();
             let run = catch_unwind(AssertUnwindSafe(|| {
                 profiler.time(entry.name, entry.id, || entry.system.run_exclusive(world))
             }));
-            profiler.set_parallel(entry.id, crate::ecs::halves_moved() != moved);
+            profiler.set_parallel(entry.id, false, profiler.elsewhere_ns() - elsewhere);
             if let Err(panic) = run {
                 resume_named(entry.name, panic);
             }
@@ -916,10 +914,10 @@ fn run_batch(world: &mut World, entries: &mut [Entry], batch: &[usize], profiler
         let world = &*world;
         let together = on_pool && batch.len() > 1;
         let run = |entry: &mut Entry| {
-            let moved = crate::ecs::halves_moved();
+            let elsewhere = profiler.elsewhere_ns();
             let run = || profiler.time(entry.name, entry.id, || entry.system.run_shared(world));
             entry.panic = catch_unwind(AssertUnwindSafe(run)).err();
-            profiler.set_parallel(entry.id, together || crate::ecs::halves_moved() != moved);
+            profiler.set_parallel(entry.id, together, profiler.elsewhere_ns() - elsewhere);
         };
         match on_pool {
             true if batch.len() > 1 => run_split(entries, 0, batch, &run),
@@ -961,6 +959,13 @@ fn run_split(entries: &mut [Entry], first: usize, batch: &[usize], run: &(impl F
             crate::ecs::join(|| run_split(left, first, batch, run), || run_split(right, first + middle, batch, run));
         }
     }
+}
+
+/// Applies the world's command buffer in the `apply_commands` span, noting the work other threads did for it.
+fn apply_timed(world: &mut World, profiler: &Profiler, id: u64) {
+    let elsewhere = profiler.elsewhere_ns();
+    profiler.time("apply_commands", id, || world.apply_commands());
+    profiler.set_parallel(id, false, profiler.elsewhere_ns() - elsewhere);
 }
 
 /// Panics again with the system's name in front of the message.

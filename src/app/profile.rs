@@ -28,12 +28,31 @@ pub struct SpanStat {
     pub total_ms: f64,
     /// Number of runs since the last reset.
     pub runs: u64,
-    /// Whether the last run had work on more than one thread: other systems of its batch ran at once, or pieces
-    /// of its parallel loops ran on other threads.
+    /// Milliseconds of the last run's work that other threads did (pieces of its parallel loops and splits they
+    /// took: see [`crate::ecs::Elsewhere`]). In a batch whose systems ran at once, it counts the whole batch's.
+    pub elsewhere_ms: f64,
+    /// Sum of [`SpanStat::elsewhere_ms`] over the runs since the last reset.
+    pub elsewhere_total_ms: f64,
+    /// Whether a second thread paid in the last run: other systems of its batch ran at once, or other threads did
+    /// work of its own worth at least [`PAID_SHARE`] of its time (a system that splits a loop too small to pay
+    /// for its joins, or whose other thread sat waiting, is not marked).
     pub parallel: bool,
 }
 
+/// The share of a system's time that other threads must have worked on it for the system to count as parallel
+/// ([`SpanStat::parallel`]): below it, what the second thread did is about what splitting the work costs.
+pub const PAID_SHARE: f64 = 0.25;
+
 impl SpanStat {
+    /// Mean milliseconds per run of the work other threads did ([`SpanStat::elsewhere_ms`]).
+    pub fn mean_elsewhere_ms(&self) -> f64 {
+        if self.runs == 0 {
+            0.0
+        } else {
+            self.elsewhere_total_ms / self.runs as f64
+        }
+    }
+
     /// Mean milliseconds per run.
     pub fn mean_ms(&self) -> f64 {
         if self.runs == 0 {
@@ -67,9 +86,16 @@ impl Timings {
             s.total_ms = 0.0;
             s.runs = 0;
             s.last_ms = 0.0;
+            s.elsewhere_ms = 0.0;
+            s.elsewhere_total_ms = 0.0;
             s.parallel = false;
         }
     }
+}
+
+/// Whether other threads' `elsewhere_ms` of work paid in a run of `last_ms`: at least [`PAID_SHARE`] of it.
+pub fn paid(last_ms: f64, elsewhere_ms: f64) -> bool {
+    elsewhere_ms > 0.0 && elsewhere_ms >= PAID_SHARE * last_ms
 }
 
 struct Open {
@@ -98,6 +124,8 @@ struct Shared {
 pub struct Profiler {
     shared: Arc<Mutex<Shared>>,
     dispatch: tracing::Dispatch,
+    /// The work other threads did for the spans timed ([`Profiler::time`]).
+    elsewhere: crate::ecs::Elsewhere,
 }
 
 impl Default for Profiler {
@@ -117,7 +145,7 @@ impl Profiler {
             epoch: Instant::now(),
         }));
         let subscriber = tracing_subscriber::registry().with(Recorder { shared: shared.clone() });
-        Self { shared, dispatch: tracing::Dispatch::new(subscriber) }
+        Self { shared, dispatch: tracing::Dispatch::new(subscriber), elsewhere: crate::ecs::Elsewhere::default() }
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared> {
@@ -141,20 +169,31 @@ impl Profiler {
         tracing::dispatcher::with_default(&self.dispatch, f)
     }
 
-    /// Runs `f` inside a span `system { name, id }`, recorded in the row `id`.
+    /// Runs `f` inside a span `system { name, id }`, recorded in the row `id`; the work other threads do for it
+    /// counts into [`Profiler::elsewhere_ns`].
     #[inline]
     pub fn time<T>(&self, name: &'static str, id: u64, f: impl FnOnce() -> T) -> T {
         tracing::dispatcher::with_default(&self.dispatch, || {
             let span = tracing::info_span!("system", system = name, id = id);
             let _entered = span.enter();
-            f()
+            crate::ecs::count_elsewhere(&self.elsewhere, f)
         })
     }
 
-    /// Notes whether the last run of row `id` had work on more than one thread ([`SpanStat::parallel`]).
-    pub fn set_parallel(&self, id: u64, parallel: bool) {
+    /// Nanoseconds of work other threads did for the spans of [`Profiler::time`] so far (see
+    /// [`crate::ecs::Elsewhere`]): the app takes it before and after a system.
+    pub fn elsewhere_ns(&self) -> u64 {
+        self.elsewhere.ns()
+    }
+
+    /// Notes what other threads did in the last run of row `id` (after [`Profiler::time`] recorded it): whether
+    /// other systems of its batch ran at once (`together`), and the nanoseconds of its work they did. Sets
+    /// [`SpanStat::parallel`] by [`paid`].
+    pub fn set_parallel(&self, id: u64, together: bool, elsewhere_ns: u64) {
         if let Some(stat) = self.lock().timings.stats.get_mut(id as usize) {
-            stat.parallel = parallel;
+            stat.elsewhere_ms = elsewhere_ns as f64 / 1e6;
+            stat.elsewhere_total_ms += stat.elsewhere_ms;
+            stat.parallel = together || paid(stat.last_ms, stat.elsewhere_ms);
         }
     }
 
@@ -163,6 +202,7 @@ impl Profiler {
     pub fn idle(&self, id: u64) {
         if let Some(stat) = self.lock().timings.stats.get_mut(id as usize) {
             stat.last_ms = 0.0;
+            stat.elsewhere_ms = 0.0;
             stat.parallel = false;
         }
     }
@@ -353,6 +393,40 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_thread_pays_from_a_quarter_of_the_time() {
+        assert!(!paid(1.0, 0.0));
+        assert!(!paid(1.0, 0.24));
+        assert!(paid(1.0, 0.25));
+        assert!(paid(2.0, 1.5));
+        assert!(!paid(0.0, 0.0), "no work elsewhere never pays");
+    }
+
+    #[test]
+    fn a_run_notes_the_work_done_elsewhere() {
+        let profiler = Profiler::new();
+        let a = profiler.register("a");
+        profiler.time("a", a, || std::thread::sleep(std::time::Duration::from_millis(4)));
+        profiler.set_parallel(a, false, 3_000_000);
+        profiler.set_parallel(a, false, 0); // a later note of the same run replaces the figure, not the total
+        profiler.time("a", a, || std::thread::sleep(std::time::Duration::from_millis(4)));
+        profiler.set_parallel(a, false, 2_000_000);
+        profiler.with_timings(|t| {
+            let s = t.get("a").unwrap();
+            assert_eq!((s.elsewhere_ms, s.runs), (2.0, 2));
+            assert_eq!(s.elsewhere_total_ms, 5.0);
+            assert_eq!(s.parallel, paid(s.last_ms, 2.0));
+        });
+        profiler.set_parallel(a, true, 0);
+        assert!(profiler.with_timings(|t| t.get("a").unwrap().parallel), "a batch run at once is parallel");
+        profiler.idle(a);
+        profiler.with_timings(|t| {
+            assert_eq!((t.get("a").unwrap().elsewhere_ms, t.get("a").unwrap().parallel), (0.0, false))
+        });
+        profiler.reset();
+        profiler.with_timings(|t| assert_eq!(t.get("a").unwrap().elsewhere_total_ms, 0.0));
+    }
 
     #[test]
     fn spans_become_per_system_milliseconds() {

@@ -48,9 +48,9 @@ pub use hierarchy::{Children, HierarchyError, Parent};
 pub use holders::HoldsEntities;
 pub(crate) use query::smaller_tuples_too;
 pub use query::{
-    halves_moved, join, Added, Batch, Batches, Changed, Filter, Lease, Listed, OnLoan, Or, Prepared, QueryAccess,
-    QueryBorrow, QueryData, QueryError, QueryIter, QueryOneError, QueryRef, QueryState, ReadOnlyQueryData, Recording,
-    Source, With, Without, MAX_QUERY_TYPES,
+    count_elsewhere, halves_moved, join, Added, Batch, Batches, Changed, Elsewhere, Filter, Lease, Listed, OnLoan, Or,
+    Prepared, QueryAccess, QueryBorrow, QueryData, QueryError, QueryIter, QueryOneError, QueryRef, QueryState,
+    ReadOnlyQueryData, Recording, Source, With, Without, MAX_QUERY_TYPES,
 };
 pub(crate) use query::{Held, HeldShared, Loaned};
 pub use rollback::{Checkpoint, Checkpoints, RollbackError};

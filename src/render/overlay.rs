@@ -413,7 +413,8 @@ pub fn draw(
                 let _ = write!(text, "{indent}{:<width$}     off   (click: on)", s.name);
             } else {
                 let _ = write!(text, "{indent}{:<width$} {:>7.3}", s.name, s.last_ms);
-                // Work on more than one thread in its last run: its batch, or pieces of its loops.
+                // A second thread paid in its last run: its batch ran at once, or other threads did a quarter of
+                // its time in work (`SpanStat::parallel`).
                 text.push_str(if s.parallel { " par" } else { "    " });
                 if let Some(before) = previous.and_then(|p| p.systems.get(at)) {
                     let _ = write!(text, "   before {before:>7.3}");
@@ -448,7 +449,7 @@ pub fn draw(
             }
         }
         text.clear();
-        let _ = write!(text, "  {:<22} {sum:>7.3}    (par: on several threads)", "systems' sum");
+        let _ = write!(text, "  {:<22} {sum:>7.3}    (par: others did >= 1/4)", "systems' sum");
         put(text, dim, &mut y);
         // The window's own spans, on one line (wrapped when long): not part of the simulation's figures.
         text.clear();

@@ -162,7 +162,7 @@ mod tests {
             systems: systems
                 .iter()
                 .enumerate()
-                .map(|(i, &ms)| SystemTime { name: format!("s{i}"), mean_ms: ms })
+                .map(|(i, &ms)| SystemTime { name: format!("s{i}"), mean_ms: ms, elsewhere_ms: 0.0 })
                 .collect(),
             groups: Vec::new(),
             modified: false,

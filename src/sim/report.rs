@@ -34,6 +34,9 @@ pub struct SystemTime {
     pub name: String,
     /// Mean milliseconds per frame.
     pub mean_ms: f64,
+    /// Mean milliseconds per frame of its work that other threads did (pieces of its parallel loops; in a batch
+    /// whose systems ran at once, the batch's): see [`crate::ecs::Elsewhere`].
+    pub elsewhere_ms: f64,
 }
 
 /// Per-group time, with the group's systems (a row of the tree the overlay shows).
@@ -293,7 +296,11 @@ impl Meter {
         let systems = spans
             .iter()
             .filter(|s| !infos.iter().any(|g| g.name == s.name))
-            .map(|s| SystemTime { name: s.name.clone(), mean_ms: s.total_ms / frames_f })
+            .map(|s| SystemTime {
+                name: s.name.clone(),
+                mean_ms: s.total_ms / frames_f,
+                elsewhere_ms: s.elsewhere_total_ms / frames_f,
+            })
             .collect();
         let stats = app.world.resource::<SimStats>().clone();
         let totals = app.world.command_totals();
@@ -341,6 +348,8 @@ pub struct TimeRow<'a> {
     pub name: &'a str,
     /// Mean milliseconds per frame.
     pub mean_ms: f64,
+    /// A system's [`SystemTime::elsewhere_ms`] (`None` for a group).
+    pub elsewhere_ms: Option<f64>,
     /// Whether it ran at the end (a system in a group that is off has its group's flag).
     pub enabled: bool,
 }
@@ -356,13 +365,31 @@ impl Report {
                 Some(group) if shown.contains(&group.name.as_str()) => {}
                 Some(group) => {
                     shown.push(&group.name);
-                    rows.push(TimeRow { depth: 0, name: &group.name, mean_ms: group.mean_ms, enabled: group.enabled });
+                    rows.push(TimeRow {
+                        depth: 0,
+                        name: &group.name,
+                        mean_ms: group.mean_ms,
+                        elsewhere_ms: None,
+                        enabled: group.enabled,
+                    });
                     for name in &group.systems {
-                        let mean_ms = self.systems.iter().find(|t| &t.name == name).map_or(0.0, |t| t.mean_ms);
-                        rows.push(TimeRow { depth: 1, name, mean_ms, enabled: group.enabled });
+                        let time = self.systems.iter().find(|t| &t.name == name);
+                        rows.push(TimeRow {
+                            depth: 1,
+                            name,
+                            mean_ms: time.map_or(0.0, |t| t.mean_ms),
+                            elsewhere_ms: Some(time.map_or(0.0, |t| t.elsewhere_ms)),
+                            enabled: group.enabled,
+                        });
                     }
                 }
-                None => rows.push(TimeRow { depth: 0, name: &system.name, mean_ms: system.mean_ms, enabled: true }),
+                None => rows.push(TimeRow {
+                    depth: 0,
+                    name: &system.name,
+                    mean_ms: system.mean_ms,
+                    elsewhere_ms: Some(system.elsewhere_ms),
+                    enabled: true,
+                }),
             }
         }
         rows
@@ -391,12 +418,21 @@ impl fmt::Display for Report {
             "threads: {}   frame ms (mean) {:.3} beside its systems' sum {:.3}",
             self.threads, self.mean_ms, sum
         )?;
-        writeln!(f, "ms per frame (mean), by group and system:")?;
+        // On several threads, a second column: the part of each system's work other threads did.
+        let others = self.threads != 1;
+        match others {
+            true => writeln!(f, "ms per frame (mean), by group and system; of it, work done on other threads:")?,
+            false => writeln!(f, "ms per frame (mean), by group and system:")?,
+        }
         for row in self.rows() {
             let indent = "  ".repeat(row.depth + 1);
             let width = 24 - indent.len();
             let off = if row.enabled { "" } else { "  (off)" };
-            writeln!(f, "{indent}{:<width$} {:>8.3}{off}", row.name, row.mean_ms)?;
+            write!(f, "{indent}{:<width$} {:>8.3}", row.name, row.mean_ms)?;
+            match row.elsewhere_ms {
+                Some(ms) if others => writeln!(f, " {ms:>8.3}{off}")?,
+                _ => writeln!(f, "{off}")?,
+            }
         }
         writeln!(f, "entities: peak {}  at end {}", self.peak_live, self.live)?;
         writeln!(

@@ -53,7 +53,7 @@ pub use filter::{Added, Changed, Filter, Or, With, Without};
 pub use iter::QueryIter;
 #[doc(hidden)]
 pub use par::Pieces;
-pub use par::{halves_moved, join};
+pub use par::{count_elsewhere, halves_moved, join, Elsewhere};
 pub(crate) use run::Loaned;
 pub(crate) use run::QueryContext;
 pub(crate) use state::{Held, HeldShared};

@@ -25,7 +25,10 @@ use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::entity::{Entities, Entity};
 use crate::ecs::storage::Layout;
 use crate::ecs::world::World;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
 
 /// How a parallel loop cuts its work: `rows` matches a piece, on the pool if `parallel`.
 #[doc(hidden)]
@@ -87,28 +90,122 @@ pub(super) trait ParVisit<Q: QueryData>: Sync {
 /// Halves of parallel work that ran on another thread than the one that split them, over the process.
 static MOVED: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// The split this thread is running a half of (`None` outside any half): a join's halves, and every join
+    /// inside them, belong to the thread that called the outermost join, and count into its account.
+    static SPLIT: RefCell<Option<Split>> = const { RefCell::new(None) };
+    /// The account of the code this thread runs ([`count_elsewhere`]), for the joins it begins.
+    static ACCOUNT: RefCell<Option<Elsewhere>> = const { RefCell::new(None) };
+    /// Joins this thread has called: a half during which it called none is a leaf, timed whole.
+    static JOINS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A split's thread and account, handed to its halves.
+#[derive(Clone)]
+struct Split {
+    origin: usize,
+    account: Elsewhere,
+}
+
+/// Adds up the work that other threads do for some code ([`count_elsewhere`]): the time of the halves of
+/// [`join`] (the parallel loops' pieces, the simulation's own splits) that ran on another thread than the one
+/// that began the split. Clones share the sum.
+///
+/// Only halves that split no further are timed, so no time is counted twice, and a thread's wait for another
+/// (always inside a join) is never counted: what is counted is work. A half that splits and also works outside
+/// its joins has that work left out.
+#[derive(Clone, Debug, Default)]
+pub struct Elsewhere(Arc<AtomicU64>);
+
+impl Elsewhere {
+    /// Nanoseconds counted so far.
+    pub fn ns(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// Runs `f` on this thread, adding the work other threads do for the joins it begins to `account`.
+pub fn count_elsewhere<T>(account: &Elsewhere, f: impl FnOnce() -> T) -> T {
+    /// Puts the thread's [`ACCOUNT`] back, also when `f` panics.
+    struct Restore(Option<Elsewhere>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ACCOUNT.set(self.0.take());
+        }
+    }
+    let _restore = Restore(ACCOUNT.replace(Some(account.clone())));
+    f()
+}
+
 /// `rayon::join`, counting the times the second half runs on another thread (the pool took it: the work really
-/// ran in parallel). Parallel loops and the simulation's own splits go through it.
+/// ran in parallel), and adding the work other threads do to the account of the code that began it
+/// ([`count_elsewhere`]). Parallel loops and the simulation's own splits go through it.
 pub fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
     join_noting(a, |_| b())
 }
 
 /// [`join`], telling the second half whether another thread took it (and counting it if so).
 fn join_noting<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce(bool) -> B + Send) -> (A, B) {
+    let split = SPLIT
+        .with_borrow(Option::clone)
+        .or_else(|| ACCOUNT.with_borrow(Option::clone).map(|account| Split { origin: thread_number(), account }));
+    let Some(split) = split else {
+        // Nobody counts: the halves run as they are.
+        return rayon::join_context(
+            |_| a(),
+            |context| {
+                let moved = context.migrated();
+                if moved {
+                    MOVED.fetch_add(1, Relaxed);
+                }
+                b(moved)
+            },
+        );
+    };
+    JOINS.set(JOINS.get() + 1);
+    let other = split.clone();
     rayon::join_context(
-        |_| a(),
+        |_| half(split, a),
         |context| {
             let moved = context.migrated();
             if moved {
                 MOVED.fetch_add(1, Relaxed);
             }
-            b(moved)
+            half(other, || b(moved))
         },
     )
 }
 
-/// How many halves of parallel work ran on another thread than the one that split them, in this process so far:
-/// the profiler compares it before and after a system to tell whether the system ran on several threads.
+/// This thread's number for a [`Split`]: its index in the current pool, or a number no pool thread has.
+fn thread_number() -> usize {
+    rayon::current_thread_index().unwrap_or(usize::MAX)
+}
+
+/// Runs one half of `split`. On another thread than the split's, a half that calls no join is timed into the
+/// split's account: only leaves are (see [`Elsewhere`]).
+fn half<R>(split: Split, f: impl FnOnce() -> R) -> R {
+    /// Puts the thread's [`SPLIT`] back, also when the half panics.
+    struct Restore(Option<Split>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SPLIT.set(self.0.take());
+        }
+    }
+    let here = split.origin == thread_number();
+    let account = split.account.clone();
+    let _restore = Restore(SPLIT.replace(Some(split)));
+    if here {
+        return f();
+    }
+    let (joins, start) = (JOINS.get(), Instant::now());
+    let out = f();
+    if JOINS.get() == joins {
+        account.0.fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
+    }
+    out
+}
+
+/// How many halves of parallel work ran on another thread than the one that split them, in this process so far.
 pub fn halves_moved() -> u64 {
     MOVED.load(Relaxed)
 }
@@ -447,5 +544,59 @@ pub(super) fn with_pieces(
     into.end_loop();
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+    use std::time::Duration;
+
+    /// Milliseconds each half of the tests' splits sleeps.
+    const NAP_MS: u64 = 5;
+
+    fn nap() {
+        std::thread::sleep(Duration::from_millis(NAP_MS));
+    }
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool")
+    }
+
+    #[test]
+    fn work_on_the_thread_that_split_is_not_counted() {
+        let account = Elsewhere::default();
+        // A pool of one: both halves run on the thread that split.
+        pool(1).install(|| count_elsewhere(&account, || join(nap, || join(nap, nap))));
+        assert_eq!(account.ns(), 0);
+    }
+
+    #[test]
+    fn a_half_another_thread_runs_is_counted_once() {
+        let account = Elsewhere::default();
+        let barrier = Barrier::new(2);
+        // The first half waits for the second, so the second runs on the pool's other thread; there it splits
+        // again, and its two leaves are counted (each where it ran), the half around them is not.
+        pool(2).install(|| {
+            count_elsewhere(&account, || {
+                join(
+                    || {
+                        barrier.wait();
+                    },
+                    || {
+                        barrier.wait();
+                        join(nap, nap);
+                    },
+                )
+            })
+        });
+        let ms = account.ns() as f64 / 1e6;
+        // At least one leaf ran on the other thread (the one it split on); at most both did.
+        assert!(ms >= NAP_MS as f64, "{ms} ms");
+        // Outside the count, nothing more is added.
+        let before = account.ns();
+        pool(2).install(|| join(nap, nap));
+        assert_eq!(account.ns(), before);
     }
 }
