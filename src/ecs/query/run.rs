@@ -806,10 +806,14 @@ pub(super) fn record<Q: QueryData, F: Filter>(mut parts: Parts<'_, '_>, rows: St
                 out.extend_from_slice(rows);
             }
         }
-        // The visit's own walk, so what is stamped is what the visit hands out.
+        // The visit's own walk, so what is stamped is what the visit hands out. The handles are gathered into the
+        // world's reused handle buffer (which `listed` does not use), so a visit allocates nothing once warm.
         Stamp::Each(list) => {
-            let list: Vec<Entity> = list.collect();
-            listed::<Q, F, Entity>(parts, &list, |&entity, _| out.push(entity.index()));
+            let mut handles = std::mem::take(parts.scratch);
+            handles.clear();
+            handles.extend(list);
+            listed::<Q, F, Entity>(parts.reborrow(), &handles, |&entity, _| out.push(entity.index()));
+            *parts.scratch = handles;
         }
     }
 }
