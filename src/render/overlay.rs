@@ -449,7 +449,7 @@ pub fn draw(
             }
         }
         text.clear();
-        let _ = write!(text, "  {:<22} {sum:>7.3}    (par: others did >= 1/4)", "systems' sum");
+        let _ = write!(text, "  {:<22} {sum:>7.3}    (par: a 2nd thread paid)", "systems' sum");
         put(text, dim, &mut y);
         // The window's own spans, on one line (wrapped when long): not part of the simulation's figures.
         text.clear();

@@ -244,7 +244,11 @@ pub fn resolve_collisions(world: &mut World) {
                     // `slot` maps the index back to its item in this frame's grid (built just before).
                     let at = slot[word_at * 64 + bits.trailing_zeros() as usize] as usize;
                     bits &= bits - 1;
-                    hurt.push((items[at].entity, hits[at]));
+                    // Every item of this grid is in `slot` (no fighter is forgotten between the build and now).
+                    debug_assert!(at < items.len(), "a hit fighter's slot was cleared since the grid was built");
+                    if let (Some(item), Some(&hit)) = (items.get(at), hits.get(at)) {
+                        hurt.push((item.entity, hit));
+                    }
                 }
             }
             world.query::<&mut Health>().for_each_of(hurt, |&(_, hit), health| health.0 -= damage * hit as i32);

@@ -111,9 +111,10 @@ struct Split {
 /// [`join`] (the parallel loops' pieces, the simulation's own splits) that ran on another thread than the one
 /// that began the split. Clones share the sum.
 ///
-/// Only halves that split no further are timed, so no time is counted twice, and a thread's wait for another
-/// (always inside a join) is never counted: what is counted is work. A half that splits and also works outside
-/// its joins has that work left out.
+/// Only halves that split no further are timed, so no time is counted twice, and a thread's wait inside a join is
+/// never counted. A leaf is timed by the clock: if it blocks (a lock, a sleep) or the system runs another thread
+/// meanwhile, that time counts too. A half that splits and also works outside its joins has that work left out. A
+/// split begun outside any rayon pool is not counted.
 #[derive(Clone, Debug, Default)]
 pub struct Elsewhere(Arc<AtomicU64>);
 
@@ -124,16 +125,18 @@ impl Elsewhere {
     }
 }
 
-/// Runs `f` on this thread, adding the work other threads do for the joins it begins to `account`.
+/// Runs `f` on this thread, adding the work other threads do for the joins it begins to `account`: the joins `f`
+/// begins are splits of its own, begun on this thread, even when `f` itself runs inside a half of another split.
 pub fn count_elsewhere<T>(account: &Elsewhere, f: impl FnOnce() -> T) -> T {
-    /// Puts the thread's [`ACCOUNT`] back, also when `f` panics.
-    struct Restore(Option<Elsewhere>);
+    /// Puts the thread's [`ACCOUNT`] and [`SPLIT`] back, also when `f` panics.
+    struct Restore(Option<Elsewhere>, Option<Split>);
     impl Drop for Restore {
         fn drop(&mut self) {
             ACCOUNT.set(self.0.take());
+            SPLIT.set(self.1.take());
         }
     }
-    let _restore = Restore(ACCOUNT.replace(Some(account.clone())));
+    let _restore = Restore(ACCOUNT.replace(Some(account.clone())), SPLIT.replace(None));
     f()
 }
 
@@ -146,9 +149,12 @@ pub fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> 
 
 /// [`join`], telling the second half whether another thread took it (and counting it if so).
 fn join_noting<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce(bool) -> B + Send) -> (A, B) {
-    let split = SPLIT
-        .with_borrow(Option::clone)
-        .or_else(|| ACCOUNT.with_borrow(Option::clone).map(|account| Split { origin: thread_number(), account }));
+    // A split begun outside any pool is not counted: rayon runs both of its halves on the global pool's threads,
+    // neither of them the one that began it.
+    let split = SPLIT.with_borrow(Option::clone).or_else(|| {
+        let origin = rayon::current_thread_index()?;
+        ACCOUNT.with_borrow(Option::clone).map(|account| Split { origin, account })
+    });
     let Some(split) = split else {
         // Nobody counts: the halves run as they are.
         return rayon::join_context(
@@ -598,5 +604,36 @@ mod tests {
         let before = account.ns();
         pool(2).install(|| join(nap, nap));
         assert_eq!(account.ns(), before);
+    }
+
+    #[test]
+    fn a_split_begun_outside_any_pool_is_not_counted() {
+        // Rayon runs both halves on its global pool: neither is on the thread that began the split.
+        let account = Elsewhere::default();
+        count_elsewhere(&account, || join(nap, nap));
+        assert_eq!(account.ns(), 0);
+    }
+
+    #[test]
+    fn code_counted_inside_a_half_counts_its_own_splits() {
+        // The second half runs on the other thread and counts its work into an account of its own (as a system
+        // run inside a batch's half does): its split is its own, begun there, and nothing of it reaches the outer
+        // account, whose own halves are the first (on its thread) and the second (which split: not a leaf).
+        let (outer, inner) = (Elsewhere::default(), Elsewhere::default());
+        let barrier = Barrier::new(2);
+        pool(2).install(|| {
+            count_elsewhere(&outer, || {
+                join(
+                    || {
+                        barrier.wait();
+                    },
+                    || {
+                        barrier.wait();
+                        count_elsewhere(&inner, || join(nap, nap));
+                    },
+                )
+            })
+        });
+        assert_eq!(outer.ns(), 0);
     }
 }

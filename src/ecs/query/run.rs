@@ -807,7 +807,8 @@ pub(super) fn record<Q: QueryData, F: Filter>(mut parts: Parts<'_, '_>, rows: St
             }
         }
         // The visit's own walk, so what is stamped is what the visit hands out. The handles are gathered into the
-        // world's reused handle buffer (which `listed` does not use), so a visit allocates nothing once warm.
+        // parts' reused handle buffer (the world's, or a system query's own; `listed` does not use it), so a visit
+        // allocates nothing once warm.
         Stamp::Each(list) => {
             let mut handles = std::mem::take(parts.scratch);
             handles.clear();
