@@ -570,6 +570,23 @@ mod tests {
         rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool")
     }
 
+    /// Counts into `account` a split on a pool of two whose first half waits for the second, so the second (which
+    /// runs `second`) runs on the pool's other thread.
+    fn second_elsewhere(account: &Elsewhere, second: impl FnOnce() + Send) {
+        let barrier = Barrier::new(2);
+        let meet = || {
+            barrier.wait();
+        };
+        pool(2).install(|| {
+            count_elsewhere(account, || {
+                join(meet, || {
+                    meet();
+                    second();
+                })
+            })
+        });
+    }
+
     #[test]
     fn work_on_the_thread_that_split_is_not_counted() {
         let account = Elsewhere::default();
@@ -581,21 +598,10 @@ mod tests {
     #[test]
     fn a_half_another_thread_runs_is_counted_once() {
         let account = Elsewhere::default();
-        let barrier = Barrier::new(2);
-        // The first half waits for the second, so the second runs on the pool's other thread; there it splits
-        // again, and its two leaves are counted (each where it ran), the half around them is not.
-        pool(2).install(|| {
-            count_elsewhere(&account, || {
-                join(
-                    || {
-                        barrier.wait();
-                    },
-                    || {
-                        barrier.wait();
-                        join(nap, nap);
-                    },
-                )
-            })
+        // The second half splits again on the other thread: its two leaves are counted (each where it ran), the
+        // half around them is not.
+        second_elsewhere(&account, || {
+            join(nap, nap);
         });
         let ms = account.ns() as f64 / 1e6;
         // At least one leaf ran on the other thread (the one it split on); at most both did.
@@ -620,19 +626,8 @@ mod tests {
         // run inside a batch's half does): its split is its own, begun there, and nothing of it reaches the outer
         // account, whose own halves are the first (on its thread) and the second (which split: not a leaf).
         let (outer, inner) = (Elsewhere::default(), Elsewhere::default());
-        let barrier = Barrier::new(2);
-        pool(2).install(|| {
-            count_elsewhere(&outer, || {
-                join(
-                    || {
-                        barrier.wait();
-                    },
-                    || {
-                        barrier.wait();
-                        count_elsewhere(&inner, || join(nap, nap));
-                    },
-                )
-            })
+        second_elsewhere(&outer, || {
+            count_elsewhere(&inner, || join(nap, nap));
         });
         assert_eq!(outer.ns(), 0);
     }
