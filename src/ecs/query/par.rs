@@ -155,20 +155,9 @@ fn join_noting<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce(bo
         let origin = rayon::current_thread_index()?;
         ACCOUNT.with_borrow(Option::clone).map(|account| Split { origin, account })
     });
-    let Some(split) = split else {
-        // Nobody counts: the halves run as they are.
-        return rayon::join_context(
-            |_| a(),
-            |context| {
-                let moved = context.migrated();
-                if moved {
-                    MOVED.fetch_add(1, Relaxed);
-                }
-                b(moved)
-            },
-        );
-    };
-    JOINS.set(JOINS.get() + 1);
+    if split.is_some() {
+        JOINS.set(JOINS.get() + 1);
+    }
     let other = split.clone();
     rayon::join_context(
         |_| half(split, a),
@@ -187,9 +176,9 @@ fn thread_number() -> usize {
     rayon::current_thread_index().unwrap_or(usize::MAX)
 }
 
-/// Runs one half of `split`. On another thread than the split's, a half that calls no join is timed into the
-/// split's account: only leaves are (see [`Elsewhere`]).
-fn half<R>(split: Split, f: impl FnOnce() -> R) -> R {
+/// Runs one half of `split` (none: nobody counts). On another thread than the split's, a half that calls no join
+/// is timed into the split's account: only leaves are (see [`Elsewhere`]).
+fn half<R>(split: Option<Split>, f: impl FnOnce() -> R) -> R {
     /// Puts the thread's [`SPLIT`] back, also when the half panics.
     struct Restore(Option<Split>);
     impl Drop for Restore {
@@ -197,6 +186,8 @@ fn half<R>(split: Split, f: impl FnOnce() -> R) -> R {
             SPLIT.set(self.0.take());
         }
     }
+    // Nobody counts: the half runs as it is.
+    let Some(split) = split else { return f() };
     let here = split.origin == thread_number();
     let account = split.account.clone();
     let _restore = Restore(SPLIT.replace(Some(split)));
