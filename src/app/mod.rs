@@ -355,6 +355,16 @@ impl App {
         self
     }
 
+    /// Registers a handler without state of its own called after each insert of a `T`, whose calls for a run of
+    /// inserts in a command buffer may run at once ([`World::on_insert_parallel`]).
+    pub fn on_insert_parallel<T: crate::ecs::Component>(
+        &mut self,
+        handler: impl Fn(&World, Entity, &T, &mut crate::ecs::Commands<'_>) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.world.on_insert_parallel::<T>(handler);
+        self
+    }
+
     /// Registers a handler called before each removal of a `T` ([`World::on_remove`]).
     pub fn on_remove<T: crate::ecs::Component>(
         &mut self,

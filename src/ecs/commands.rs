@@ -125,6 +125,10 @@ trait ErasedQueue: Any + Send + Sync {
     /// An insert queue's op: applies the value in `slot` to `entity`; whether it was applied (the value is dropped
     /// if not). Spawn queues never get insert ops.
     fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool;
+    /// Whether its ops insert one component type (a run of them holds the parallel handlers' events).
+    fn inserts_one_type(&self) -> bool {
+        false
+    }
     /// A spawn queue's run of ops: spawns the bundles in `slots` as `reserved` (pairwise), in order; `out`
     /// receives the handles made alive. Insert queues never get spawn ops.
     fn spawn_run(&mut self, world: &mut World, reserved: &[Entity], slots: &[u32], out: &mut Vec<Entity>);
@@ -187,6 +191,9 @@ impl<T: Component> ErasedQueue for InsertQueue<T> {
     fn apply_insert(&mut self, world: &mut World, entity: Entity, slot: u32) -> bool {
         let value = self.0[slot as usize].take().expect("an insert op without its value");
         world.insert(entity, value).is_ok()
+    }
+    fn inserts_one_type(&self) -> bool {
+        true
     }
     fn spawn_run(&mut self, _: &mut World, _: &[Entity], _: &[u32], _: &mut Vec<Entity>) {
         unreachable!("spawn ops name spawn queues")
@@ -558,12 +565,21 @@ impl CommandQueue {
         let mut at = 0;
         while at < ops.len() {
             match ops[at] {
-                Op::Insert { entity, queue, slot } => {
-                    at += 1;
-                    match Self::resolve(resolved, starts, pieces, entity) {
-                        Some(entity) => stats.count(self.queues[queue as usize].apply_insert(world, entity, slot)),
-                        None => stats.skipped += 1,
+                Op::Insert { queue, .. } => {
+                    // A run of inserts of one type: the events of its parallel handlers are held until it ends.
+                    let inserts = &mut self.queues[queue as usize];
+                    world.events.holding = inserts.inserts_one_type();
+                    while let Some(&Op::Insert { entity, queue: next, slot }) = ops.get(at) {
+                        if next != queue {
+                            break;
+                        }
+                        at += 1;
+                        match Self::resolve(resolved, starts, pieces, entity) {
+                            Some(entity) => stats.count(inserts.apply_insert(world, entity, slot)),
+                            None => stats.skipped += 1,
+                        }
                     }
+                    world.fire_held();
                 }
                 Op::Remove { entity, remove } => {
                     at += 1;
@@ -771,8 +787,9 @@ pub struct Commands<'w> {
 enum Mode<'w> {
     /// Between queries: ops in recorded order; spawns reserve from the allocator at once.
     Direct(&'w mut Entities),
-    /// Inside a query loop, visiting `key`: ops keyed by it; spawns deferred.
-    Keyed(Entity),
+    /// Inside a query loop, visiting the entity of index `key` (or a run's insert at that position): ops keyed by
+    /// it; spawns deferred.
+    Keyed(u32),
     /// A system's own buffer: ops in recorded order; spawns deferred (a handle reserved on one of several threads
     /// would depend on which thread came first).
     Deferred,
@@ -796,14 +813,21 @@ impl<'w> Commands<'w> {
     /// A recorder for a query loop; [`Commands::visit`] sets the row before each call, and
     /// [`Commands::end_loop`] sorts its ops into the buffer when the loop ends (or unwinds).
     pub(crate) fn keyed(queue: &'w mut CommandQueue) -> Self {
-        Self { queue, mode: Mode::Keyed(Entity::deferred(0, 1)) }
+        Self { queue, mode: Mode::Keyed(0) }
     }
 
     /// Makes `entity` the key of the ops recorded next (keyed recorders only).
     #[inline(always)]
     pub(crate) fn visit(&mut self, entity: Entity) {
-        if let Mode::Keyed(key) = &mut self.mode {
-            *key = entity;
+        self.visit_at(entity.index());
+    }
+
+    /// Makes `key` the key of the ops recorded next (keyed recorders only): ops sort by it, then by the order they
+    /// were recorded in.
+    #[inline(always)]
+    pub(crate) fn visit_at(&mut self, key: u32) {
+        if let Mode::Keyed(at) = &mut self.mode {
+            *at = key;
         }
     }
 
@@ -818,7 +842,7 @@ impl<'w> Commands<'w> {
             Mode::Direct(_) | Mode::Deferred => self.queue.ops.push(op),
             Mode::Keyed(key) => {
                 let position = self.queue.keyed.len() as u64;
-                self.queue.keys.push(u64::from(key.index()) << 32 | position);
+                self.queue.keys.push(u64::from(key) << 32 | position);
                 self.queue.keyed.push(op);
             }
         }

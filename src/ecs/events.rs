@@ -31,6 +31,17 @@
 //! the direct operations panic with it): handlers that keep answering each other's events are a bug to see,
 //! not a loop to wait out.
 //!
+//! # Parallel handlers
+//!
+//! An insert handler registered with [`World::on_insert_parallel`] keeps no state of its own (`Fn`). In an apply,
+//! while every insert handler of a type is such a handler, a *run* of consecutive insert commands of that type
+//! (one component each, not bundles) applies whole first; then the handlers fire for each insert of the run, in
+//! its order, each call seeing the world with the whole run in. Their calls may run at once, in pieces on the
+//! thread pool ([`World::parallel`]); each piece records into a buffer of its own and the pieces join in the run's
+//! order, so the next round holds the same commands in the same order on every thread count. Outside an apply
+//! (a direct [`World::insert`], a batch) they fire like any handler. A game's death handler, reading the fallen
+//! entity's neighbours and recording a burst of spawns, is the use: the deaths of a frame are one run.
+//!
 //! How others do it: EnTT's signals fire inside the operation, and a listener must not remove the type it
 //! observes; bevy's hooks fire inside the operation and its observers at the next sync point, in an order it
 //! documents as arbitrary; flecs leaves the order of add and remove events undefined; Friflo sends them after a
@@ -65,6 +76,31 @@ pub const EVENT_ROUNDS: u32 = 64;
 
 /// A handler as the world keeps it: any event's handler reads its value from the world.
 pub(crate) type Handler = Box<dyn FnMut(&World, Entity, &mut Commands<'_>) + Send + Sync>;
+
+/// A handler that keeps no state of its own ([`World::on_insert_parallel`]): calls of it may run at once.
+type SharedHandler = Box<dyn Fn(&World, Entity, &mut Commands<'_>) + Send + Sync>;
+
+/// How a registered handler is called.
+enum Call {
+    /// One call at a time, right after its change.
+    Serial(Handler),
+    /// After the run of inserts it watches, several calls at once ([`World::on_insert_parallel`]).
+    Parallel(SharedHandler),
+}
+
+impl Call {
+    #[inline]
+    fn call(&mut self, world: &World, entity: Entity, commands: &mut Commands<'_>) {
+        match self {
+            Call::Serial(handler) => handler(world, entity, commands),
+            Call::Parallel(handler) => handler(world, entity, commands),
+        }
+    }
+}
+
+/// Inserts held back while a run of inserts of one type applies: their parallel handlers fire when it ends.
+/// Pieces of this many calls go to the thread pool.
+const HELD_PIECE: usize = 64;
 
 /// Names a registered handler, to take it off again ([`World::remove_handler`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -114,7 +150,7 @@ struct Watched {
 /// One registered handler.
 struct Entry {
     id: HandlerId,
-    handler: Handler,
+    call: Call,
 }
 
 /// The handlers of each kind of event.
@@ -167,6 +203,8 @@ struct State {
     recording: CommandQueue,
     /// The round being applied (swapped with `recording`, so both keep their capacity).
     spare: CommandQueue,
+    /// The pieces of a run's parallel handlers, each recording into its own buffer (kept for their memory).
+    pieces: Vec<CommandQueue>,
 }
 
 /// The world's lifecycle handlers: the hook of the mutation pipeline that calls them
@@ -183,6 +221,11 @@ pub(crate) struct Events {
     fired: u64,
     /// Rounds one apply may run (0: the default).
     rounds: u32,
+    /// While an apply applies a run of inserts of one type: inserts whose handlers are all parallel are held
+    /// (in `held`, of type `held_id`) and fire when the run ends ([`World::fire_held`]).
+    pub(crate) holding: bool,
+    held: Vec<Entity>,
+    held_id: ComponentId,
 }
 
 impl Events {
@@ -225,7 +268,7 @@ impl World {
         &mut self,
         handler: impl FnMut(&World, Entity, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
-        self.add_handler(EventKind::Spawn, Box::new(handler))
+        self.add_handler(EventKind::Spawn, Call::Serial(Box::new(handler)))
     }
 
     /// Calls `handler` right before each despawn, with the entity, whose components it can still read (see
@@ -234,7 +277,7 @@ impl World {
         &mut self,
         handler: impl FnMut(&World, Entity, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
-        self.add_handler(EventKind::Despawn, Box::new(handler))
+        self.add_handler(EventKind::Despawn, Call::Serial(Box::new(handler)))
     }
 
     /// Calls `handler` right after each insert of a `T` into a live entity (new or replacing), with the value
@@ -264,6 +307,50 @@ impl World {
         self.add_typed(EventKind::Insert, handler)
     }
 
+    /// Calls `handler` after each insert of a `T` into a live entity, like [`World::on_insert`], but a handler
+    /// that keeps no state of its own (`Fn`): in a command buffer's apply, the handlers of a run of consecutive
+    /// inserts of `T` fire once the whole run is in, and their calls may run at once on the thread pool (see
+    /// [the rule](crate::ecs::events#parallel-handlers)). While every insert handler of `T` is one of these, a run's
+    /// inserts are held; a handler of `T` registered with [`World::on_insert`] makes every insert of `T` fire at
+    /// once again.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Fallen;
+    /// struct Spark;
+    /// let mut world = World::new();
+    /// world.on_insert_parallel::<Fallen>(|world, e, _, commands| {
+    ///     // The run is in: every fighter of the run already has `Fallen` here.
+    ///     assert_eq!(world.count_of::<Fallen>(), 3);
+    ///     commands.spawn((Spark,)).unwrap();
+    ///     commands.despawn(e);
+    /// });
+    /// let fighters: Vec<_> = (0..3).map(|_| world.spawn(()).unwrap()).collect();
+    /// for &e in &fighters {
+    ///     world.commands().insert(e, Fallen);
+    /// }
+    /// world.apply_commands();
+    /// assert_eq!((world.count_of::<Spark>(), world.count_of::<Fallen>()), (3, 0));
+    /// ```
+    ///
+    /// # Panics
+    /// For the hierarchy's components, as [`World::on_insert`].
+    pub fn on_insert_parallel<T: crate::ecs::Component>(
+        &mut self,
+        handler: impl Fn(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
+    ) -> HandlerId {
+        super::hierarchy::refuse_kept::<T>("watched by a handler (the hierarchy's changes fire nothing)");
+        let id = self.watch::<T>();
+        self.add_handler(
+            EventKind::Insert(id),
+            Call::Parallel(Box::new(move |world, entity, commands| {
+                if let Some(value) = world.get::<T>(entity) {
+                    handler(world, entity, value, commands);
+                }
+            })),
+        )
+    }
+
     /// Calls `handler` right before each removal of a `T` from a live entity, with the value before it leaves (see
     /// [the rule](crate::ecs::events)).
     ///
@@ -276,11 +363,11 @@ impl World {
         self.add_typed(EventKind::Remove, handler)
     }
 
-    fn add_handler(&mut self, kind: EventKind, handler: Handler) -> HandlerId {
+    fn add_handler(&mut self, kind: EventKind, call: Call) -> HandlerId {
         let state = self.events.state();
         let id = HandlerId(state.next_id);
         state.next_id += 1;
-        state.lists.list(kind).push(Entry { id, handler });
+        state.lists.list(kind).push(Entry { id, call });
         self.mark_hooks();
         id
     }
@@ -295,11 +382,11 @@ impl World {
         let id = self.watch::<T>();
         self.add_handler(
             kind(id),
-            Box::new(move |world, entity, commands| {
+            Call::Serial(Box::new(move |world, entity, commands| {
                 if let Some(value) = world.get::<T>(entity) {
                     handler(world, entity, value, commands);
                 }
-            }),
+            })),
         )
     }
 
@@ -368,6 +455,13 @@ impl World {
     /// Calls the handlers of `kind` for `entity`, in registration order; their commands go to the next round. A
     /// panicking handler's panic goes on after the handlers and their buffer are back in the world.
     pub(crate) fn fire(&mut self, kind: EventKind, entity: Entity) {
+        if self.events.holding {
+            if let EventKind::Insert(id) = kind {
+                if self.hold(id, entity) {
+                    return;
+                }
+            }
+        }
         // The handlers see the world shared: their state leaves it for the call (one pointer out and back).
         let Some(mut state) = self.events.state.take() else { return };
         let world = &*self;
@@ -376,7 +470,7 @@ impl World {
             let list = lists.get(kind).expect("the hook table names watched kinds only");
             let mut commands = Commands::deferred(recording);
             for entry in list {
-                (entry.handler)(world, entity, &mut commands);
+                entry.call.call(world, entity, &mut commands);
             }
         }));
         self.events.state = Some(state);
@@ -387,6 +481,83 @@ impl World {
             if !self.events.applying {
                 self.discard_events();
             }
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    /// Holds the insert of component `id` into `entity` until the run of inserts ends, if every handler of the
+    /// type is parallel; whether it was held. (A held run of another type fires first: a run is of one type.)
+    fn hold(&mut self, id: ComponentId, entity: Entity) -> bool {
+        let Some(state) = &mut self.events.state else { return false };
+        let all_parallel = match state.lists.get(EventKind::Insert(id)) {
+            Some(list) => !list.is_empty() && list.iter().all(|entry| matches!(entry.call, Call::Parallel(_))),
+            None => false,
+        };
+        if !all_parallel {
+            return false;
+        }
+        if !self.events.held.is_empty() && self.events.held_id != id {
+            self.fire_held_now();
+        }
+        self.events.held_id = id;
+        self.events.held.push(entity);
+        true
+    }
+
+    /// Ends a run of inserts: stops holding, and fires the held inserts' handlers, each call seeing the world with
+    /// the whole run in. Their commands go to the next round in the run's order (per insert, its handlers' in
+    /// registration order), recorded by pieces of [`HELD_PIECE`] inserts on the thread pool when the world's
+    /// parallel loops may use it ([`World::parallel`]), else in turn here: the same commands either way. A
+    /// panicking handler's panic goes on after every piece has joined and the handlers are back in the world.
+    #[inline]
+    pub(crate) fn fire_held(&mut self) {
+        self.events.holding = false;
+        if !self.events.held.is_empty() {
+            self.fire_held_now();
+        }
+    }
+
+    /// [`World::fire_held`] with inserts held.
+    #[cold]
+    fn fire_held_now(&mut self) {
+        let held = std::mem::take(&mut self.events.held);
+        let kind = EventKind::Insert(self.events.held_id);
+        let Some(mut state) = self.events.state.take() else {
+            self.events.held = held;
+            self.events.held.clear();
+            return;
+        };
+        let parallel = held.len() > HELD_PIECE && self.parallel();
+        let world = &*self;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let State { lists, recording, pieces, .. } = &mut *state;
+            let list = lists.get(kind).expect("held inserts are of a watched type");
+            if !parallel {
+                let mut commands = Commands::deferred(recording);
+                for &entity in &held {
+                    for entry in list.iter_mut() {
+                        entry.call.call(world, entity, &mut commands);
+                    }
+                }
+                return;
+            }
+            let list = &*list;
+            let chunks = held.len().div_ceil(HELD_PIECE);
+            pieces.resize_with(chunks, CommandQueue::default);
+            let (tag, base, first) = (recording.tag(), recording.deferred_count(), recording.next_piece());
+            for (k, piece) in pieces.iter_mut().enumerate() {
+                piece.number_piece(first, k);
+                piece.start_piece(tag, base);
+            }
+            crate::ecs::query::with_pieces(recording, pieces, |pieces| {
+                fire_pieces(world, list, &held, 0, pieces);
+            });
+        }));
+        self.events.state = Some(state);
+        self.events.fired += held.len() as u64;
+        self.events.held = held;
+        self.events.held.clear();
+        if let Err(panic) = outcome {
             std::panic::resume_unwind(panic);
         }
     }
@@ -427,6 +598,8 @@ impl World {
 
     /// Drops the handlers' commands not applied yet (releasing nothing else: their spawns are deferred).
     pub(crate) fn discard_events(&mut self) {
+        self.events.holding = false;
+        self.events.held.clear();
         if let Some(state) = &mut self.events.state {
             state.recording.discard(&mut self.entities);
         }
@@ -468,4 +641,30 @@ impl World {
         }
         Ok(stats)
     }
+}
+
+/// Calls the parallel handlers `list` for the held inserts `held` (the first at position `first` of the run),
+/// `HELD_PIECE` of them per piece of `pieces`, halving and joining the halves on the thread pool. Each call records
+/// keyed by its insert's position in the run, so the pieces' commands join in the run's order.
+fn fire_pieces(world: &World, list: &[Entry], held: &[Entity], first: usize, pieces: &mut [CommandQueue]) {
+    if let [piece] = pieces {
+        let mut commands = Commands::keyed(piece);
+        for (k, &entity) in held.iter().enumerate() {
+            commands.visit_at((first + k) as u32);
+            for entry in list {
+                match &entry.call {
+                    Call::Parallel(handler) => handler(world, entity, &mut commands),
+                    Call::Serial(_) => unreachable!("held inserts have parallel handlers only"),
+                }
+            }
+        }
+        return;
+    }
+    let middle = pieces.len() / 2;
+    let (front, back) = pieces.split_at_mut(middle);
+    let (held_front, held_back) = held.split_at(middle * HELD_PIECE);
+    crate::ecs::join(
+        || fire_pieces(world, list, held_front, first, front),
+        || fire_pieces(world, list, held_back, first + middle * HELD_PIECE, back),
+    );
 }

@@ -9,7 +9,9 @@
 //!   squad (the first living follower is promoted captain and takes the others; a lone follower scatters; dying
 //!   followers leave), throws the death's particles ([`burst`]) and records the despawn. The world applies those
 //!   commands in the same apply, in the order they were recorded, so the result is the same on every backend and
-//!   thread count. (No despawn handler: the particles' many despawns keep the command buffer's batch path.)
+//!   thread count. `fall` keeps no state, so it is a parallel handler ([`crate::ecs::World::on_insert_parallel`]):
+//!   the frame's deaths are one run of inserts, whose calls run in pieces on the thread pool. (No despawn handler:
+//!   the particles' many despawns keep the command buffer's batch path.)
 
 use super::components::{Blue, Health, Hunter, Lifetime, Particle, ParticleBundle, Position, Red, Velocity};
 use super::config::{Draw, SimConfig, SimRng, SimStats};
@@ -32,11 +34,11 @@ pub struct Fallen;
 
 /// Adds [`plan_formation`] then [`keep_formation`] to `Update` in the group "squads", after the group "movement"
 /// (so after the integration: the velocities they steer move the followers the next frame), and the handler
-/// [`fall`] (insert of [`Fallen`]).
+/// [`fall`] (insert of [`Fallen`], a parallel handler).
 pub fn plugin(app: &mut App) {
     app.insert_resource(Formation::default())
         .add_group(Stage::Update, "squads", (plan_formation, keep_formation).chain().after("movement"))
-        .on_insert::<Fallen>(fall);
+        .on_insert_parallel::<Fallen>(fall);
 }
 
 /// The slot of follower `slot` behind a captain heading along `heading` (a unit vector): a wedge, rows of two.

@@ -1,6 +1,6 @@
 //! Lifecycle events: what fires, when, in which order, with which value, and what a handler's commands do.
 
-use crate::{world, Name, Pos, Red, Vel};
+use crate::{world, Blue, Name, Pos, Red, Vel};
 use std::sync::{Arc, Mutex};
 use swarm::ecs::{Backend, Entity, TooManyRounds, World};
 
@@ -281,6 +281,118 @@ fn handlers_survive_a_loaded_snapshot(backend: Backend) {
     assert_eq!(taken(&log), [Seen::InsertName(e, "after".into()), Seen::RemoveVel(e, Vel(1.0, 1.0))]);
 }
 
+/// Applies, on a pool of `threads`, a buffer of two runs of `Red` inserts (300 in a shuffled order, a despawn,
+/// then 90) whose parallel handler spawns a child of the entity, with what it saw: the `Red` count and the
+/// entity's x. Returns the spawns' events in the order they applied (the child's `Vel`) and each entity's children.
+/// What [`parallel_run`] returns: the spawns' log, each entity's children, and the first run's order.
+type RunSeen = (Vec<(f32, f32)>, Vec<Vec<Entity>>, Vec<Entity>);
+
+fn parallel_run(backend: Backend, threads: usize) -> RunSeen {
+    let mut w = world(backend);
+    let all: Vec<Entity> = (0..400).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();
+    let log: Arc<Mutex<Vec<(f32, f32)>>> = Arc::default();
+    let l = log.clone();
+    w.on_spawn(move |w, e, _| {
+        if let Some(v) = w.get::<Vel>(e) {
+            l.lock().unwrap().push((v.0, v.1));
+        }
+    });
+    w.on_insert_parallel::<Red>(|w, e, _, c| {
+        let x = w.get::<Pos>(e).expect("a fighter of the run").0;
+        // A deferred handle, named again by the next command of the same call.
+        let child = c.spawn((Vel(w.count_of::<Red>() as f32, x),)).unwrap();
+        c.add_child(e, child);
+    });
+    let mut order = all[..300].to_vec();
+    for i in 0..order.len() {
+        order.swap(i, (i * 7919 + 13) % 300);
+    }
+    let mut c = w.commands();
+    order.iter().for_each(|&e| c.insert(e, Red));
+    c.despawn(all[399]);
+    all[300..390].iter().for_each(|&e| c.insert(e, Red));
+    w.set_threads(threads);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let stats = pool.install(|| w.apply_commands());
+    assert_eq!(stats.skipped, 0);
+    w.assert_invariants();
+    let log = std::mem::take(&mut *log.lock().unwrap());
+    let children = all[..390].iter().map(|&e| w.children(e).to_vec()).collect();
+    (log, children, order)
+}
+
+/// Parallel insert handlers fire once their run is in (each call sees all of it), record in the run's order, and
+/// give the same world on every thread count; a deferred handle a call made names its spawn.
+fn parallel_insert_handlers_fire_after_their_run_in_its_order(backend: Backend) {
+    let (log, children, order) = parallel_run(backend, 1);
+    let x = |e: &Entity| e.index() as f32; // spawned first, in order: index i has x = i
+    let mut expected: Vec<(f32, f32)> = order.iter().map(|e| (300.0, x(e))).collect();
+    expected.extend((300..390).map(|i| (390.0, i as f32)));
+    assert_eq!(log, expected, "the first run's calls saw 300 inserts, the second's 390; in the runs' orders");
+    assert!(children.iter().all(|kids| kids.len() == 1), "each call's child was linked to its entity");
+    for threads in [2, 3, 8] {
+        let (other_log, other_children, _) = parallel_run(backend, threads);
+        assert_eq!(other_log, log, "{threads} threads");
+        assert_eq!(other_children, children, "{threads} threads: the same handles");
+    }
+}
+
+/// A serial insert handler of the type makes every insert fire at once again (the parallel one sees each insert
+/// alone); taken off, runs are held again. A direct insert fires at once.
+fn a_serial_insert_handler_keeps_inserts_unheld(backend: Backend) {
+    let mut w = world(backend);
+    let seen: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let s = seen.clone();
+    w.on_insert_parallel::<Red>(move |w, _, _, _| s.lock().unwrap().push(w.count_of::<Red>()));
+    let serial = w.on_insert::<Red>(|_, _, _, _| {});
+    let all: Vec<Entity> = (0..200).map(|_| w.spawn(()).unwrap()).collect();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    w.set_threads(2);
+    let mut c = w.commands();
+    all[..100].iter().for_each(|&e| c.insert(e, Red));
+    pool.install(|| w.apply_commands());
+    assert_eq!(std::mem::take(&mut *seen.lock().unwrap()), (1..=100).collect::<Vec<_>>());
+    assert!(w.remove_handler(serial));
+    let mut c = w.commands();
+    all[100..].iter().for_each(|&e| c.insert(e, Red));
+    pool.install(|| w.apply_commands());
+    assert_eq!(std::mem::take(&mut *seen.lock().unwrap()), vec![200; 100], "each call saw the whole run");
+    let e = w.spawn(()).unwrap();
+    w.insert(e, Red).unwrap();
+    assert_eq!(*seen.lock().unwrap(), [201], "a direct insert fires at once");
+    assert_eq!(w.events_fired(), 201);
+}
+
+/// A parallel handler that panics in a piece on another thread: the panic reaches the caller once every piece
+/// has joined, the run's inserts stay, nothing the handlers recorded applies, and the world works on.
+fn a_panicking_parallel_handler_leaves_the_world_consistent(backend: Backend) {
+    let mut w = world(backend);
+    let all: Vec<Entity> = (0..300).map(|_| w.spawn(()).unwrap()).collect();
+    let bad = all[250];
+    let id = w.on_insert_parallel::<Red>(move |_, e, _, c| {
+        c.spawn((Blue,)).unwrap();
+        assert_ne!(e, bad, "the handler refuses this one");
+    });
+    let mut c = w.commands();
+    all.iter().for_each(|&e| c.insert(e, Red));
+    w.set_threads(2);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| w.apply_commands())));
+    assert!(panic.is_err());
+    w.assert_invariants();
+    assert!(!w.has_pending_commands(), "the handlers' commands were dropped");
+    assert_eq!((w.count_of::<Red>(), w.count_of::<Blue>()), (300, 0));
+    assert!(w.remove_handler(id));
+    w.on_insert_parallel::<Name>(|_, _, _, c| {
+        c.spawn((Blue,)).unwrap();
+    });
+    let mut c = w.commands();
+    all.iter().for_each(|&e| c.insert(e, Name("ok".into())));
+    pool.install(|| w.apply_commands());
+    assert_eq!(w.count_of::<Blue>(), 300);
+    w.assert_invariants();
+}
+
 mod every_backend {
     use crate::backends;
     on_every_backend!(
@@ -293,6 +405,9 @@ mod every_backend {
         handlers_survive_a_loaded_snapshot,
         a_panic_in_a_direct_operation_leaves_nothing_behind,
         a_batch_applies_its_handlers_commands_at_its_end,
+        parallel_insert_handlers_fire_after_their_run_in_its_order,
+        a_serial_insert_handler_keeps_inserts_unheld,
+        a_panicking_parallel_handler_leaves_the_world_consistent,
     );
     panics_on_every_backend!(a_direct_operation_past_the_round_limit_panics => "kept recording commands for 3 rounds");
 }

@@ -51,6 +51,7 @@ pub use data::{QueryData, ReadOnlyQueryData};
 pub use error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 pub use filter::{Added, Changed, Filter, Or, With, Without};
 pub use iter::QueryIter;
+pub(crate) use par::with_pieces;
 #[doc(hidden)]
 pub use par::Pieces;
 pub use par::{count_elsewhere, halves_moved, join, Elsewhere};
@@ -66,7 +67,7 @@ use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;
 use crate::ecs::world::World;
 use crate::ecs::Component;
-use par::{par_run, with_pieces, ParCommands, ParEach, ParFold, ParFoldRuns, ParVisit};
+use par::{par_run, ParCommands, ParEach, ParFold, ParFoldRuns, ParVisit};
 #[doc(hidden)]
 pub use run::Stamp;
 use run::{batches, exclusive, exclusive_pieces, listed, many, one, run, shared, Parts};

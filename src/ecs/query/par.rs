@@ -529,7 +529,7 @@ where
 /// commands join `into`'s loop, panicking or not, and the loop ends (sorted by visited entity, as a serial
 /// loop's), so the buffer after it is the same for every thread count and piece size. A panic in a piece goes on
 /// from here, after the join: what every piece recorded before it stays, as a serial loop's would.
-pub(super) fn with_pieces(
+pub(crate) fn with_pieces(
     into: &mut CommandQueue,
     pieces: &mut Vec<CommandQueue>,
     run: impl FnOnce(&mut Vec<CommandQueue>),
