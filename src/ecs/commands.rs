@@ -465,6 +465,40 @@ impl CommandQueue {
         self.piece = Some((first as usize + k) as u32 % MAX_PIECES);
     }
 
+    /// Records the next commands straight into this buffer, in order, as piece `k` of a parallel loop whose first
+    /// piece is numbered `first` would: its deferred spawns numbered from `base` and handed out as the piece's
+    /// handles (the same bits as when the piece runs on a thread of its own). Returns what
+    /// [`CommandQueue::end_inline_piece`] needs. The spawn ops keep the piece's handles; applying resolves them
+    /// through the piece's entry.
+    pub(crate) fn start_inline_piece(&mut self, first: u32, k: usize, base: u32) -> u32 {
+        self.number_piece(first, k);
+        std::mem::replace(&mut self.deferred, base)
+    }
+
+    /// Ends a piece recorded in place ([`CommandQueue::start_inline_piece`], which returned `offset`, the deferred
+    /// spawns before it): its spawns follow this buffer's, as joining the piece would number them.
+    ///
+    /// # Panics
+    /// As [`CommandQueue::join_piece`].
+    pub(crate) fn end_inline_piece(&mut self, offset: u32, base: u32) {
+        let number = self.piece.take().expect("a piece is numbered before it runs");
+        self.next_piece = (number + 1) % MAX_PIECES;
+        let made = self.deferred - base;
+        if made > 0 {
+            let taken = self.piece_deltas.insert((self.tag, number), offset.wrapping_sub(base));
+            assert!(
+                taken.is_none(),
+                "more than {MAX_PIECES} pieces of one buffer's parallel loops between two applies"
+            );
+        }
+        assert!(
+            offset + made < DEFERRED_PER_BUFFER,
+            "more than {} deferred spawns in one parallel loop's buffer",
+            DEFERRED_PER_BUFFER - 1
+        );
+        self.deferred = offset + made;
+    }
+
     /// Moves the loop commands of `piece` (a piece of a parallel loop, see [`CommandQueue::start_piece`]) into this
     /// buffer's loop, keys and all, leaving `piece` empty: when the loop ends they are sorted with the other
     /// pieces' by visited entity, so the order the pieces join in does not matter. Its deferred handles are
@@ -557,11 +591,14 @@ impl CommandQueue {
     /// entity a spawn of the stretch makes, so nothing is despawned before it exists.
     pub(crate) fn apply(&mut self, world: &mut World) -> ApplyStats {
         self.end_loop(); // no-op: a loop's recording ends with the loop
+                         // An apply inside another's run of inserts (a reserved handle settling) holds runs of its own.
+        let outer_run = world.take_held();
         let mut stats = ApplyStats::default();
         self.lay_out_resolved();
         let (ops, run, slots, resolved) = (&self.ops, &mut self.run, &mut self.run_slots, &mut self.resolved);
         let pieces = &self.piece_deltas;
         let starts = &self.starts;
+        let mut last_piece: Option<((u8, u32), u32)> = None;
         let mut at = 0;
         while at < ops.len() {
             match ops[at] {
@@ -654,6 +691,19 @@ impl CommandQueue {
                                 match world.reserve_for_apply() {
                                     Ok(handle) => {
                                         let (tag, n) = entity.deferred_parts();
+                                        // A piece recorded in place keeps its own numbers (see `start_inline_piece`);
+                                        // its spawns come together, so the last piece's entry is kept at hand.
+                                        let n = match entity.deferred_piece() {
+                                            Some(piece) => {
+                                                let delta = match last_piece {
+                                                    Some((key, delta)) if key == (tag, piece) => delta,
+                                                    _ => pieces[&(tag, piece)],
+                                                };
+                                                last_piece = Some(((tag, piece), delta));
+                                                n.wrapping_add(delta)
+                                            }
+                                            None => n,
+                                        };
                                         match starts.get(tag as usize) {
                                             Some(&start) => resolved[(start + n - 1) as usize] = Some(handle),
                                             None => unreachable!("a deferred spawn's tag is laid out"),
@@ -689,6 +739,7 @@ impl CommandQueue {
         std::mem::swap(&mut applied.2, &mut self.piece_deltas);
         self.resolved.clear();
         self.clear_values();
+        world.put_held(outer_run);
         stats
     }
 
@@ -735,6 +786,7 @@ impl CommandQueue {
     /// reservation.
     pub(crate) fn discard(&mut self, entities: &mut Entities) {
         self.end_loop();
+        self.piece = None; // a piece recorded in place that panicked
         for op in self.ops.drain(..) {
             if let Op::Spawn { entity, .. } = op {
                 if !entity.is_deferred() {

@@ -38,8 +38,12 @@
 //! (one component each, not bundles) applies whole first; then the handlers fire for each insert of the run, in
 //! its order, each call seeing the world with the whole run in. Their calls may run at once, in pieces on the
 //! thread pool ([`World::parallel`]); each piece records into a buffer of its own and the pieces join in the run's
-//! order, so the next round holds the same commands in the same order on every thread count. Outside an apply
-//! (a direct [`World::insert`], a batch) they fire like any handler. A game's death handler, reading the fallen
+//! order, so the next round holds the same commands, and the calls the same deferred handles, on every thread
+//! count (a run of more than 64 inserts is cut into pieces whatever the threads). An entity inserted twice in a
+//! run gets two calls, both seeing its last value. That sameness holds for what a handler reads from the world and
+//! records: one that keeps state of its own through interior mutability, or reserves handles through `&World`
+//! ([`World::reserve_entities`]), sees its calls in an order that depends on the threads. Outside an apply (a
+//! direct [`World::insert`], a batch) they fire like any handler. A game's death handler, reading the fallen
 //! entity's neighbours and recording a burst of spawns, is the use: the deaths of a frame are one run.
 //!
 //! How others do it: EnTT's signals fire inside the operation, and a listener must not remove the type it
@@ -203,7 +207,8 @@ struct State {
     recording: CommandQueue,
     /// The round being applied (swapped with `recording`, so both keep their capacity).
     spare: CommandQueue,
-    /// The pieces of a run's parallel handlers, each recording into its own buffer (kept for their memory).
+    /// The pieces of a run's parallel handlers, each recording into its own buffer (as many as the last run in
+    /// pieces used, kept for their memory).
     pieces: Vec<CommandQueue>,
 }
 
@@ -485,6 +490,26 @@ impl World {
         }
     }
 
+    /// Takes the run of inserts an apply is holding, if any, out of the world (an apply inside it, from a reserved
+    /// handle settling, holds its own runs), to put back with [`World::put_held`]. Nothing moves when none is held,
+    /// so the held list keeps its memory from apply to apply.
+    pub(crate) fn take_held(&mut self) -> Option<(bool, Vec<Entity>, ComponentId)> {
+        let events = &mut self.events;
+        if !events.holding && events.held.is_empty() {
+            return None;
+        }
+        Some((std::mem::take(&mut events.holding), std::mem::take(&mut events.held), events.held_id))
+    }
+
+    /// Puts back what [`World::take_held`] took.
+    pub(crate) fn put_held(&mut self, outer: Option<(bool, Vec<Entity>, ComponentId)>) {
+        let events = &mut self.events;
+        debug_assert!(events.held.is_empty(), "an apply's runs end inside it");
+        if let Some((holding, held, id)) = outer {
+            (events.holding, events.held, events.held_id) = (holding, held, id);
+        }
+    }
+
     /// Holds the insert of component `id` into `entity` until the run of inserts ends, if every handler of the
     /// type is parallel; whether it was held. (A held run of another type fires first: a run is of one type.)
     fn hold(&mut self, id: ComponentId, entity: Entity) -> bool {
@@ -527,12 +552,14 @@ impl World {
             self.events.held.clear();
             return;
         };
-        let parallel = held.len() > HELD_PIECE && self.parallel();
+        // Pieces by the run's length alone, so the handles the calls get are the same on every thread count; the
+        // thread count only says whether they go to the pool or are recorded in place, in turn.
+        let (in_pieces, parallel) = (held.len() > HELD_PIECE, self.parallel());
         let world = &*self;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let State { lists, recording, pieces, .. } = &mut *state;
             let list = lists.get(kind).expect("held inserts are of a watched type");
-            if !parallel {
+            if !in_pieces {
                 let mut commands = Commands::deferred(recording);
                 for &entity in &held {
                     for entry in list.iter_mut() {
@@ -541,10 +568,25 @@ impl World {
                 }
                 return;
             }
+            let (tag, base, first) = (recording.tag(), recording.deferred_count(), recording.next_piece());
+            if !parallel {
+                // In turn, each piece recorded in place: the order and the handles of the pieces, without moving
+                // anything from buffer to buffer.
+                for (k, chunk) in held.chunks(HELD_PIECE).enumerate() {
+                    let offset = recording.start_inline_piece(first, k, base);
+                    let mut commands = Commands::deferred(recording);
+                    for &entity in chunk {
+                        for entry in list.iter_mut() {
+                            entry.call.call(world, entity, &mut commands);
+                        }
+                    }
+                    recording.end_inline_piece(offset, base);
+                }
+                return;
+            }
             let list = &*list;
             let chunks = held.len().div_ceil(HELD_PIECE);
             pieces.resize_with(chunks, CommandQueue::default);
-            let (tag, base, first) = (recording.tag(), recording.deferred_count(), recording.next_piece());
             for (k, piece) in pieces.iter_mut().enumerate() {
                 piece.number_piece(first, k);
                 piece.start_piece(tag, base);

@@ -281,27 +281,32 @@ fn handlers_survive_a_loaded_snapshot(backend: Backend) {
     assert_eq!(taken(&log), [Seen::InsertName(e, "after".into()), Seen::RemoveVel(e, Vel(1.0, 1.0))]);
 }
 
+/// What [`parallel_run`] returns: the spawns' log, each entity's children, the deferred handles the calls got (by
+/// the entity's x), and the first run's order.
+type RunSeen = (Vec<(f32, f32)>, Vec<Vec<Entity>>, Vec<(u32, u64)>, Vec<Entity>);
+
 /// Applies, on a pool of `threads`, a buffer of two runs of `Red` inserts (300 in a shuffled order, a despawn,
 /// then 90) whose parallel handler spawns a child of the entity, with what it saw: the `Red` count and the
-/// entity's x. Returns the spawns' events in the order they applied (the child's `Vel`) and each entity's children.
-/// What [`parallel_run`] returns: the spawns' log, each entity's children, and the first run's order.
-type RunSeen = (Vec<(f32, f32)>, Vec<Vec<Entity>>, Vec<Entity>);
-
+/// entity's x. Returns the spawns' events in the order they applied (the child's `Vel`), each entity's children
+/// and the handles the calls were handed.
 fn parallel_run(backend: Backend, threads: usize) -> RunSeen {
     let mut w = world(backend);
     let all: Vec<Entity> = (0..400).map(|i| w.spawn((Pos(i as f32, 0.0),)).unwrap()).collect();
     let log: Arc<Mutex<Vec<(f32, f32)>>> = Arc::default();
+    let handed: Arc<Mutex<Vec<(u32, u64)>>> = Arc::default();
+    let h = handed.clone();
     let l = log.clone();
     w.on_spawn(move |w, e, _| {
         if let Some(v) = w.get::<Vel>(e) {
             l.lock().unwrap().push((v.0, v.1));
         }
     });
-    w.on_insert_parallel::<Red>(|w, e, _, c| {
+    w.on_insert_parallel::<Red>(move |w, e, _, c| {
         let x = w.get::<Pos>(e).expect("a fighter of the run").0;
         // A deferred handle, named again by the next command of the same call.
         let child = c.spawn((Vel(w.count_of::<Red>() as f32, x),)).unwrap();
         c.add_child(e, child);
+        h.lock().unwrap().push((x as u32, child.to_bits()));
     });
     let mut order = all[..300].to_vec();
     for i in 0..order.len() {
@@ -318,22 +323,26 @@ fn parallel_run(backend: Backend, threads: usize) -> RunSeen {
     w.assert_invariants();
     let log = std::mem::take(&mut *log.lock().unwrap());
     let children = all[..390].iter().map(|&e| w.children(e).to_vec()).collect();
-    (log, children, order)
+    let mut handed = std::mem::take(&mut *handed.lock().unwrap());
+    handed.sort_unstable();
+    (log, children, handed, order)
 }
 
 /// Parallel insert handlers fire once their run is in (each call sees all of it), record in the run's order, and
 /// give the same world on every thread count; a deferred handle a call made names its spawn.
 fn parallel_insert_handlers_fire_after_their_run_in_its_order(backend: Backend) {
-    let (log, children, order) = parallel_run(backend, 1);
+    let (log, children, handed, order) = parallel_run(backend, 1);
     let x = |e: &Entity| e.index() as f32; // spawned first, in order: index i has x = i
     let mut expected: Vec<(f32, f32)> = order.iter().map(|e| (300.0, x(e))).collect();
     expected.extend((300..390).map(|i| (390.0, i as f32)));
     assert_eq!(log, expected, "the first run's calls saw 300 inserts, the second's 390; in the runs' orders");
     assert!(children.iter().all(|kids| kids.len() == 1), "each call's child was linked to its entity");
+    assert_eq!(handed.len(), 390);
     for threads in [2, 3, 8] {
-        let (other_log, other_children, _) = parallel_run(backend, threads);
+        let (other_log, other_children, other_handed, _) = parallel_run(backend, threads);
         assert_eq!(other_log, log, "{threads} threads");
-        assert_eq!(other_children, children, "{threads} threads: the same handles");
+        assert_eq!(other_children, children, "{threads} threads: the same entities");
+        assert_eq!(other_handed, handed, "{threads} threads: the calls were handed the same deferred handles");
     }
 }
 
@@ -368,9 +377,15 @@ fn a_serial_insert_handler_keeps_inserts_unheld(backend: Backend) {
 fn a_panicking_parallel_handler_leaves_the_world_consistent(backend: Backend) {
     let mut w = world(backend);
     let all: Vec<Entity> = (0..300).map(|_| w.spawn(()).unwrap()).collect();
-    let bad = all[250];
+    let (first, bad) = (all[0], all[250]);
+    // The first piece's first call (on the applying thread) waits for the call that panics, in the fourth piece:
+    // that one can only run on the pool's other thread, and both pieces run at once.
+    let meet = Arc::new(std::sync::Barrier::new(2));
     let id = w.on_insert_parallel::<Red>(move |_, e, _, c| {
         c.spawn((Blue,)).unwrap();
+        if e == first || e == bad {
+            meet.wait();
+        }
         assert_ne!(e, bad, "the handler refuses this one");
     });
     let mut c = w.commands();
