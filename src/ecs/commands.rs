@@ -484,6 +484,16 @@ impl CommandQueue {
         let number = self.piece.take().expect("a piece is numbered before it runs");
         self.next_piece = (number + 1) % MAX_PIECES;
         let made = self.deferred - base;
+        self.follow_piece(number, base, offset, made);
+        self.deferred = offset + made;
+    }
+
+    /// Notes that piece `number`'s `made` deferred spawns, numbered from `base`, follow this buffer's first `offset`:
+    /// its handles kept elsewhere resolve through this entry.
+    ///
+    /// # Panics
+    /// Past [`MAX_PIECES`] pieces between two applies, or past one buffer's deferred spawns.
+    fn follow_piece(&mut self, number: u32, base: u32, offset: u32, made: u32) {
         if made > 0 {
             let taken = self.piece_deltas.insert((self.tag, number), offset.wrapping_sub(base));
             assert!(
@@ -496,7 +506,6 @@ impl CommandQueue {
             "more than {} deferred spawns in one parallel loop's buffer",
             DEFERRED_PER_BUFFER - 1
         );
-        self.deferred = offset + made;
     }
 
     /// Moves the loop commands of `piece` (a piece of a parallel loop, see [`CommandQueue::start_piece`]) into this
@@ -518,18 +527,7 @@ impl CommandQueue {
         // its handles kept elsewhere (another piece's commands, a value) resolve through its entry.
         let (tag, base, offset) = (self.tag, piece.base, self.deferred);
         let made = piece.deferred - base;
-        if made > 0 {
-            let taken = self.piece_deltas.insert((tag, number), offset.wrapping_sub(base));
-            assert!(
-                taken.is_none(),
-                "more than {MAX_PIECES} pieces of one buffer's parallel loops between two applies"
-            );
-        }
-        assert!(
-            offset + made < DEFERRED_PER_BUFFER,
-            "more than {} deferred spawns in one parallel loop's buffer",
-            DEFERRED_PER_BUFFER - 1
-        );
+        self.follow_piece(number, base, offset, made);
         let moved = self.take_values(piece);
         let renumber = |entity: Entity| match entity.deferred_piece() == Some(number) {
             true => match entity.deferred_parts() {
