@@ -344,7 +344,6 @@ impl World {
         &mut self,
         handler: impl Fn(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
-        super::hierarchy::refuse_kept::<T>("watched by a handler (the hierarchy's changes fire nothing)");
         let id = self.watch::<T>();
         self.add_handler(
             EventKind::Insert(id),
@@ -383,7 +382,6 @@ impl World {
         kind: fn(ComponentId) -> EventKind,
         mut handler: impl FnMut(&World, Entity, &T, &mut Commands<'_>) + Send + Sync + 'static,
     ) -> HandlerId {
-        super::hierarchy::refuse_kept::<T>("watched by a handler (the hierarchy's changes fire nothing)");
         let id = self.watch::<T>();
         self.add_handler(
             kind(id),
@@ -396,7 +394,9 @@ impl World {
     }
 
     /// `T`'s id, noting that handlers watch it (so a new registry finds their lists again: [`World::rekey_events`]).
+    /// Refuses the hierarchy's types.
     fn watch<T: crate::ecs::Component>(&mut self) -> ComponentId {
+        super::hierarchy::refuse_kept::<T>("watched by a handler (the hierarchy's changes fire nothing)");
         let id = self.register::<T>();
         let type_id = std::any::TypeId::of::<T>();
         let state = self.events.state();
@@ -560,13 +560,7 @@ impl World {
             let State { lists, recording, pieces, .. } = &mut *state;
             let list = lists.get(kind).expect("held inserts are of a watched type");
             if !in_pieces {
-                let mut commands = Commands::deferred(recording);
-                for &entity in &held {
-                    for entry in list.iter_mut() {
-                        entry.call.call(world, entity, &mut commands);
-                    }
-                }
-                return;
+                return call_each(world, list, &held, &mut Commands::deferred(recording));
             }
             let (tag, base, first) = (recording.tag(), recording.deferred_count(), recording.next_piece());
             if !parallel {
@@ -574,12 +568,7 @@ impl World {
                 // anything from buffer to buffer.
                 for (k, chunk) in held.chunks(HELD_PIECE).enumerate() {
                     let offset = recording.start_inline_piece(first, k, base);
-                    let mut commands = Commands::deferred(recording);
-                    for &entity in chunk {
-                        for entry in list.iter_mut() {
-                            entry.call.call(world, entity, &mut commands);
-                        }
-                    }
+                    call_each(world, list, chunk, &mut Commands::deferred(recording));
                     recording.end_inline_piece(offset, base);
                 }
                 return;
@@ -709,4 +698,13 @@ fn fire_pieces(world: &World, list: &[Entry], held: &[Entity], first: usize, pie
         || fire_pieces(world, list, held_front, first, front),
         || fire_pieces(world, list, held_back, first + middle * HELD_PIECE, back),
     );
+}
+
+/// Calls every handler of `list` for each entity of `held`, in turn, recording into `commands`.
+fn call_each(world: &World, list: &mut [Entry], held: &[Entity], commands: &mut Commands<'_>) {
+    for &entity in held {
+        for entry in list.iter_mut() {
+            entry.call.call(world, entity, commands);
+        }
+    }
 }
