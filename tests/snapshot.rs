@@ -4,7 +4,7 @@
 use swarm::app::profile::Profiler;
 use swarm::app::App;
 use swarm::ecs::{Backend, Entity, Format, SnapshotError, World};
-use swarm::sim::components::{Hunter, Target};
+use swarm::sim::components::{Health, Hunter, Target};
 use swarm::sim::snapshot::{load_app, save};
 use swarm::sim::{build_app, digest, SimConfig, SimStats, SpawnRequests};
 
@@ -197,6 +197,12 @@ fn bad_files_are_refused_with_the_reason_and_the_world_is_untouched() {
         v["snapshot"]["allocator"]["retired"] = serde_json::json!([0, 0]);
     });
     assert!(err(&twice_free, &mut target).contains("listed twice"));
+    let stamped_twice = edit(&|v| {
+        let stamps = v["snapshot"]["changes"]["tracks"][0]["stamps"].as_array_mut().unwrap();
+        let first = stamps[0].clone();
+        stamps.push(first);
+    });
+    assert!(err(&stamped_twice, &mut target).contains("impossible stamps"));
     let newer_json = edit(&|v| v["version"] = 7.into());
     assert!(err(&newer_json, &mut target).contains("version 7 is newer"));
     let not_ours = edit(&|v| v["format"] = "something else".into());
@@ -296,6 +302,19 @@ fn flipped_and_truncated_bytes_never_panic_and_never_touch_the_world() {
 
 /// A file of format version 1 (written by the build before change detection, `--entities 200 --frames 5 --save`)
 /// still loads: the same world as after saving it again in today's format and loading that, continuing alike.
+#[test]
+fn a_version_1_files_values_are_tracked_from_its_load() {
+    // The file has no change state: its tracked values count as held from the load on, so a despawn is noted.
+    let old = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1.snap")).unwrap();
+    let (mut app, _) = load_app(&old, None, Profiler::new()).unwrap();
+    let mut fighters = Vec::new();
+    app.world.query::<&Health>().for_each(|e, _| fighters.push(e));
+    assert!(fighters.len() >= 100, "{}", fighters.len());
+    app.world.clear_trackers();
+    app.world.despawn(fighters[0]).unwrap();
+    assert_eq!(app.world.tracker::<Health>().removed_count(), 1);
+}
+
 #[test]
 fn a_version_1_file_still_loads_and_continues_like_a_resaved_one() {
     let old = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1.snap")).unwrap();

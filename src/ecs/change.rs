@@ -31,6 +31,9 @@ use crate::ecs::pipeline::{HookSet, HookTable};
 pub(crate) struct Track {
     /// Per entity index: the tick its value was added (0: it has none).
     added: Vec<u64>,
+    /// A bit per entity index: whether it holds a value (`added` is not 0). What a despawn asks of every tracked
+    /// type, for entities mostly without it: a bit stays in cache where `added` would cost a miss.
+    held: Vec<u64>,
     /// Per entity index: the tick its value last changed (0: it has none).
     changed: Vec<u64>,
     /// `(tick, index)` in the order stamped; ticks never decrease.
@@ -264,13 +267,22 @@ impl Track {
             let len = need.next_power_of_two().max(64);
             self.added.resize(len, 0);
             self.changed.resize(len, 0);
+            self.held.resize(len / 64, 0);
         }
     }
 
     /// Whether `index` holds a value.
     #[inline]
     pub(crate) fn has(&self, index: u32) -> bool {
-        self.added.get(index as usize).is_some_and(|&t| t != 0)
+        self.held.get(index as usize / 64).is_some_and(|&word| word & (1 << (index % 64)) != 0)
+    }
+
+    /// Flips whether `index` holds a value (grown already): a value came or went.
+    #[inline]
+    fn flip(&mut self, index: u32) {
+        if let Some(word) = self.held.get_mut(index as usize / 64) {
+            *word ^= 1 << (index % 64);
+        }
     }
 
     /// The value of `index` changed at `tick` (it holds one).
@@ -298,10 +310,12 @@ impl Track {
     }
 
     /// A value was put at `index` at `tick`: added if it had none, else changed (replaced).
+    #[inline]
     pub(crate) fn put(&mut self, index: u32, tick: u64) {
         self.grow(index);
         if self.added[index as usize] == 0 {
             self.added[index as usize] = tick;
+            self.flip(index);
             self.live += 1;
         }
         self.stamp(index, tick);
@@ -329,11 +343,13 @@ impl Track {
     }
 
     /// `entity`'s value went at `tick` (if it had one).
+    #[inline]
     pub(crate) fn take(&mut self, entity: Entity, tick: u64) {
         let index = entity.index();
         if self.has(index) {
             self.added[index as usize] = 0;
             self.changed[index as usize] = 0;
+            self.flip(index);
             self.live -= 1;
             self.removed.push((tick, entity));
         }
@@ -572,7 +588,8 @@ impl Changes {
         bound: u32,
     ) -> Result<Changes, String> {
         let mut changes = Changes {
-            tick: saved.tick,
+            // A file without change state (version 1) says tick 0, which stamps nothing: the first tick is 1.
+            tick: saved.tick.max(1),
             last_clear: saved.last_clear,
             previous_clear: saved.previous_clear,
             runs: saved.runs,
@@ -592,11 +609,12 @@ impl Changes {
             let id = id(name).ok_or_else(|| format!("change state of `{name}`, which the schema does not name"))?;
             let mut track = Track::default();
             for &(index, added, changed) in &saved_track.stamps {
-                if index >= bound || added == 0 || changed < added || late(changed) {
+                if index >= bound || added == 0 || changed < added || late(changed) || track.has(index) {
                     return Err(format!("impossible stamps of `{name}` at index {index}"));
                 }
                 track.grow(index);
                 (track.added[index as usize], track.changed[index as usize]) = (added, changed);
+                track.flip(index);
                 track.live += 1;
             }
             if saved_track.log.windows(2).any(|w| w[0].0 > w[1].0)
