@@ -68,7 +68,7 @@
 //! ```
 
 use super::commands::{ApplyStats, CommandQueue, Commands};
-use super::component::ComponentId;
+use super::component::{ComponentId, ComponentSet};
 use super::entity::Entity;
 use super::pipeline::{HookSet, HookTable};
 use super::world::World;
@@ -231,6 +231,9 @@ pub(crate) struct Events {
     pub(crate) holding: bool,
     held: Vec<Entity>,
     held_id: ComponentId,
+    /// The types whose insert handlers are all parallel (and at least one): their inserts are held in a run. Kept
+    /// with the hook table ([`Events::mark`]).
+    parallel_inserts: ComponentSet,
 }
 
 impl Events {
@@ -238,10 +241,17 @@ impl Events {
         self.state.get_or_insert_with(Box::default)
     }
 
-    /// Marks the changes handlers watch in the pipeline's hook table.
-    pub(crate) fn mark(&self, table: &mut HookTable) {
+    /// Marks the changes handlers watch in the pipeline's hook table, and notes the types whose inserts a run
+    /// holds.
+    pub(crate) fn mark(&mut self, table: &mut HookTable) {
+        self.parallel_inserts = ComponentSet::EMPTY;
         let Some(state) = &self.state else { return };
         let lists = &state.lists;
+        for (id, list) in lists.insert.iter().enumerate().filter(|(_, list)| !list.is_empty()) {
+            if list.iter().all(|entry| matches!(entry.call, Call::Parallel(_))) {
+                self.parallel_inserts.insert(id as ComponentId);
+            }
+        }
         table.mark(EventKind::Spawn, HookSet::EVENTS, !lists.spawn.is_empty());
         table.mark(EventKind::Despawn, HookSet::EVENTS, !lists.despawn.is_empty());
         for (kind, lists) in [(EventKind::Insert as fn(_) -> _, &lists.insert), (EventKind::Remove, &lists.remove)] {
@@ -513,12 +523,7 @@ impl World {
     /// Holds the insert of component `id` into `entity` until the run of inserts ends, if every handler of the
     /// type is parallel; whether it was held. (A held run of another type fires first: a run is of one type.)
     fn hold(&mut self, id: ComponentId, entity: Entity) -> bool {
-        let Some(state) = &mut self.events.state else { return false };
-        let all_parallel = match state.lists.get(EventKind::Insert(id)) {
-            Some(list) => !list.is_empty() && list.iter().all(|entry| matches!(entry.call, Call::Parallel(_))),
-            None => false,
-        };
-        if !all_parallel {
+        if !self.events.parallel_inserts.contains(id) {
             return false;
         }
         if !self.events.held.is_empty() && self.events.held_id != id {
