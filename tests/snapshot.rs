@@ -4,7 +4,7 @@
 use swarm::app::profile::Profiler;
 use swarm::app::App;
 use swarm::ecs::{Backend, Entity, Format, SnapshotError, World};
-use swarm::sim::components::{Health, Hunter, Target};
+use swarm::sim::components::{Health, Hunter, Position, Target};
 use swarm::sim::snapshot::{load_app, save};
 use swarm::sim::{build_app, digest, SimConfig, SimStats, SpawnRequests};
 
@@ -203,11 +203,40 @@ fn bad_files_are_refused_with_the_reason_and_the_world_is_untouched() {
         stamps.push(first);
     });
     assert!(err(&stamped_twice, &mut target).contains("impossible stamps"));
+    // A stamp of an entity without health (a particle) is refused.
+    let mut bare = Vec::new();
+    source.world.query::<(&Position, Option<&Health>)>().for_each(|e, (_, health)| {
+        if health.is_none() {
+            bare.push(e.index());
+        }
+    });
+    assert!(!bare.is_empty(), "the world has particles");
+    let stamped_bare = edit(&|v| {
+        let stamps = v["snapshot"]["changes"]["tracks"][0]["stamps"].as_array_mut().unwrap();
+        stamps.push(serde_json::json!([bare[0], 1, 1]));
+    });
+    assert!(err(&stamped_bare, &mut target).contains("which holds none"));
     let newer_json = edit(&|v| v["version"] = 7.into());
     assert!(err(&newer_json, &mut target).contains("version 7 is newer"));
     let not_ours = edit(&|v| v["format"] = "something else".into());
     assert!(err(&not_ours, &mut target).contains("not a swarm snapshot"));
     assert!(err(&serde_json::to_vec(&json).unwrap()[..300], &mut target).contains("truncated"));
+
+    // A fighter's stamp missing (a file an older build wrote after loading a version 1 file): it loads, and the
+    // fighter's health counts as held, so its despawn is noted.
+    let stamps = &json["snapshot"]["changes"]["tracks"][0]["stamps"];
+    let unstamped = stamps[0][0].as_u64().unwrap() as u32;
+    let missing = edit(&|v| {
+        let track = &mut v["snapshot"]["changes"]["tracks"][0];
+        track["stamps"].as_array_mut().unwrap().remove(0);
+        track["log"].as_array_mut().unwrap().retain(|entry| entry[1].as_u64() != Some(unstamped.into()));
+    });
+    load_into_running(&mut target, &missing).unwrap();
+    let mut fighter = None;
+    target.world.query::<&Health>().for_each(|e, _| fighter = fighter.or(Some(e).filter(|e| e.index() == unstamped)));
+    target.world.clear_trackers();
+    target.world.despawn(fighter.expect("the unstamped fighter is there")).unwrap();
+    assert_eq!(target.world.tracker::<Health>().removed_count(), 1);
 
     // And the good file still loads into the same app.
     load_into_running(&mut target, &good).unwrap();
@@ -300,11 +329,10 @@ fn flipped_and_truncated_bytes_never_panic_and_never_touch_the_world() {
     assert!(refused > 1_000, "only {refused} of 1500 damaged files were refused ({loaded} loaded)");
 }
 
-/// A file of format version 1 (written by the build before change detection, `--entities 200 --frames 5 --save`)
-/// still loads: the same world as after saving it again in today's format and loading that, continuing alike.
+/// A file of format version 1 has no change state: its tracked values count as held from the load on (tick 1, not
+/// 0, which stamps nothing), so a despawn of one is noted as a removal.
 #[test]
 fn a_version_1_files_values_are_tracked_from_its_load() {
-    // The file has no change state: its tracked values count as held from the load on, so a despawn is noted.
     let old = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1.snap")).unwrap();
     let (mut app, _) = load_app(&old, None, Profiler::new()).unwrap();
     let mut fighters = Vec::new();
@@ -315,6 +343,8 @@ fn a_version_1_files_values_are_tracked_from_its_load() {
     assert_eq!(app.world.tracker::<Health>().removed_count(), 1);
 }
 
+/// A file of format version 1 (written by the build before change detection, `--entities 200 --frames 5 --save`)
+/// still loads: the same world as after saving it again in today's format and loading that, continuing alike.
 #[test]
 fn a_version_1_file_still_loads_and_continues_like_a_resaved_one() {
     let old = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1.snap")).unwrap();

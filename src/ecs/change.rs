@@ -633,6 +633,33 @@ impl Changes {
         Ok(changes)
     }
 
+    /// Makes loaded stamps agree with the values there are: `live` is every live entity's index, `holds` whether an
+    /// index holds a value of a type. A stamp of an index holding no value of its type is refused (with the type's
+    /// name from `name`); a value without a stamp (a file written by a build that stamped a version 1 file's
+    /// values with tick 0, which is none) is stamped as added at tick 1, as a version 1 file's values are now.
+    pub(crate) fn agree(
+        &mut self,
+        live: &[u32],
+        holds: impl Fn(ComponentId, u32) -> bool,
+        name: impl Fn(ComponentId) -> String,
+    ) -> Result<(), String> {
+        for id in self.tracked.iter() {
+            let Some(track) = self.tracks.get_mut(id as usize).and_then(Option::as_mut) else { continue };
+            if let Some(index) = (0..track.added.len() as u32).find(|&index| track.has(index) && !holds(id, index)) {
+                return Err(format!("stamps of `{}` at index {index}, which holds none", name(id)));
+            }
+            for &index in live.iter().filter(|&&index| holds(id, index)) {
+                if !track.has(index) {
+                    track.grow(index);
+                    (track.added[index as usize], track.changed[index as usize]) = (1, 1);
+                    track.flip(index);
+                    track.live += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A slot for a function system's last run.
     pub(crate) fn new_slot(&mut self) -> usize {
         self.next_slot += 1;

@@ -918,7 +918,14 @@ impl SnapshotSchema {
             let entry = self.components.iter().find(|entry| entry.name == name)?;
             world.components.id_of(entry.type_id)
         };
-        let changes = Changes::load(payload.changes, id, bound).map_err(SnapshotError::Corrupt)?;
+        let mut changes = Changes::load(payload.changes, id, bound).map_err(SnapshotError::Corrupt)?;
+        let live: Vec<u32> = world.entities().iter().map(|entity| entity.index()).collect();
+        let holds = |id, index| world.storage.contains(id, index);
+        let name = |id| {
+            let entry = self.components.iter().find(|entry| world.components.id_of(entry.type_id) == Some(id));
+            entry.map_or_else(|| world.components.info(id).name.to_string(), |entry| entry.name.to_string())
+        };
+        changes.agree(&live, holds, name).map_err(SnapshotError::Corrupt)?;
         world.set_changes(changes);
         Ok((world, saved_on))
     }
