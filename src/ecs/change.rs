@@ -342,6 +342,14 @@ impl Track {
         self.exact = Some(exact);
     }
 
+    /// `index` holds a value (it held none) added at `added` and last changed at `changed`: a loaded stamp.
+    fn hold_loaded(&mut self, index: u32, added: u64, changed: u64) {
+        self.grow(index);
+        (self.added[index as usize], self.changed[index as usize]) = (added, changed);
+        self.flip(index);
+        self.live += 1;
+    }
+
     /// `entity`'s value went at `tick` (if it had one).
     #[inline]
     pub(crate) fn take(&mut self, entity: Entity, tick: u64) {
@@ -612,10 +620,7 @@ impl Changes {
                 if index >= bound || added == 0 || changed < added || late(changed) || track.has(index) {
                     return Err(format!("impossible stamps of `{name}` at index {index}"));
                 }
-                track.grow(index);
-                (track.added[index as usize], track.changed[index as usize]) = (added, changed);
-                track.flip(index);
-                track.live += 1;
+                track.hold_loaded(index, added, changed);
             }
             if saved_track.log.windows(2).any(|w| w[0].0 > w[1].0)
                 || saved_track.log.iter().any(|&(tick, index)| track.changed.get(index as usize) != Some(&tick))
@@ -648,12 +653,9 @@ impl Changes {
             if let Some(index) = (0..track.added.len() as u32).find(|&index| track.has(index) && !holds(id, index)) {
                 return Err(format!("stamps of `{}` at index {index}, which holds none", name(id)));
             }
-            for &index in live.iter().filter(|&&index| holds(id, index)) {
-                if !track.has(index) {
-                    track.grow(index);
-                    (track.added[index as usize], track.changed[index as usize]) = (1, 1);
-                    track.flip(index);
-                    track.live += 1;
+            for &index in live {
+                if !track.has(index) && holds(id, index) {
+                    track.hold_loaded(index, 1, 1);
                 }
             }
         }
