@@ -11,7 +11,10 @@
 //!   (on one thread as on two, every pass reads and writes the whole of both arrays): what the second thread gives
 //!   work bound by memory, which the cores, and on a shared host other tenants, share.
 //!
-//! The frame's ratio is read against the floors' of the same rounds.
+//! The frame's ratio is read against the floors' of the same rounds. Then each system's own ratio (the profiler's
+//! times over the same blocks), and the ratio the frame would reach if every system but the command buffer's apply
+//! reached the arithmetic floor, or the memory floor, of its round: the apply runs the buffer in its order, most of
+//! it on one thread, so it bounds the frame's ratio as the code stands.
 //!
 //! Run: `cargo bench --bench cores` (armies and churn at 100,000 fighters, the sparse set); `-- armies` or
 //! `-- churn` for one. It prints, per scenario, the median and the 10th to 90th percentile of the frame on each
@@ -21,6 +24,7 @@
 
 use std::hint::black_box;
 use std::time::Instant;
+use swarm::app::profile::SpanStat;
 use swarm::ecs::Backend;
 use swarm::sim::{build_app, digest, Scenario, SimConfig};
 
@@ -124,15 +128,21 @@ fn main() {
             app
         });
         let (mut frames, mut floors, mut memory) = ([vec![], vec![]], [vec![], vec![]], [vec![], vec![]]);
+        // Each block's per-system times (the profiler's means over the block), by count and round.
+        let mut spans: [Vec<Vec<SpanStat>>; 2] = [vec![], vec![]];
         for round in 0..ROUNDS {
             // Every other round the other order, so neither count always runs first.
             for k in [round % 2, 1 - round % 2] {
                 apps[k].update();
+                apps[k].profiler().reset();
                 let start = Instant::now();
                 for _ in 0..BLOCK {
                     apps[k].update();
                 }
                 frames[k].push(start.elapsed().as_secs_f64() / BLOCK as f64);
+                let mut block = Vec::new();
+                apps[k].profiler().snapshot(&mut block);
+                spans[k].push(block);
             }
             for k in [round % 2, 1 - round % 2] {
                 floors[k].push(arithmetic_floor(&pools[k]));
@@ -162,5 +172,56 @@ fn main() {
             ),
         }
         println!("  digest {one:016x} on both");
+        print_systems(&spans, &frames, &floor_ratios, &memory_ratios);
     }
 }
+
+/// The milliseconds per frame of system (or group) `name` in each block of `blocks` (a span may run more than once
+/// a frame: the command buffer's apply runs after every stage).
+fn system_ms(blocks: &[Vec<SpanStat>], name: &str) -> Vec<f64> {
+    let per_frame = |block: &Vec<SpanStat>| block.iter().find(|s| s.name == name).map_or(0.0, |s| s.total_ms);
+    blocks.iter().map(|block| per_frame(block) / BLOCK as f64).collect()
+}
+
+/// Each system and group of at least [`SHOWN_SHARE`] of the one-thread frame, on one thread and on two, with its
+/// ratio taken round by round; then the frame's ratio if every system but the command buffer's apply (which runs
+/// the buffer in its order, most of it on one thread) reached the arithmetic floor of the same round, and the
+/// memory floor: the ratio the frame could reach with the apply as it is.
+fn print_systems(spans: &[Vec<Vec<SpanStat>>; 2], frames: &[Vec<f64>; 2], arithmetic: &[f64], memory: &[f64]) {
+    let frame_ms: f64 = frames[0].iter().sum::<f64>() * 1e3 / frames[0].len() as f64;
+    println!("  by system (median of the rounds): 1 thread ms, 2 threads ms, 2 over 1");
+    for stat in spans[0].first().map_or(&[][..], Vec::as_slice) {
+        let (one, two) = (system_ms(&spans[0], &stat.name), system_ms(&spans[1], &stat.name));
+        let mean_one = one.iter().sum::<f64>() / one.len() as f64;
+        if mean_one < SHOWN_SHARE * frame_ms {
+            continue;
+        }
+        let mut ratios: Vec<f64> = two.iter().zip(&one).map(|(b, a)| b / a).collect();
+        println!(
+            "    {:<22} {:>7.3} {:>7.3} {:>7.3}",
+            stat.name,
+            spread(&mut one.clone()).0,
+            spread(&mut two.clone()).0,
+            spread(&mut ratios).0
+        );
+    }
+    let (apply_one, apply_two) = (system_ms(&spans[0], APPLY), system_ms(&spans[1], APPLY));
+    let bound = |floor: &[f64]| -> Vec<f64> {
+        (0..floor.len())
+            .map(|r| {
+                let one = frames[0][r] * 1e3;
+                (apply_two[r] + (one - apply_one[r]) * floor[r]) / one
+            })
+            .collect()
+    };
+    println!(
+        "  frame, 2 over 1, with all but {APPLY} at the arithmetic floor {:.3}, at the memory floor {:.3}",
+        spread(&mut bound(arithmetic)).0,
+        spread(&mut bound(memory)).0
+    );
+}
+
+/// The span of the command buffer's apply between the stages.
+const APPLY: &str = "apply_commands";
+/// The least share of the one-thread frame a system's row needs to be printed.
+const SHOWN_SHARE: f64 = 0.02;
