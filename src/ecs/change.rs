@@ -63,6 +63,8 @@ pub(crate) trait Shadow: Send + Sync {
     /// Forgets every copy.
     fn reset(&mut self);
     fn clone_box(&self) -> Box<dyn Shadow>;
+    /// A shadow of the same type with no copies.
+    fn empty_box(&self) -> Box<dyn Shadow>;
 }
 
 struct Copies<T> {
@@ -125,6 +127,9 @@ impl<T: Component + PartialEq + Clone> Shadow for Copies<T> {
     }
     fn clone_box(&self) -> Box<dyn Shadow> {
         Box::new(Copies { values: self.values.clone(), found: Vec::new() })
+    }
+    fn empty_box(&self) -> Box<dyn Shadow> {
+        Box::new(Copies::<T>::new())
     }
 }
 
@@ -509,7 +514,7 @@ pub(crate) struct Changes {
     previous_clear: u64,
     pub(crate) tracked: ComponentSet,
     /// The tracked types in the exact mode.
-    exact: ComponentSet,
+    pub(crate) exact: ComponentSet,
     /// By component id.
     tracks: Vec<Option<Track>>,
     /// The tick each function system last ran with, by the slot it took when first prepared (0: never ran).
@@ -752,12 +757,7 @@ impl Changes {
     /// are replaced (by type: the new registry numbers them its own way).
     pub(crate) fn exact_types(&self, components: &Registry) -> Vec<(std::any::TypeId, Box<dyn Shadow>)> {
         let exact = self.exact.iter().filter_map(|id| Some((id, self.track(id)?.exact.as_ref()?)));
-        let empty = |exact: &Exact| {
-            let mut shadow = exact.shadow.clone_box();
-            shadow.reset();
-            shadow
-        };
-        exact.map(|(id, exact)| (components.info(id).type_id, empty(exact))).collect()
+        exact.map(|(id, exact)| (components.info(id).type_id, exact.shadow.empty_box())).collect()
     }
 
     /// Marks the hook of change detection in `table`: spawns and despawns if anything is tracked, and the inserts

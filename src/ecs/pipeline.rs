@@ -139,8 +139,9 @@ pub(crate) enum Mode {
 }
 
 impl World {
-    /// Rebuilds the hook table from the hooks themselves: after a handler is registered or taken off, and after
-    /// the registry was replaced (a loaded snapshot numbers its types its own way).
+    /// Rebuilds the hook table from the hooks themselves: after a handler is registered or taken off, after the
+    /// registry was replaced (a loaded snapshot numbers its types its own way), and after a restore put a saved
+    /// change state in place.
     pub(crate) fn mark_hooks(&mut self) {
         let mut table = HookTable::default();
         self.events.mark(&mut table);

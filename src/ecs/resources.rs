@@ -52,14 +52,18 @@ impl Resources {
         self.map.get(&type_id).map(|value| value.as_ref())
     }
 
-    /// Inserts or replaces the resource `value` of the type `type_id` names.
-    pub(crate) fn insert_any(&mut self, type_id: TypeId, value: Box<dyn Any + Send + Sync>) {
-        self.map.insert(type_id, value);
+    /// Inserts or replaces the resource `value` of the type `type_id` names; returns the one replaced.
+    pub(crate) fn insert_any(
+        &mut self,
+        type_id: TypeId,
+        value: Box<dyn Any + Send + Sync>,
+    ) -> Option<Box<dyn Any + Send + Sync>> {
+        self.map.insert(type_id, value)
     }
 
-    /// Removes the resource of the type `type_id` names.
-    pub(crate) fn remove_any(&mut self, type_id: TypeId) {
-        self.map.remove(&type_id);
+    /// Removes the resource of the type `type_id` names, and returns it.
+    pub(crate) fn remove_any(&mut self, type_id: TypeId) -> Option<Box<dyn Any + Send + Sync>> {
+        self.map.remove(&type_id)
     }
 
     /// Whether a resource of type `R` is present.

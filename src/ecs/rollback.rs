@@ -5,9 +5,9 @@
 //! A type takes part once registered ([`World::rollback_component`], [`World::rollback_resource`]).
 //! [`World::checkpoint`] refuses a world with values of a component type that is not registered (it could not be
 //! put back) and a world with commands waiting (their handles name spawns that are not in the state).
-//! [`World::restore`] puts the state back whole, on the backend the world uses now: no handler runs and no change is
-//! stamped (the change state comes back as it was), commands recorded since are dropped, and afterwards the world
-//! runs exactly as the saved one did. A checkpoint restores any number of times; [`Checkpoints`] keeps the last few
+//! [`World::restore`] puts the state back whole, on the backend the world uses now: no handler runs, the change
+//! state comes back as it was (a type tracked since stays tracked, starting over), commands recorded since are
+//! dropped, and afterwards the world runs exactly as the saved one did. A checkpoint restores any number of times; [`Checkpoints`] keeps the last few
 //! by frame.
 //!
 //! ```
@@ -360,36 +360,58 @@ impl World {
     }
 
     /// Puts the state `checkpoint` saved back (see the [module](crate::ecs::rollback)), on this world's current
-    /// backend: no handler runs, no change is stamped, commands recorded since are dropped; types registered since
-    /// have no values. Refused (the world as it was) for a checkpoint of another world or registry.
+    /// backend: no handler runs, commands recorded since are dropped; types registered since have no values. The
+    /// change state comes back as saved for the types the checkpoint tracked; every type tracked now stays tracked
+    /// (in the exact mode if it is now), and one tracked since the checkpoint starts over on the restored values,
+    /// which count as added, as [`World::track`] counts a world's values. Refused (the world as it was) for a
+    /// checkpoint of another world or registry.
     pub fn restore(&mut self, checkpoint: &Checkpoint) -> Result<(), RollbackError> {
         if checkpoint.registry_stamp != self.registry_stamp() {
             return Err(RollbackError::OtherWorld);
         }
-        // Copied aside first: the checkpoint stays whole for the next restore.
+        // Copied aside first, every copy made (each runs `Clone`, the exact mode's copies too) before anything is
+        // swapped in: the checkpoint stays whole for the next restore, and a `clone` that panics changes nothing.
         let storage = checkpoint.copy_storage();
         let resources = checkpoint.copy_resources();
+        let mut changes = checkpoint.changes.clone();
         let backend = self.backend();
+        // Tracking is a setting, as the handlers are: the types tracked now stay tracked (the registry is the
+        // checkpoint's, so are the ids), in the exact mode if they are now (the mode is only ever added, so the
+        // sets are equal unless a type was made exact since).
+        let tracked = self.changes.tracked;
+        let exact = match self.changes.exact == changes.exact {
+            true => Vec::new(),
+            false => self.changes.exact_types(&self.components),
+        };
         let old_commands = std::mem::take(&mut self.commands);
         let old_storage = std::mem::replace(&mut self.storage, storage);
         self.entities = checkpoint.entities.clone();
         self.totals = checkpoint.totals;
         // The systems keep their slots (handed out by this world since); their last runs come back.
-        let next_slot = self.changes.next_slot;
-        self.changes = checkpoint.changes.clone();
-        self.changes.next_slot = next_slot;
-        for (type_id, value) in resources {
-            match value {
+        changes.next_slot = self.changes.next_slot;
+        let old_changes = std::mem::replace(&mut self.changes, changes);
+        // The resources replaced are dropped with the rest, at the end.
+        let old_resources: Vec<_> = resources
+            .into_iter()
+            .filter_map(|(type_id, value)| match value {
                 Some(value) => self.resources.insert_any(type_id, value),
                 None => self.resources.remove_any(type_id),
-            }
-        }
+            })
+            .collect();
         // Types registered after the checkpoint get their (empty) pools; then the backend in use now.
         self.storage.catch_up(&self.components);
         self.set_backend(backend);
-        // Last, when the world is whole: dropped values and commands (a drop may panic; the first panic goes on
-        // once everything is dropped).
+        // A type tracked since the checkpoint starts over on the values restored, as `track` would start it now.
+        for id in tracked.iter() {
+            self.track_id(id);
+        }
+        self.keep_exact(exact);
+        self.mark_hooks();
+        // Last, when the world is whole: dropped values, resources, change state and commands (a drop may panic;
+        // the first panic goes on once everything is dropped).
         let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.discard_events()));
+        drop(old_resources);
+        drop(old_changes);
         drop(old_storage);
         drop(old_commands);
         if let Err(panic) = discarded {

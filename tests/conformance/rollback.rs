@@ -312,6 +312,87 @@ fn the_ring_keeps_the_last_frames_in_order() {
     assert!(ring.is_empty() && ring.oldest().is_none());
 }
 
+/// Tracking is the world's setting, not its state: a type tracked (and put in the exact mode) after a checkpoint
+/// stays tracked through the restore, its restored values counted as added, their removals noted, exact compares
+/// kept.
+fn a_type_tracked_since_the_checkpoint_stays_tracked(backend: Backend) {
+    let mut w = rollback_world(backend);
+    let a = w.spawn((Pos(1.0, 1.0), Name("a".into()))).unwrap();
+    let saved = w.checkpoint().unwrap();
+    w.track_exact::<Name>();
+    w.restore(&saved).unwrap();
+    assert!(w.is_tracked::<Name>(), "the restore forgot that `Name` is tracked");
+    assert!(w.tracker::<Name>().is_added(a), "a value held when tracking starts counts as added");
+    w.clear_trackers();
+    let b = w.spawn((Pos(2.0, 2.0), Name("b".into()))).unwrap();
+    // The exact mode: the same value written back is no change.
+    w.get_mut::<Name>(a).unwrap().0 = "a".into();
+    let tracker = w.tracker::<Name>();
+    assert!(tracker.is_added(b) && !tracker.is_changed(a));
+    w.get_mut::<Name>(a).unwrap().0 = "a2".into();
+    assert!(w.tracker::<Name>().is_changed(a));
+    let changed: Vec<Entity> =
+        w.query::<&Name>().filter::<swarm::ecs::Changed<Name>>().iter().map(|(e, _)| e).collect();
+    assert_eq!(changed, [a, b]);
+    w.despawn(a).unwrap();
+    w.remove::<Name>(b).unwrap();
+    assert_eq!(w.tracker::<Name>().removed_count(), 2, "both removals noted");
+    w.assert_invariants();
+}
+
+thread_local! {
+    /// Clones of [`Fragile`] left before one panics (`None`: never).
+    static CLONES_LEFT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// A component whose `Clone` panics once [`CLONES_LEFT`] runs out.
+#[derive(Debug, PartialEq)]
+struct Fragile(u32);
+
+impl Clone for Fragile {
+    fn clone(&self) -> Self {
+        CLONES_LEFT.with(|left| match left.get() {
+            Some(0) => panic!("clone refused"),
+            Some(n) => left.set(Some(n - 1)),
+            None => {}
+        });
+        Fragile(self.0)
+    }
+}
+
+/// Every copy a restore makes (values, then the exact mode's copies in the change state) is made before anything is
+/// swapped in: a `Clone` that panics in the last of them leaves the world as it was, and the checkpoint restores
+/// afterwards.
+fn a_clone_that_panics_while_restoring_changes_nothing(backend: Backend) {
+    let mut w = world(backend);
+    w.rollback_component::<Fragile>();
+    let a = w.spawn((Fragile(1),)).unwrap();
+    let b = w.spawn((Fragile(2),)).unwrap();
+    // Tracked exactly now, so the change state holds a copy of each value too.
+    w.track_exact::<Fragile>();
+    let saved = w.checkpoint().unwrap();
+    w.get_mut::<Fragile>(a).unwrap().0 = 10;
+    w.despawn(b).unwrap();
+    let c = w.spawn((Fragile(3),)).unwrap();
+    let state = |w: &World| {
+        let mut values: Vec<(Entity, u32)> = w.query_ref::<&Fragile>().iter().map(|(e, f)| (e, f.0)).collect();
+        values.sort();
+        let tracker = w.tracker::<Fragile>();
+        (values, tracker.is_changed(a), tracker.is_added(c), tracker.removed_count())
+    };
+    let before = state(&w);
+    // The two values copy; the change state's first copy panics.
+    CLONES_LEFT.with(|left| left.set(Some(2)));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.restore(&saved)));
+    CLONES_LEFT.with(|left| left.set(None));
+    assert!(outcome.is_err(), "the clone was to panic");
+    assert_eq!(state(&w), before, "a restore that panicked changed the world");
+    w.assert_invariants();
+    w.restore(&saved).unwrap();
+    assert_eq!(state(&w).0, [(a, 1), (b, 2)]);
+    w.assert_invariants();
+}
+
 mod every_backend {
     use crate::backends;
 
@@ -321,5 +402,7 @@ mod every_backend {
         a_checkpoint_taken_into_an_old_one_is_a_new_one,
         the_ring_saves_into_the_checkpoints_it_forgets,
         a_clone_that_panics_while_saving_into_an_old_checkpoint_mixes_nothing,
+        a_type_tracked_since_the_checkpoint_stays_tracked,
+        a_clone_that_panics_while_restoring_changes_nothing,
     }
 }
