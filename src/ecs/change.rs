@@ -67,6 +67,12 @@ pub(crate) trait Shadow: Send + Sync {
     fn empty_box(&self) -> Box<dyn Shadow>;
 }
 
+/// A world's tracked types and its exact ones, by type: see [`World::tracking`].
+pub(crate) struct Tracking {
+    tracked: Vec<std::any::TypeId>,
+    exact: Vec<(std::any::TypeId, Box<dyn Shadow>)>,
+}
+
 struct Copies<T> {
     /// By entity index.
     values: Vec<Option<T>>,
@@ -514,7 +520,7 @@ pub(crate) struct Changes {
     previous_clear: u64,
     pub(crate) tracked: ComponentSet,
     /// The tracked types in the exact mode.
-    pub(crate) exact: ComponentSet,
+    exact: ComponentSet,
     /// By component id.
     tracks: Vec<Option<Track>>,
     /// The tick each function system last ran with, by the slot it took when first prepared (0: never ran).
@@ -1003,6 +1009,29 @@ impl World {
         let exact = Exact { shadow, ..Exact::empty() };
         self.changes.track_mut(id).expect("tracked").exact = Some(exact);
         self.changes.exact.insert(id);
+    }
+
+    /// What this world keeps of its tracking when a saved change state replaces its own (a restore, a loaded
+    /// snapshot): its tracked types and those in the exact mode, by type (a loaded registry numbers them its own
+    /// way). Handed back to [`World::keep_tracking`] once the saved state is in place.
+    pub(crate) fn tracking(&self) -> Tracking {
+        Tracking {
+            tracked: self.changes.tracked.iter().map(|id| self.components.info(id).type_id).collect(),
+            exact: self.changes.exact_types(&self.components),
+        }
+    }
+
+    /// Tracking is a setting, as the handlers are: the types of `tracking` (from [`World::tracking`]) stay tracked,
+    /// one the state now in place does not track starting over on the values there are (as [`World::track`] starts
+    /// it), the exact ones in the exact mode; then the hook table is rebuilt.
+    pub(crate) fn keep_tracking(&mut self, tracking: Tracking) {
+        for type_id in tracking.tracked {
+            if let Some(id) = self.components.id_of(type_id) {
+                self.track_id(id);
+            }
+        }
+        self.keep_exact(tracking.exact);
+        self.mark_hooks();
     }
 
     /// Puts the types of `exact` (from [`Changes::exact_types`]) that this world tracks in the exact mode.

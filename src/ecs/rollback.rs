@@ -7,8 +7,8 @@
 //! put back) and a world with commands waiting (their handles name spawns that are not in the state).
 //! [`World::restore`] puts the state back whole, on the backend the world uses now: no handler runs, the change
 //! state comes back as it was (a type tracked since stays tracked, starting over), commands recorded since are
-//! dropped, and afterwards the world runs exactly as the saved one did. A checkpoint restores any number of times; [`Checkpoints`] keeps the last few
-//! by frame.
+//! dropped, and afterwards the world runs exactly as the saved one did. A checkpoint restores any number of times;
+//! [`Checkpoints`] keeps the last few by frame.
 //!
 //! ```
 //! use swarm::ecs::World;
@@ -375,14 +375,8 @@ impl World {
         let resources = checkpoint.copy_resources();
         let mut changes = checkpoint.changes.clone();
         let backend = self.backend();
-        // Tracking is a setting, as the handlers are: the types tracked now stay tracked (the registry is the
-        // checkpoint's, so are the ids), in the exact mode if they are now (the mode is only ever added, so the
-        // sets are equal unless a type was made exact since).
-        let tracked = self.changes.tracked;
-        let exact = match self.changes.exact == changes.exact {
-            true => Vec::new(),
-            false => self.changes.exact_types(&self.components),
-        };
+        // The types tracked now stay tracked, in the exact mode if they are now.
+        let tracking = self.tracking();
         let old_commands = std::mem::take(&mut self.commands);
         let old_storage = std::mem::replace(&mut self.storage, storage);
         self.entities = checkpoint.entities.clone();
@@ -402,11 +396,7 @@ impl World {
         self.storage.catch_up(&self.components);
         self.set_backend(backend);
         // A type tracked since the checkpoint starts over on the values restored, as `track` would start it now.
-        for id in tracked.iter() {
-            self.track_id(id);
-        }
-        self.keep_exact(exact);
-        self.mark_hooks();
+        self.keep_tracking(tracking);
         // Last, when the world is whole: dropped values, resources, change state and commands (a drop may panic;
         // the first panic goes on once everything is dropped).
         let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.discard_events()));

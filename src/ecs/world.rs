@@ -762,9 +762,7 @@ impl World {
         let World { entities, components, storage, resources, totals, queries, registry_stamp, tree, changes, .. } =
             other;
         // The types tracked here stay tracked (by type: the new registry numbers them its own way).
-        let tracked: Vec<std::any::TypeId> =
-            self.changes.tracked.iter().map(|id| self.components.info(id).type_id).collect();
-        let exact = self.changes.exact_types(&self.components);
+        let tracking = self.tracking();
         let old_commands = std::mem::take(&mut self.commands);
         let old_storage = std::mem::replace(&mut self.storage, storage);
         self.entities = entities;
@@ -781,13 +779,7 @@ impl World {
         let next_slot = self.changes.next_slot;
         self.changes = changes;
         self.changes.next_slot = next_slot;
-        for type_id in tracked {
-            if let Some(id) = self.components.id_of(type_id) {
-                self.track_id(id);
-            }
-        }
-        self.keep_exact(exact);
-        self.mark_hooks();
+        self.keep_tracking(tracking);
         // A deferred handle in a loaded value names a spawn of no buffer of this world: it names nothing. (Every
         // value is new here.)
         self.holders.wrote_all();
