@@ -206,17 +206,19 @@ fn a_panicking_loop_keeps_what_it_recorded(backend: Backend) {
     w.assert_invariants();
 }
 
-/// A batch despawn large enough to empty its pools on several threads (on a world set to two) leaves the world one
-/// thread leaves, also when a component's `drop` panics: every target gone, every handle freed, the
-/// rest whole, and the panic reaches the caller.
+/// A batch despawn large enough to empty its pools on several threads (on a world set to two; a big batch splits
+/// down to a pool each, a small one in two halves) leaves the world one thread leaves, also when a component's
+/// `drop` panics: every target gone, every handle freed, the rest whole and in the same order, and the panic
+/// reaches the caller.
 fn a_big_batch_despawn_on_threads_is_whole(backend: Backend) {
     type Row = (Entity, Option<Pos>, Option<Vel>, bool, bool, Option<Name>);
-    let run = |threads: usize, bomb: bool| -> Vec<Row> {
+    let run = |threads: usize, bomb: bool, count: usize| -> (Vec<Row>, Vec<Entity>) {
         let mut w = world(backend);
         w.set_threads(threads);
-        let all: Vec<Entity> = (0..3000)
+        let armed = count / 2 + 3; // a multiple of 3 that is a target
+        let all: Vec<Entity> = (0..count)
             .map(|k| match k % 3 {
-                0 => w.spawn((Pos(k as f32, 0.0), Vel(0.0, 1.0), Bomb(bomb && k == 1503))),
+                0 => w.spawn((Pos(k as f32, 0.0), Vel(0.0, 1.0), Bomb(bomb && k == armed))),
                 1 => w.spawn((Pos(k as f32, 0.0), Red)),
                 _ => w.spawn((Vel(k as f32, 0.0), Blue, Name(format!("{k}")))),
             })
@@ -243,10 +245,14 @@ fn a_big_batch_despawn_on_threads_is_whole(backend: Backend) {
             .collect();
         rows.sort_by_key(|row| row.0);
         assert_eq!(rows.len(), all.len() - targets.len());
-        rows
+        // The order a pool or table walk sees is the one-thread removals' too.
+        let order = w.query::<(&Vel,)>().iter().map(|(e, _)| e).collect();
+        (rows, order)
     };
-    for bomb in [false, true] {
-        assert_eq!(run(2, bomb), run(1, bomb), "bomb {bomb}");
+    for count in [3000, 18] {
+        for bomb in [false, true] {
+            assert_eq!(run(2, bomb, count), run(1, bomb, count), "{count} entities, bomb {bomb}");
+        }
     }
 }
 

@@ -414,7 +414,12 @@ impl Storage {
                 // second finds nothing) and freed once (`free` refuses a handle whose generation has moved on).
                 live.clear();
                 live.extend(targets.iter().filter(|&&entity| entities.is_alive(entity)));
-                let panic = remove_from_pools(pools, live, parallel && live.len() >= SPLIT_REMOVALS);
+                let depth = match parallel {
+                    true if live.len() >= SPLIT_REMOVALS => usize::MAX,
+                    true if live.len() >= SPLIT_IN_TWO => 1,
+                    _ => 0,
+                };
+                let panic = remove_from_pools(pools, live, depth);
                 let freed = live.iter().filter(|&&entity| entities.free(entity)).count();
                 resume(panic);
                 freed
@@ -743,19 +748,20 @@ fn finish_removals(pools: &mut [Box<dyn ErasedPool>], index: u32) {
 }
 
 /// Drops the values of `live` from every pool, each pool asked again for what is left if a `drop` panics; the first
-/// panic, for [`resume`]. With `split`, the pools are halved and the halves joined on the thread pool (each pool's
-/// removals are its own, so the result is the same; the front half's panic goes first). (Kept out of line: the
+/// panic, for [`resume`]. Down to `depth` levels, the pools are halved and the halves joined on the thread pool
+/// (each pool's removals are its own, so the result is the same; the front half's panic goes first). (Kept out of line: the
 /// batch's own loops compile as they would without it.)
 #[inline(never)]
 fn remove_from_pools(
     pools: &mut [Box<dyn ErasedPool>],
     live: &[Entity],
-    split: bool,
+    depth: usize,
 ) -> Option<Box<dyn std::any::Any + Send>> {
-    if split && pools.len() > 1 {
+    if depth > 0 && pools.len() > 1 {
         let (front, back) = pools.split_at_mut(pools.len() / 2);
+        let depth = depth - 1;
         let (front, back) =
-            crate::ecs::join(|| remove_from_pools(front, live, split), || remove_from_pools(back, live, split));
+            crate::ecs::join(|| remove_from_pools(front, live, depth), || remove_from_pools(back, live, depth));
         return front.or(back);
     }
     finish_each(|| {
@@ -765,8 +771,12 @@ fn remove_from_pools(
     })
 }
 
-/// The fewest live targets of a batch despawn whose pools are emptied on several threads (on a world set to
-/// several threads): below it, a join costs more than a pool's share of the removals.
+/// The fewest live targets of a batch despawn whose pools are emptied in two halves, one join (on a world set to
+/// several threads): below it, the join costs more than half the removals. (A command apply's despawns between
+/// its hierarchy commands come in such small batches: churn's fallen fighters, a few at a time.)
+const SPLIT_IN_TWO: usize = 4;
+
+/// The fewest live targets of a batch despawn whose halves split again, down to a pool each.
 const SPLIT_REMOVALS: usize = 1024;
 
 /// Goes on with a panic kept by [`finish_each`], if there was one.
