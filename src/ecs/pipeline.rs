@@ -496,10 +496,10 @@ impl World {
 
     // ---- despawn ------------------------------------------------------------------------------------------------
 
-    /// Whether a big batch despawn may empty its pools on several threads: only on a world set to more than one
-    /// thread ([`World::set_threads`], as an [`App`](crate::app::App) with several threads does), inside a pool
-    /// that has them. (A world left at the default runs its parallel loops on the current pool, but its other
-    /// operations stay on the calling thread.)
+    /// Whether a batch despawn (of a few targets or more) may empty its pools on several threads: only on a world
+    /// set to more than one thread ([`World::set_threads`], as an [`App`](crate::app::App) with several threads
+    /// does), inside a pool that has them. (A world left at the default runs its parallel loops on the current
+    /// pool, but its other operations stay on the calling thread.)
     fn splits_removals(&self) -> bool {
         self.threads > 1 && self.parallel()
     }

@@ -215,7 +215,8 @@ fn a_big_batch_despawn_on_threads_is_whole(backend: Backend) {
     let run = |threads: usize, bomb: bool, count: usize| -> (Vec<Row>, Vec<Entity>) {
         let mut w = world(backend);
         w.set_threads(threads);
-        let armed = count / 2 + 3; // a multiple of 3 that is a target
+        let armed = count / 2 + 3;
+        assert!(armed.is_multiple_of(3) && !armed.is_multiple_of(5) && armed < count, "the bomb is on a target");
         let all: Vec<Entity> = (0..count)
             .map(|k| match k % 3 {
                 0 => w.spawn((Pos(k as f32, 0.0), Vel(0.0, 1.0), Bomb(bomb && k == armed))),

@@ -414,12 +414,7 @@ impl Storage {
                 // second finds nothing) and freed once (`free` refuses a handle whose generation has moved on).
                 live.clear();
                 live.extend(targets.iter().filter(|&&entity| entities.is_alive(entity)));
-                let depth = match parallel {
-                    true if live.len() >= SPLIT_REMOVALS => usize::MAX,
-                    true if live.len() >= SPLIT_IN_TWO => 1,
-                    _ => 0,
-                };
-                let panic = remove_from_pools(pools, live, depth);
+                let panic = remove_from_pools(pools, live, split_depth(parallel, live.len()));
                 let freed = live.iter().filter(|&&entity| entities.free(entity)).count();
                 resume(panic);
                 freed
@@ -749,8 +744,8 @@ fn finish_removals(pools: &mut [Box<dyn ErasedPool>], index: u32) {
 
 /// Drops the values of `live` from every pool, each pool asked again for what is left if a `drop` panics; the first
 /// panic, for [`resume`]. Down to `depth` levels, the pools are halved and the halves joined on the thread pool
-/// (each pool's removals are its own, so the result is the same; the front half's panic goes first). (Kept out of line: the
-/// batch's own loops compile as they would without it.)
+/// (each pool's removals are its own, so the result is the same; the front half's panic goes first). (Kept out of
+/// line: the batch's own loops compile as they would without it.)
 #[inline(never)]
 fn remove_from_pools(
     pools: &mut [Box<dyn ErasedPool>],
@@ -771,9 +766,19 @@ fn remove_from_pools(
     })
 }
 
+/// The levels of halving of a batch despawn's pools for `live` targets: none on one thread, one from
+/// [`SPLIT_IN_TWO`], down to a pool each from [`SPLIT_REMOVALS`].
+fn split_depth(parallel: bool, live: usize) -> usize {
+    match parallel {
+        true if live >= SPLIT_REMOVALS => usize::MAX,
+        true if live >= SPLIT_IN_TWO => 1,
+        _ => 0,
+    }
+}
+
 /// The fewest live targets of a batch despawn whose pools are emptied in two halves, one join (on a world set to
-/// several threads): below it, the join costs more than half the removals. (A command apply's despawns between
-/// its hierarchy commands come in such small batches: churn's fallen fighters, a few at a time.)
+/// several threads). A command apply's despawns between its hierarchy commands come in small batches (churn's
+/// fallen fighters, a few at a time); what splitting them gains is in BENCHMARKS.md ("Every core").
 const SPLIT_IN_TWO: usize = 4;
 
 /// The fewest live targets of a batch despawn whose halves split again, down to a pool each.
@@ -789,6 +794,14 @@ fn resume(panic: Option<Box<dyn std::any::Any + Send>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_of_four_or_more_splits_on_threads() {
+        assert_eq!([1, 3, 4, 1023, 1024, 5000].map(|live| split_depth(false, live)), [0; 6]);
+        assert_eq!([1, 3].map(|live| split_depth(true, live)), [0, 0]);
+        assert_eq!([4, 1023].map(|live| split_depth(true, live)), [1, 1]);
+        assert_eq!([1024, 5000].map(|live| split_depth(true, live)), [usize::MAX; 2]);
+    }
 
     #[test]
     fn backend_names_round_trip() {
