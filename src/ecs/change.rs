@@ -1157,12 +1157,12 @@ impl World {
         self.changes.set_last_run(slot, tick);
     }
 
-    /// Puts a loaded change state in place (its tracked types get their hooks).
+    /// Puts a loaded change state in place (its tracked types get their hooks; what this world tracked stays
+    /// tracked, as in [`World::keep_tracking`]).
     pub(crate) fn set_changes(&mut self, changes: Changes) {
-        let exact = self.changes.exact_types(&self.components);
+        let tracking = self.tracking();
         self.changes = changes;
-        self.keep_exact(exact);
-        self.mark_hooks();
+        self.keep_tracking(tracking);
     }
 
     /// A slot for a function system's last run, kept in the world (and its snapshots).
