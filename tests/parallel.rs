@@ -463,3 +463,107 @@ fn a_handle_kept_by_one_row_reaches_its_spark_from_a_later_piece() {
         }
     }
 }
+
+/// A list to visit: entries out of index order, entities named twice (apart and side by side), a stale handle,
+/// entities without `Vel` or with `Frozen`, each with an amount.
+fn visit_list(world: &mut World) -> Vec<(Entity, i64)> {
+    let all: Vec<Entity> = world.entities().iter().collect();
+    let stale = all[40];
+    world.despawn(stale).unwrap();
+    world.spawn((Pos(7), Hp(1))).unwrap();
+    let mut list = Vec::new();
+    let mut x = 12345u64;
+    for k in 0..2500i64 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let e = all[(x >> 33) as usize % all.len()];
+        list.push((e, k % 17 - 8));
+        if k % 97 == 0 {
+            list.push((e, 3));
+        }
+    }
+    list.push((stale, 100));
+    list.push((all[5], 9));
+    list
+}
+
+/// The list visit's body: order matters (a value visited twice ends as the list's order makes it).
+fn visit(&(_, amount): &(Entity, i64), (pos, vel): (&mut Pos, &Vel)) {
+    pos.0 = pos.0.wrapping_mul(3).wrapping_add(amount * vel.0);
+}
+
+/// What change detection says of `Hp`: the entities whose value changed.
+fn changed_hp(world: &World) -> Vec<u64> {
+    let tracker = world.tracker::<Hp>();
+    world.entities().iter().filter(|&e| tracker.is_changed(e)).map(Entity::to_bits).collect()
+}
+
+#[test]
+fn a_parallel_list_visit_gives_the_serial_world_for_every_thread_count() {
+    let run = |backend: Backend, threads: usize, rows: usize, parallel: bool, shuffle: bool| {
+        let mut world = world(backend);
+        world.track::<Hp>();
+        let list = visit_list(&mut world);
+        world.clear_trackers();
+        world.set_threads(threads);
+        world.set_piece_rows(rows);
+        if shuffle {
+            // Positions and velocities packed in different orders: not a lock-step pair.
+            let n = world.sparse_set_mut::<Vel>().unwrap().len();
+            for i in 0..n / 2 {
+                world.sparse_set_mut::<Vel>().unwrap().swap_positions(i, n - 1 - i);
+            }
+        }
+        pool(threads).install(|| {
+            if parallel {
+                world.query::<(&mut Pos, &Vel)>().without::<Frozen>().par_for_each_of(&list, visit);
+                world.query::<&mut Hp>().par_for_each_of(&list, |&(_, amount), hp| hp.0 = hp.0 * 2 - amount);
+            } else {
+                world.query::<(&mut Pos, &Vel)>().without::<Frozen>().for_each_of(&list, visit);
+                world.query::<&mut Hp>().for_each_of(&list, |&(_, amount), hp| hp.0 = hp.0 * 2 - amount);
+            }
+        });
+        world.assert_invariants();
+        (state(&world), changed_hp(&world))
+    };
+    let reference = run(Backend::SparseSet, 1, 2048, false, false);
+    assert!(reference.1.len() > 1000, "the list should reach most entities: {}", reference.1.len());
+    for backend in Backend::ALL {
+        for threads in THREADS {
+            for rows in [1, 7, 100_000] {
+                let got = run(backend, threads, rows, true, false);
+                assert!(got == reference, "{backend}, {threads} threads, {rows} rows a piece");
+            }
+        }
+    }
+    for threads in [2, 3] {
+        assert!(run(Backend::SparseSet, threads, 7, true, true) == reference, "{threads} threads, shuffled");
+    }
+}
+
+/// The parallel list visit really splits: a panic in one part of the packed rows leaves the others' entries
+/// visited whole (on one thread, the visit stops at the panic), and the world whole.
+#[test]
+fn a_panic_in_a_parallel_list_visit_stops_only_its_own_part() {
+    for (threads, parts) in [(1, 1), (2, 2), (3, 4), (4, 4)] {
+        let mut world = World::new();
+        world.set_threads(threads);
+        world.set_piece_rows(16);
+        // Fresh spawns: packed in index order, so the parts are runs of the list below.
+        let all: Vec<Entity> = (0..1000i64).map(|i| world.spawn((Hp(i),)).unwrap()).collect();
+        let outcome = pool(threads).install(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                world.query::<&mut Hp>().par_for_each_of(&all, |_, hp| {
+                    assert!(hp.0 != 0, "list trouble");
+                    hp.0 = -1;
+                })
+            }))
+        });
+        assert!(outcome.is_err(), "{threads} threads");
+        world.assert_invariants();
+        let written: Vec<bool> = all.iter().map(|&e| world.get::<Hp>(e).unwrap().0 == -1).collect();
+        // The first part stopped at its first entry; every other part ran to its end.
+        let part = all.len() / parts;
+        let expected: Vec<bool> = (0..all.len()).map(|k| k >= part).collect();
+        assert_eq!(written, expected, "{threads} threads");
+    }
+}

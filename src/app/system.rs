@@ -196,6 +196,13 @@ impl<'w, Q: QueryData, F: Filter> Query<'w, '_, Q, F> {
         self.looped((), |query| query.for_each_of(list, f))
     }
 
+    /// [`Query::for_each_of`] on the app's thread pool (as
+    /// [`swarm::ecs::QueryBorrow::par_for_each_of`](crate::ecs::QueryBorrow::par_for_each_of)): the same world for
+    /// every thread count when `f` writes only the item it is handed.
+    pub fn par_for_each_of<T: Listed + Sync>(&mut self, list: &[T], f: impl for<'a> Fn(&T, Q::Item<'a>) + Sync) {
+        self.looped((), |query| query.par_for_each_of(list, f))
+    }
+
     /// Calls `f` with each matching entity and its components, in pieces on the app's thread pool (as
     /// [`swarm::ecs::QueryBorrow::par_for_each`](crate::ecs::QueryBorrow::par_for_each)): the same world for every thread
     /// count.

@@ -175,9 +175,9 @@ pub fn build_grid(world: &mut World) {
 /// Finds enemy contacts (each pair once, from the grid) and subtracts the damage. Contacts are counted per grid
 /// item first (the items are walked in order), the hit fighters marked in a bit set by entity index, and the damage
 /// is applied to them only, in handle order, through a list visit of the health pool
-/// ([`QueryBorrow::for_each_of`](crate::ecs::QueryBorrow::for_each_of)): [`Health`] is tracked, and a value handed
-/// out as `&mut` counts as changed, so the fighters written are the ones hurt. Integer sums: the result does not depend
-/// on the order pairs are visited in.
+/// ([`QueryBorrow::par_for_each_of`](crate::ecs::QueryBorrow::par_for_each_of): on several threads, each writing the
+/// hit of its half of the pool): [`Health`] is tracked, and a value handed out as `&mut` counts as changed, so the
+/// fighters written are the ones hurt. Integer sums: the result does not depend on the order pairs are visited in.
 ///
 /// Runs right after [`build_grid`] in the same frame: counts are found by entity index, which is only sound while
 /// no entity has been despawned or spawned since the grid was built (else a recycled index could take a dead
@@ -251,7 +251,7 @@ pub fn resolve_collisions(world: &mut World) {
                     }
                 }
             }
-            world.query::<&mut Health>().for_each_of(hurt, |&(_, hit), health| health.0 -= damage * hit as i32);
+            world.query::<&mut Health>().par_for_each_of(hurt, |&(_, hit), health| health.0 -= damage * hit as i32);
         }
         world.resource_mut::<SimStats>().contacts_frame = contacts;
     });

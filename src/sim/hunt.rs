@@ -28,9 +28,9 @@ pub fn plugin(app: &mut App) {
 /// One walk of the target pool, in pieces on every thread, reads only: each piece lists the hunters whose target
 /// is stale, with the nearest enemy found and where they stand, and the new velocity of each hunter whose target
 /// is live (a hunter in the snapshot and not already at its target). The lists come back in piece order. The
-/// velocities are then written by one visit of that list ([`Query::for_each_of`]: the hunters' velocities are
-/// looked up, not walked, so the writes stay on one thread: a lookup and a store per hunter, where the walk spends
-/// two snapshot lookups). The catches keep the pieces' order (the target pool's); the retargets are recorded sorted
+/// velocities are then written by one visit of that list ([`Query::par_for_each_of`]: the hunters' velocities are
+/// looked up, not walked, a lookup and a store per hunter where the walk spends two snapshot lookups; on several
+/// threads the list's halves are looked up apart, then each thread writes the hunters of its half of the pool). The catches keep the pieces' order (the target pool's); the retargets are recorded sorted
 /// by hunter, as a loop keyed by the hunter records them.
 #[allow(clippy::too_many_arguments)] // (one per thing it touches: that is the point of parameters)
 pub fn hunt_targets(
@@ -66,7 +66,7 @@ pub fn hunt_targets(
     });
     steer.clear();
     steer.extend(pieces.iter().flat_map(|piece| &piece.steer));
-    velocities.for_each_of(steer, |&(_, velocity), v| v.0 = velocity);
+    velocities.par_for_each_of(steer, |&(_, velocity), v| v.0 = velocity);
     caught.0.clear();
     caught.0.extend(pieces.iter().flat_map(|piece| &piece.stale).filter_map(|stale| stale.at));
     sorted.clear();

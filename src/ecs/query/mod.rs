@@ -67,7 +67,7 @@ use crate::ecs::commands::Commands;
 use crate::ecs::entity::Entity;
 use crate::ecs::world::World;
 use crate::ecs::Component;
-use par::{par_run, ParCommands, ParEach, ParFold, ParFoldRuns, ParVisit};
+use par::{par_listed, par_run, ParCommands, ParEach, ParFold, ParFoldRuns, ParVisit};
 #[doc(hidden)]
 pub use run::Stamp;
 use run::{batches, exclusive, exclusive_pieces, listed, many, one, run, shared, Parts};
@@ -359,6 +359,43 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
         }
         self.world.stamp(Stamp::Each(&mut list.iter().map(Listed::entity)));
         if let Err(error) = self.world.with_parts(|parts| listed::<Q, F, T>(parts, list, f)) {
+            panic!("{error}");
+        }
+    }
+
+    /// [`QueryBorrow::for_each_of`] on the thread pool: `f` is called with each entry of `list` whose entity
+    /// matches, and its item; an entity listed twice is visited twice, one visit after the other, on one thread.
+    /// A body that writes only the item it is handed (and reads what it likes) leaves the same world for every
+    /// thread count, and the same as `for_each_of`.
+    ///
+    /// How it splits: where every fetched pool is packed in one order (sparse sets walked in lock-step; one
+    /// written type always is), the list is cut in halves to find where each entity's values sit, then the
+    /// values are cut in halves, one per thread, each walking the list for the entries it holds. A list shorter
+    /// than [`World::piece_rows`], a world set to one thread, pools probed by index (the hash-map, ordered-tree and
+    /// direct-array backends) and archetype tables visit the list in order on this thread.
+    ///
+    /// ```
+    /// use swarm::ecs::World;
+    /// struct Health(i32);
+    /// let mut world = World::new();
+    /// world.set_piece_rows(64);
+    /// let all: Vec<_> = (0..1000).map(|_| world.spawn((Health(100),)).unwrap()).collect();
+    /// let hits: Vec<_> = all.iter().step_by(3).map(|&e| (e, 7)).collect();
+    /// world.query::<&mut Health>().par_for_each_of(&hits, |&(_, damage), health| health.0 -= damage);
+    /// assert_eq!(world.get::<Health>(all[3]).unwrap().0, 93);
+    /// assert_eq!(world.get::<Health>(all[4]).unwrap().0, 100);
+    /// ```
+    ///
+    /// # Panics
+    /// If the query is refused, like [`QueryBorrow::for_each`]; if `f` panics, once the halves already started
+    /// have finished (what they wrote stays written).
+    pub fn par_for_each_of<T: Listed + Sync>(mut self, list: &[T], f: impl for<'a> Fn(&T, Q::Item<'a>) + Sync) {
+        for entry in list {
+            self.world.settle(entry.entity());
+        }
+        self.world.stamp(Stamp::Each(&mut list.iter().map(Listed::entity)));
+        let pieces = self.world.pieces();
+        if let Err(error) = self.world.with_parts(|parts| par_listed::<Q, F, T>(parts, pieces, list, &f)) {
             panic!("{error}");
         }
     }

@@ -13,6 +13,10 @@
 //! - a probing walk that only reads (any backend: hash map, ordered tree and direct array included): the
 //!   candidate list is cut and every piece probes the shared pools.
 //!
+//! A list visit ([`par_listed`]) splits where every fetched pool is packed in one order: the list's halves find their
+//! entries' packed positions, then each thread holds a half of the packed rows and visits the list's entries that
+//! fall in it, in the list's order.
+//!
 //! A walk that probes a pool it writes (on the hash-map, ordered-tree and direct-array backends every walk probes;
 //! on sparse sets, a written term that is not the smallest pool) runs its pieces in order on the calling thread:
 //! handing two threads `&mut` into one map or array at entity-chosen places needs `unsafe` or a gathered list of
@@ -20,9 +24,12 @@
 
 use super::data::QueryData;
 use super::filter::Filter;
-use super::run::{lane_rows, lock_step_runs, probe_rows, refresh, walk, Parts, Sink};
+use super::run::{lane_rows, lending, listed_pools, listed_tables, lock_step_runs, packed_alike, probe_rows};
+use super::run::{refresh, take_pools, walk, Lending, Parts, Sink};
+use super::Listed;
 use crate::ecs::commands::{CommandQueue, Commands};
 use crate::ecs::entity::{Entities, Entity};
+use crate::ecs::storage::dispatch;
 use crate::ecs::storage::Layout;
 use crate::ecs::world::World;
 use std::cell::{Cell, RefCell};
@@ -375,6 +382,107 @@ impl<'w, Q: QueryData, V: ParVisit<Q>> Sink<'w, Q> for InPieces<'_, V, V::Slot> 
         };
         pieces((rows, slices), slots, size, splits, &cut_run::<Q>, &body);
     }
+}
+
+/// [`QueryBorrow::par_for_each_of`](super::QueryBorrow::par_for_each_of): the matches among `list`, each to `f`
+/// with its entry, on the pool where the pools are cut by position.
+///
+/// Where every fetched pool is packed in one order (a lock-step walk's condition), the list is visited in two
+/// passes, each on the pool: the list cut in halves finds each entry's packed position (its liveness, the filter
+/// and one sparse lookup); then the packed rows cut in halves, one per thread, and each half walks the whole list
+/// of positions, visiting the entries whose row it holds. An entity's visits all fall in one half, in the list's
+/// order, so a body that writes only the item it is handed leaves the world [`listed`](super::run::listed)
+/// leaves. Elsewhere (a short list, one thread, pools probed by index, archetype tables) the list is visited in
+/// order on this thread.
+pub(super) fn par_listed<Q: QueryData, F: Filter, T: Listed + Sync>(
+    parts: Parts<'_, '_>,
+    split: Pieces,
+    list: &[T],
+    f: &(impl for<'a> Fn(&T, Q::Item<'a>) + Sync),
+) {
+    let Parts { entities, storage, shape, changes, .. } = parts;
+    let lent = match lending(storage) {
+        Lending::Pools(layout, pools) => (layout, pools),
+        Lending::Tables(archetypes) => {
+            return listed_tables::<Q, F, T>(entities, archetypes, shape, changes, list, |entry, item| f(entry, item))
+        }
+    };
+    dispatch!(lent.0, L => {
+        let Some((pools, filter)) = take_pools::<Q, F, L>(lent.1, shape, changes) else { return };
+        // Halvings: at least a half per thread.
+        let depth = rayon::current_num_threads().next_power_of_two().trailing_zeros() as usize;
+        if !split.parallel || list.len() < split.rows || depth == 0 || !packed_alike::<Q, L>(&pools) {
+            return listed_pools::<Q, F, L, T>(entities, pools, &filter, list, |entry, item| f(entry, item));
+        }
+        let mut first = None;
+        Q::each_term::<L>(&pools, &mut |term| first = first.take().or(term.order));
+        let Some(order) = first else { return };
+        // Each entry's packed position, or `NOT_HERE` (in this thread's reused buffer).
+        let mut at = FOUND.take();
+        at.clear();
+        at.resize(list.len(), NOT_HERE);
+        let (order, filter) = (&order, &filter);
+        let find = |(list, at): (&[T], &mut [u32])| {
+            for (entry, at) in list.iter().zip(at) {
+                let entity = entry.entity();
+                if entities.is_alive(entity) && F::matches::<L>(filter, entity.index()) {
+                    *at = order.position(entity.index()).map_or(NOT_HERE, |row| row as u32);
+                }
+            }
+        };
+        halves((list, &mut at[..]), depth, &cut_found::<T>, &find);
+        let (rows, slices) = Q::into_packed::<L>(pools);
+        let rows = rows.map_or(0, <[Entity]>::len);
+        let slices = Q::split_front(slices, rows).0;
+        // A half's rows: its first row, how many, and their slices.
+        let found = &at[..];
+        let visit = |(start, len, mut slices): (usize, usize, Q::Slices<'_>)| {
+            for (entry, &row) in list.iter().zip(found) {
+                // `NOT_HERE` and the other halves' rows fall outside `0..len`.
+                let row = (row as usize).wrapping_sub(start);
+                if row < len {
+                    f(entry, Q::row(Q::reborrow_slices(&mut slices), row));
+                }
+            }
+        };
+        halves((0, rows, slices), depth, &cut_rows::<Q>, &visit);
+        FOUND.set(at);
+    })
+}
+
+/// A list and its entries' positions cut in halves.
+#[allow(clippy::type_complexity)]
+fn cut_found<'a, T>((list, at): (&'a [T], &'a mut [u32])) -> ((&'a [T], &'a mut [u32]), (&'a [T], &'a mut [u32])) {
+    let (front, back) = at.split_at_mut(at.len() / 2);
+    let (list_front, list_back) = list.split_at(front.len());
+    ((list_front, front), (list_back, back))
+}
+
+/// Packed rows (the first, how many, their slices) cut in halves.
+#[allow(clippy::type_complexity)]
+fn cut_rows<'w, Q: QueryData>(
+    (start, len, slices): (usize, usize, Q::Slices<'w>),
+) -> ((usize, usize, Q::Slices<'w>), (usize, usize, Q::Slices<'w>)) {
+    let (front, back) = Q::split_front(slices, len / 2);
+    ((start, len / 2, front), (start + len / 2, len - len / 2, back))
+}
+
+thread_local! {
+    /// [`par_listed`]'s positions, kept between visits so a steady frame allocates nothing (taken while in use: a
+    /// visit begun inside another's body makes its own).
+    static FOUND: Cell<Vec<u32>> = const { Cell::new(Vec::new()) };
+}
+
+/// A list entry whose entity does not match.
+const NOT_HERE: u32 = u32::MAX;
+
+/// Runs `body` on `work` cut in halves `depth` times (`2^depth` parts), the halves joined on the pool.
+fn halves<W: Send>(work: W, depth: usize, cut: &(impl Fn(W) -> (W, W) + Sync), body: &(impl Fn(W) + Sync)) {
+    if depth == 0 {
+        return body(work);
+    }
+    let (front, back) = cut(work);
+    join(|| halves(front, depth - 1, cut, body), || halves(back, depth - 1, cut, body));
 }
 
 /// A run's rows and slices cut at row `at`.

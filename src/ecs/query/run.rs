@@ -514,7 +514,21 @@ pub(super) fn plan<Q: QueryData, L: Layout, F: Filter>(pools: &Q::Pools<'_, L>, 
     if smallest == 0 {
         return Walk::Nothing;
     }
-    // Whether every fetched pool is packed in the first one's order.
+    let aligned = packed_alike::<Q, L>(pools);
+    // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
+    if aligned && F::min_len::<L>(filter) >= fetched {
+        return Walk::LockStep;
+    }
+    // A fetched pool with packed arrays drives by walking them if it is the smallest.
+    match packed.filter(|&(len, _)| len == smallest) {
+        Some((_, driver)) => Walk::Lanes(driver),
+        None => Walk::Probe(smallest),
+    }
+}
+
+/// Whether every fetched pool of `pools` is packed, in one order (so rows at one position hold one entity's values):
+/// what a lock-step walk needs. A verdict found by comparing is remembered (see [`PackedOrder::mark_same`]).
+pub(super) fn packed_alike<Q: QueryData, L: Layout>(pools: &Q::Pools<'_, L>) -> bool {
     let (mut first, mut aligned, mut checked) = (None::<PackedOrder<'_>>, true, false);
     Q::each_term::<L>(pools, &mut |term| match (term.order, &first) {
         (None, _) => aligned = false,
@@ -532,15 +546,7 @@ pub(super) fn plan<Q: QueryData, L: Layout, F: Filter>(pools: &Q::Pools<'_, L>, 
         // Remember the verdict: later checks look only at the positions changed since.
         mark_same::<Q, L>(pools);
     }
-    // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
-    if aligned && F::min_len::<L>(filter) >= fetched {
-        return Walk::LockStep;
-    }
-    // A fetched pool with packed arrays drives by walking them if it is the smallest.
-    match packed.filter(|&(len, _)| len == smallest) {
-        Some((_, driver)) => Walk::Lanes(driver),
-        None => Walk::Probe(smallest),
-    }
+    aligned
 }
 
 /// A lock-step walk's rows handed to `emit` in runs between the rows the filter refuses (all of them in one run when
@@ -972,49 +978,71 @@ pub(super) fn one<'w, Q: QueryData, F: Filter>(parts: Parts<'w, '_>, index: u32)
 pub(super) fn listed<Q: QueryData, F: Filter, T: Listed>(
     parts: Parts<'_, '_>,
     list: &[T],
-    mut f: impl for<'a> FnMut(&T, Q::Item<'a>),
+    f: impl for<'a> FnMut(&T, Q::Item<'a>),
 ) {
     let Parts { entities, storage, shape, changes, .. } = parts;
     match lending(storage) {
         Lending::Pools(layout, pools) => dispatch!(layout, L => {
-            let Some((mut pools, filter)) = take_pools::<Q, F, L>(pools, shape, changes) else { return };
-            for entry in list {
-                let entity = entry.entity();
-                if !entities.is_alive(entity) || !F::matches::<L>(&filter, entity.index()) {
-                    continue;
-                }
-                if let Some(item) = Q::probe::<L>(Q::reborrow::<L>(&mut pools), entity.index()) {
-                    f(entry, item);
-                }
-            }
+            let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape, changes) else { return };
+            listed_pools::<Q, F, L, T>(entities, pools, &filter, list, f);
         }),
-        Lending::Tables(archetypes) => {
-            let at: Vec<Option<(u32, usize)>> = list
-                .iter()
-                .map(|entry| entry.entity())
-                .map(|entity| entities.is_alive(entity).then(|| archetypes.as_ref().location(entity.index())).flatten())
-                .collect();
-            let rows = F::rows(changes);
-            let (tables, columns) = lend_columns(archetypes);
-            let Some(mut columns) = take_columns::<Q>(columns, shape) else { return };
-            // Tables in ascending order take ascending columns of every type: each matching table's are split off
-            // the front of what is left.
-            let (mut bases, mut split) = ([0; MAX_QUERY_TYPES], Vec::with_capacity(tables.len()));
-            for table in tables {
-                let mut slices = None;
-                if set_matches::<F>(table.set(), &shape.access) {
-                    let (own, tail) = Q::split_table(columns, &column_indices(table, &shape.access), &mut bases);
-                    (slices, columns) = (own, tail);
-                }
-                split.push(slices);
-            }
-            for (entry, at) in list.iter().zip(at) {
-                let Some((table, row)) = at else { continue };
-                let Some(slices) = split[table as usize].as_mut() else { continue };
-                if F::row_passes(&rows, entry.entity().index()) {
-                    f(entry, Q::row(Q::reborrow_slices(slices), row));
-                }
-            }
+        Lending::Tables(archetypes) => listed_tables::<Q, F, T>(entities, archetypes, shape, changes, list, f),
+    }
+}
+
+/// [`listed`] on pools: each pool probed per entry.
+#[inline(always)]
+pub(super) fn listed_pools<Q: QueryData, F: Filter, L: Layout, T: Listed>(
+    entities: &Entities,
+    mut pools: Q::Pools<'_, L>,
+    filter: &F::Pools<'_, L>,
+    list: &[T],
+    mut f: impl for<'a> FnMut(&T, Q::Item<'a>),
+) {
+    for entry in list {
+        let entity = entry.entity();
+        if !entities.is_alive(entity) || !F::matches::<L>(filter, entity.index()) {
+            continue;
+        }
+        if let Some(item) = Q::probe::<L>(Q::reborrow::<L>(&mut pools), entity.index()) {
+            f(entry, item);
+        }
+    }
+}
+
+/// [`listed`] on archetype tables: every matching table's columns split apart once, each entry its table's row.
+pub(super) fn listed_tables<Q: QueryData, F: Filter, T: Listed>(
+    entities: &Entities,
+    archetypes: TablesLent<'_>,
+    shape: &Shape,
+    changes: ChangeView<'_>,
+    list: &[T],
+    mut f: impl for<'a> FnMut(&T, Q::Item<'a>),
+) {
+    let at: Vec<Option<(u32, usize)>> = list
+        .iter()
+        .map(|entry| entry.entity())
+        .map(|entity| entities.is_alive(entity).then(|| archetypes.as_ref().location(entity.index())).flatten())
+        .collect();
+    let rows = F::rows(changes);
+    let (tables, columns) = lend_columns(archetypes);
+    let Some(mut columns) = take_columns::<Q>(columns, shape) else { return };
+    // Tables in ascending order take ascending columns of every type: each matching table's are split off
+    // the front of what is left.
+    let (mut bases, mut split) = ([0; MAX_QUERY_TYPES], Vec::with_capacity(tables.len()));
+    for table in tables {
+        let mut slices = None;
+        if set_matches::<F>(table.set(), &shape.access) {
+            let (own, tail) = Q::split_table(columns, &column_indices(table, &shape.access), &mut bases);
+            (slices, columns) = (own, tail);
+        }
+        split.push(slices);
+    }
+    for (entry, at) in list.iter().zip(at) {
+        let Some((table, row)) = at else { continue };
+        let Some(slices) = split[table as usize].as_mut() else { continue };
+        if F::row_passes(&rows, entry.entity().index()) {
+            f(entry, Q::row(Q::reborrow_slices(slices), row));
         }
     }
 }

@@ -79,6 +79,8 @@ pub struct PackedOrder<'a> {
     /// The packed entities.
     pub entities: &'a [Entity],
     marks: [Mark<'a>; ORDER_SLOTS],
+    /// The set's sparse pages: where each index sits ([`PackedOrder::position`]).
+    sparse: &'a [Option<Box<[u32; PAGE_SIZE]>>],
 }
 
 /// One slot of a [`PackedOrder`]: a stamp, the positions changed since (empty if spent), and the word to restamp.
@@ -90,6 +92,16 @@ struct Mark<'a> {
 }
 
 impl PackedOrder<'_> {
+    /// The packed position of `index`, if the set holds it ([`SparseSet::position`]).
+    #[inline(always)]
+    pub fn position(&self, index: u32) -> Option<usize> {
+        let (page, offset) = (index as usize / PAGE_SIZE, index as usize % PAGE_SIZE);
+        match self.sparse.get(page) {
+            Some(Some(page)) if page[offset] != EMPTY => Some(page[offset] as usize),
+            _ => None,
+        }
+    }
+
     /// Whether the two are packed in the same entity order. In O(1) when they share a stamp and nothing changed
     /// since; in O(changes) when they share a stamp (the positions either journal lists are compared, under the
     /// shared stamp with the fewest); else in O(n) (the whole orders are compared).
@@ -206,7 +218,7 @@ impl<T> SparseSet<T> {
                 word: &self.order[k],
             }
         });
-        PackedOrder { entities: &self.entities, marks }
+        PackedOrder { entities: &self.entities, marks, sparse: &self.sparse }
     }
 
     /// Marks the packed order as changed wholesale: unknown until a query compares it again.
