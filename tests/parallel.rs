@@ -3,7 +3,7 @@
 //! order, commands equal to the serial loop's, and panics inside a piece that leave the world whole.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use swarm::ecs::{Backend, Entity, World};
+use swarm::ecs::{Backend, Changed, Entity, World};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Pos(i64);
@@ -464,14 +464,17 @@ fn a_handle_kept_by_one_row_reaches_its_spark_from_a_later_piece() {
     }
 }
 
-/// A list to visit: entries out of index order, entities named twice (apart and side by side), a stale handle,
-/// entities without `Vel` or with `Frozen`, each with an amount.
+/// A list to visit: entries out of index order, entities named twice (apart and side by side), a stale handle whose
+/// index lives again, an entity with `Hp` alone, entities with `Frozen`, each with an amount. `Pos`, `Vel` and `Hp`
+/// stay packed alike (every entity with one of them but the last has all three), so a visit of them splits.
 fn visit_list(world: &mut World) -> Vec<(Entity, i64)> {
     let all: Vec<Entity> = world.entities().iter().collect();
     let stale = all[40];
     world.despawn(stale).unwrap();
-    world.spawn((Pos(7), Hp(1))).unwrap();
-    let mut list = Vec::new();
+    let reborn = world.spawn((Pos(7), Vel(2), Hp(1))).unwrap();
+    assert_eq!(reborn.index(), stale.index());
+    let alone = world.spawn((Hp(3),)).unwrap();
+    let mut list = vec![(alone, 4), (reborn, 5)];
     let mut x = 12345u64;
     for k in 0..2500i64 {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -489,6 +492,11 @@ fn visit_list(world: &mut World) -> Vec<(Entity, i64)> {
 /// The list visit's body: order matters (a value visited twice ends as the list's order makes it).
 fn visit(&(_, amount): &(Entity, i64), (pos, vel): (&mut Pos, &Vel)) {
     pos.0 = pos.0.wrapping_mul(3).wrapping_add(amount * vel.0);
+}
+
+/// A second body, through a change filter.
+fn bump(&(_, amount): &(Entity, i64), (vel, pos): (&mut Vel, &Pos)) {
+    vel.0 = vel.0.wrapping_mul(5).wrapping_add(amount + pos.0 % 7);
 }
 
 /// What change detection says of `Hp`: the entities whose value changed.
@@ -517,9 +525,12 @@ fn a_parallel_list_visit_gives_the_serial_world_for_every_thread_count() {
             if parallel {
                 world.query::<(&mut Pos, &Vel)>().without::<Frozen>().par_for_each_of(&list, visit);
                 world.query::<&mut Hp>().par_for_each_of(&list, |&(_, amount), hp| hp.0 = hp.0 * 2 - amount);
+                // A change filter: the entries whose `Hp` the visit above changed (stamped before it, so all).
+                world.query::<(&mut Vel, &Pos)>().filter::<Changed<Hp>>().par_for_each_of(&list, bump);
             } else {
                 world.query::<(&mut Pos, &Vel)>().without::<Frozen>().for_each_of(&list, visit);
                 world.query::<&mut Hp>().for_each_of(&list, |&(_, amount), hp| hp.0 = hp.0 * 2 - amount);
+                world.query::<(&mut Vel, &Pos)>().filter::<Changed<Hp>>().for_each_of(&list, bump);
             }
         });
         world.assert_invariants();
@@ -548,12 +559,12 @@ fn a_panic_in_a_parallel_list_visit_stops_only_its_own_part() {
         let mut world = World::new();
         world.set_threads(threads);
         world.set_piece_rows(16);
-        // Fresh spawns: packed in index order, so the parts are runs of the list below.
-        let all: Vec<Entity> = (0..1000i64).map(|i| world.spawn((Hp(i),)).unwrap()).collect();
+        // Fresh spawns: packed in index order (two pools alike), so the parts are runs of the list below.
+        let all: Vec<Entity> = (0..1000i64).map(|i| world.spawn((Hp(i), Pos(i))).unwrap()).collect();
         let outcome = pool(threads).install(|| {
             catch_unwind(AssertUnwindSafe(|| {
-                world.query::<&mut Hp>().par_for_each_of(&all, |_, hp| {
-                    assert!(hp.0 != 0, "list trouble");
+                world.query::<(&mut Hp, &Pos)>().without::<Frozen>().par_for_each_of(&all, |_, (hp, pos)| {
+                    assert!(pos.0 != 0, "list trouble");
                     hp.0 = -1;
                 })
             }))

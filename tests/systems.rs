@@ -450,13 +450,18 @@ fn heal_listed(mut q: Query<&mut Hp, Without<Frozen>>, list: Res<HealList>) {
     q.for_each_of(&list.0, |&(_, amount), hp| hp.0 += amount);
 }
 
+/// [`heal_listed`] on the app's pool.
+fn heal_listed_par(mut q: Query<&mut Hp, Without<Frozen>>, list: Res<HealList>) {
+    q.par_for_each_of(&list.0, |&(_, amount), hp| hp.0 += amount);
+}
+
 fn changed_hp(changed: Query<(), swarm::ecs::Changed<Hp>>, mut seen: ResMut<Counted>) {
     seen.0 = changed.iter().map(|(e, _)| e.index() as usize).collect();
 }
 
 #[test]
 fn a_system_query_visits_a_list_and_stamps_what_it_visited() {
-    for backend in Backend::ALL {
+    for (backend, par) in Backend::ALL.into_iter().flat_map(|backend| [(backend, false), (backend, true)]) {
         for threads in [1, 2] {
             let mut w = world(backend);
             w.track::<Hp>();
@@ -465,11 +470,17 @@ fn a_system_query_visits_a_list_and_stamps_what_it_visited() {
             let stale = rows[7];
             w.despawn(stale).unwrap();
             // rows[10] is frozen; rows[33] is listed twice.
-            let list = vec![(rows[33], 100), (rows[10], 100), (stale, 100), (rows[2], 1000), (rows[33], 10)];
+            let mut list = vec![(rows[33], 100), (rows[10], 100), (stale, 100), (rows[2], 1000), (rows[33], 10)];
+            // Frozen entries to skip, so the list is longer than a piece and the visit on the pool splits.
+            list.extend((20..300).step_by(5).map(|i| (rows[i], 1)));
             w.insert_resource(HealList(Vec::new()));
             let mut app = App::with_world(w);
             app.set_threads(threads);
-            app.add_systems(Stage::Update, heal_listed).add_systems(Stage::Last, changed_hp);
+            match par {
+                true => app.add_systems(Stage::Update, heal_listed_par),
+                false => app.add_systems(Stage::Update, heal_listed),
+            };
+            app.add_systems(Stage::Last, changed_hp);
             // The first frame sees every spawn as a change; the second only the visit's writes.
             app.update();
             app.world.insert_resource(HealList(list));
@@ -478,11 +489,12 @@ fn a_system_query_visits_a_list_and_stamps_what_it_visited() {
             assert_eq!(
                 (hp(rows[33]), hp(rows[2]), hp(rows[10])),
                 (33 % 31 + 110, 2 + 1000, 10),
-                "{backend}, {threads}"
+                "{backend}, {threads}, par {par}"
             );
             let mut expected = vec![rows[2].index() as usize, rows[33].index() as usize];
             expected.sort_unstable();
-            assert_eq!(app.world.resource::<Counted>().0, expected, "{backend}, {threads}: only the visited changed");
+            let message = format!("{backend}, {threads}, par {par}: only the visited changed");
+            assert_eq!(app.world.resource::<Counted>().0, expected, "{message}");
         }
     }
 }

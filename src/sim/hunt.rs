@@ -30,8 +30,9 @@ pub fn plugin(app: &mut App) {
 /// is live (a hunter in the snapshot and not already at its target). The lists come back in piece order. The
 /// velocities are then written by one visit of that list ([`Query::par_for_each_of`]: the hunters' velocities are
 /// looked up, not walked, a lookup and a store per hunter where the walk spends two snapshot lookups; on several
-/// threads the list's halves are looked up apart, then each thread writes the hunters of its half of the pool). The catches keep the pieces' order (the target pool's); the retargets are recorded sorted
-/// by hunter, as a loop keyed by the hunter records them.
+/// threads the list's halves are looked up apart, then each thread writes the hunters of its half of the pool).
+/// The catches keep the pieces' order (the target pool's); the retargets are recorded sorted by hunter, as a loop
+/// keyed by the hunter records them.
 #[allow(clippy::too_many_arguments)] // (one per thing it touches: that is the point of parameters)
 pub fn hunt_targets(
     config: Res<SimConfig>,

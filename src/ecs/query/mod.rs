@@ -368,11 +368,13 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// A body that writes only the item it is handed (and reads what it likes) leaves the same world for every
     /// thread count, and the same as `for_each_of`.
     ///
-    /// How it splits: where every fetched pool is packed in one order (sparse sets walked in lock-step; one
-    /// written type always is), the list is cut in halves to find where each entity's values sit, then the
-    /// values are cut in halves, one per thread, each walking the list for the entries it holds. A list shorter
-    /// than [`World::piece_rows`], a world set to one thread, pools probed by index (the hash-map, ordered-tree and
-    /// direct-array backends) and archetype tables visit the list in order on this thread.
+    /// How it splits: where every fetched pool is a sparse set and they are packed in one order (a query of one
+    /// type always is), the list is cut in parts to find where each entity's values sit, then the values are cut
+    /// into as many parts (the thread count rounded up to a power of two), each walking the list for the entries
+    /// it holds. Elsewhere the list is visited in order on this thread, as [`QueryBorrow::for_each_of`] visits it:
+    /// a list shorter than [`World::piece_rows`], a world set to one thread, an `Option` term, sparse sets packed in
+    /// different orders, pools probed by index (the hash-map, ordered-tree and direct-array backends) and archetype
+    /// tables.
     ///
     /// ```
     /// use swarm::ecs::World;
@@ -387,8 +389,9 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// ```
     ///
     /// # Panics
-    /// If the query is refused, like [`QueryBorrow::for_each`]; if `f` panics, once the halves already started
-    /// have finished (what they wrote stays written).
+    /// If the query is refused, like [`QueryBorrow::for_each`]; if `f` panics, the panic reaches the caller once
+    /// every other part has run whole (what they wrote stays written); where the visit runs on this thread, it
+    /// stops at the panic.
     pub fn par_for_each_of<T: Listed + Sync>(mut self, list: &[T], f: impl for<'a> Fn(&T, Q::Item<'a>) + Sync) {
         for entry in list {
             self.world.settle(entry.entity());

@@ -387,13 +387,14 @@ impl<'w, Q: QueryData, V: ParVisit<Q>> Sink<'w, Q> for InPieces<'_, V, V::Slot> 
 /// [`QueryBorrow::par_for_each_of`](super::QueryBorrow::par_for_each_of): the matches among `list`, each to `f`
 /// with its entry, on the pool where the pools are cut by position.
 ///
-/// Where every fetched pool is packed in one order (a lock-step walk's condition), the list is visited in two
-/// passes, each on the pool: the list cut in halves finds each entry's packed position (its liveness, the filter
-/// and one sparse lookup); then the packed rows cut in halves, one per thread, and each half walks the whole list
-/// of positions, visiting the entries whose row it holds. An entity's visits all fall in one half, in the list's
-/// order, so a body that writes only the item it is handed leaves the world [`listed`](super::run::listed)
-/// leaves. Elsewhere (a short list, one thread, pools probed by index, archetype tables) the list is visited in
-/// order on this thread.
+/// Where every fetched pool is a sparse set and they are packed in one order (a lock-step walk's condition), the
+/// list is visited in two passes, each cut into the thread count rounded up to a power of two, the parts on the
+/// pool: the list's parts find each entry's packed position (its liveness, the filter and one sparse lookup); then
+/// the packed rows are cut into parts, and each part walks the whole list of positions, visiting the entries whose
+/// row it holds. An entity's visits all fall in one part, in the list's order, so a body that writes only the item
+/// it is handed leaves the world [`listed`](super::run::listed) leaves. Elsewhere (a short list, one thread, an
+/// `Option` term, pools packed in different orders, pools probed by index, archetype tables) the list is visited
+/// in order on this thread.
 pub(super) fn par_listed<Q: QueryData, F: Filter, T: Listed + Sync>(
     parts: Parts<'_, '_>,
     split: Pieces,
@@ -401,22 +402,20 @@ pub(super) fn par_listed<Q: QueryData, F: Filter, T: Listed + Sync>(
     f: &(impl for<'a> Fn(&T, Q::Item<'a>) + Sync),
 ) {
     let Parts { entities, storage, shape, changes, .. } = parts;
-    let lent = match lending(storage) {
+    let (layout, pools) = match lending(storage) {
         Lending::Pools(layout, pools) => (layout, pools),
         Lending::Tables(archetypes) => {
             return listed_tables::<Q, F, T>(entities, archetypes, shape, changes, list, |entry, item| f(entry, item))
         }
     };
-    dispatch!(lent.0, L => {
-        let Some((pools, filter)) = take_pools::<Q, F, L>(lent.1, shape, changes) else { return };
-        // Halvings: at least a half per thread.
+    dispatch!(layout, L => {
+        let Some((pools, filter)) = take_pools::<Q, F, L>(pools, shape, changes) else { return };
+        // Halvings: at least a part per thread.
         let depth = rayon::current_num_threads().next_power_of_two().trailing_zeros() as usize;
-        if !split.parallel || list.len() < split.rows || depth == 0 || !packed_alike::<Q, L>(&pools) {
-            return listed_pools::<Q, F, L, T>(entities, pools, &filter, list, |entry, item| f(entry, item));
-        }
-        let mut first = None;
-        Q::each_term::<L>(&pools, &mut |term| first = first.take().or(term.order));
-        let Some(order) = first else { return };
+        let order = match packed_alike::<Q, L>(&pools) {
+            Some(order) if split.parallel && list.len() >= split.rows => order,
+            _ => return listed_pools::<Q, F, L, T>(entities, pools, &filter, list, |entry, item| f(entry, item)),
+        };
         // Each entry's packed position, or `NOT_HERE` (in this thread's reused buffer).
         let mut at = FOUND.take();
         at.clear();
@@ -468,8 +467,9 @@ fn cut_rows<'w, Q: QueryData>(
 }
 
 thread_local! {
-    /// [`par_listed`]'s positions, kept between visits so a steady frame allocates nothing (taken while in use: a
-    /// visit begun inside another's body makes its own).
+    /// [`par_listed`]'s positions, kept between visits so a steady frame allocates nothing. Taken while in use: a
+    /// visit this thread begins meanwhile (inside another's body, or another system's picked up while it waits in
+    /// a join) makes its own. Each thread that begins visits keeps one, as long as the longest list it saw.
     static FOUND: Cell<Vec<u32>> = const { Cell::new(Vec::new()) };
 }
 

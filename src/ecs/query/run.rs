@@ -514,7 +514,7 @@ pub(super) fn plan<Q: QueryData, L: Layout, F: Filter>(pools: &Q::Pools<'_, L>, 
     if smallest == 0 {
         return Walk::Nothing;
     }
-    let aligned = packed_alike::<Q, L>(pools);
+    let aligned = packed_alike::<Q, L>(pools).is_some();
     // A `With` pool smaller than the (equal-length) fetched pools drives better than walking them all.
     if aligned && F::min_len::<L>(filter) >= fetched {
         return Walk::LockStep;
@@ -526,9 +526,11 @@ pub(super) fn plan<Q: QueryData, L: Layout, F: Filter>(pools: &Q::Pools<'_, L>, 
     }
 }
 
-/// Whether every fetched pool of `pools` is packed, in one order (so rows at one position hold one entity's values):
-/// what a lock-step walk needs. A verdict found by comparing is remembered (see [`PackedOrder::mark_same`]).
-pub(super) fn packed_alike<Q: QueryData, L: Layout>(pools: &Q::Pools<'_, L>) -> bool {
+/// The first fetched pool's packed order, if every fetched pool of `pools` is packed, in one order (so rows at one
+/// position hold one entity's values): what a lock-step walk needs. A verdict found by comparing is remembered (see
+/// [`PackedOrder::mark_same`]).
+#[inline]
+pub(super) fn packed_alike<'a, Q: QueryData, L: Layout>(pools: &'a Q::Pools<'_, L>) -> Option<PackedOrder<'a>> {
     let (mut first, mut aligned, mut checked) = (None::<PackedOrder<'_>>, true, false);
     Q::each_term::<L>(pools, &mut |term| match (term.order, &first) {
         (None, _) => aligned = false,
@@ -546,7 +548,7 @@ pub(super) fn packed_alike<Q: QueryData, L: Layout>(pools: &Q::Pools<'_, L>) -> 
         // Remember the verdict: later checks look only at the positions changed since.
         mark_same::<Q, L>(pools);
     }
-    aligned
+    first.filter(|_| aligned)
 }
 
 /// A lock-step walk's rows handed to `emit` in runs between the rows the filter refuses (all of them in one run when
