@@ -42,10 +42,15 @@ pub struct Broadphase {
     bands: Vec<BandContacts>,
     /// Enemy contacts this frame, by position in `grid.items()`.
     hits: Vec<u32>,
-    /// One bit per entity index: set for the fighters with a contact this frame.
+    /// One bit per entity index: set for the fighters with a contact this frame (on several threads, for those in
+    /// the first half of the items).
     hit_bits: Vec<u64>,
+    /// On several threads, [`Broadphase::hit_bits`] of the second half of the items.
+    more_bits: Vec<u64>,
     /// The fighters with a contact this frame and their contacts, in index order.
     hurt: Vec<(Entity, u32)>,
+    /// On several threads, the hurt of the second half of the indices, before they join [`Broadphase::hurt`].
+    more_hurt: Vec<(Entity, u32)>,
 }
 
 impl Broadphase {
@@ -173,8 +178,9 @@ pub fn build_grid(world: &mut World) {
 }
 
 /// Finds enemy contacts (each pair once, from the grid) and subtracts the damage. Contacts are counted per grid
-/// item first (the items are walked in order), the hit fighters marked in a bit set by entity index, and the damage
-/// is applied to them only, in handle order, through a list visit of the health pool
+/// item first (the items are walked in order), the hit fighters marked in a bit set by entity index (on several
+/// threads, the items' halves into two sets, the words' halves listed apart), and the damage is applied to them
+/// only, in handle order, through a list visit of the health pool
 /// ([`QueryBorrow::par_for_each_of`](crate::ecs::QueryBorrow::par_for_each_of): on several threads, each writing the
 /// hit of its half of the pool): [`Health`] is tracked, and a value handed out as `&mut` counts as changed, so the
 /// fighters written are the ones hurt. Integer sums: the result does not depend on the order pairs are visited in.
@@ -188,7 +194,7 @@ pub fn resolve_collisions(world: &mut World) {
     let reach2 = (2.0 * config.radius) * (2.0 * config.radius);
     world.resource_scope::<Broadphase, _>(|world, broadphase| {
         let parallel = world.parallel();
-        let Broadphase { grid, bands, hits, hit_bits, hurt, team, slot } = broadphase;
+        let Broadphase { grid, bands, hits, hit_bits, more_bits, hurt, more_hurt, team, slot } = broadphase;
         let items = grid.items();
         // Per band of rows (on the pool if parallel): its near pairs, then each pair tested. A pair's first item
         // is the band's; the second may sit in the next band's first row, and its hit waits in the spill.
@@ -229,32 +235,73 @@ pub fn resolve_collisions(world: &mut World) {
             // The hit, listed in index order by a sweep of a bit per index (no sort; the bits of 100,000 indices
             // are 12.5 KiB, which stay in the first-level cache where a count per index would not), each with its
             // contacts: the list visit then reads the allocator, the sparse pages and the change stamps forwards.
-            // (No damage, no write: nothing changes.)
-            hurt.clear();
-            hit_bits.clear();
-            hit_bits.resize(team.len().div_ceil(64), 0); // `team` spans the entity indices of this grid's build
-            for (item, _) in items.iter().zip(hits.iter()).filter(|(_, &hit)| hit > 0) {
-                debug_assert!(world.is_alive(item.entity), "grid changed since built");
-                let index = item.entity.index() as usize;
-                hit_bits[index / 64] |= 1 << (index % 64);
-            }
-            for (word_at, &word) in hit_bits.iter().enumerate() {
-                let mut bits = word;
-                while bits != 0 {
-                    // `slot` maps the index back to its item in this frame's grid (built just before).
-                    let at = slot[word_at * 64 + bits.trailing_zeros() as usize] as usize;
-                    bits &= bits - 1;
-                    // Every item of this grid is in `slot` (no fighter is forgotten between the build and now).
-                    debug_assert!(at < items.len(), "a hit fighter's slot was cleared since the grid was built");
-                    if let (Some(item), Some(&hit)) = (items.get(at), hits.get(at)) {
-                        hurt.push((item.entity, hit));
-                    }
-                }
+            // On several threads the items are marked in two halves, each into bits of its own, and the words
+            // swept in two halves, each listing its own indices; the lists join in order. (No damage, no write:
+            // nothing changes.)
+            debug_assert!(
+                items.iter().zip(hits.iter()).all(|(item, &hit)| hit == 0 || world.is_alive(item.entity)),
+                "grid changed since built"
+            );
+            let words = team.len().div_ceil(64); // `team` spans the entity indices of this grid's build
+            let (hits, slot) = (&hits[..], &slot[..]);
+            if parallel {
+                let half = items.len() / 2;
+                crate::ecs::join(
+                    || mark_hit(&items[..half], &hits[..half], hit_bits, words),
+                    || mark_hit(&items[half..], &hits[half..], more_bits, words),
+                );
+                let middle = words / 2;
+                let (front, back) =
+                    ((&hit_bits[..middle], &more_bits[..middle]), (&hit_bits[middle..], &more_bits[middle..]));
+                crate::ecs::join(
+                    || list_hit(front, 0, slot, items, hits, hurt),
+                    || list_hit(back, middle, slot, items, hits, more_hurt),
+                );
+                hurt.extend_from_slice(more_hurt);
+            } else {
+                mark_hit(items, hits, hit_bits, words);
+                list_hit((hit_bits, &[]), 0, slot, items, hits, hurt);
             }
             world.query::<&mut Health>().par_for_each_of(hurt, |&(_, hit), health| health.0 -= damage * hit as i32);
         }
         world.resource_mut::<SimStats>().contacts_frame = contacts;
     });
+}
+
+/// Sets the bit of each item of `items` with a hit (`hits` beside it) in `bits`, cleared to `words` words first.
+fn mark_hit(items: &[GridItem], hits: &[u32], bits: &mut Vec<u64>, words: usize) {
+    bits.clear();
+    bits.resize(words, 0);
+    for (item, _) in items.iter().zip(hits).filter(|(_, &hit)| hit > 0) {
+        let index = item.entity.index() as usize;
+        bits[index / 64] |= 1 << (index % 64);
+    }
+}
+
+/// Lists into `out` (cleared first) the fighter of each index set in either of `bits` (words from `first_word` on,
+/// the second slice empty or as long as the first), ascending, each with its contacts.
+fn list_hit(
+    bits: (&[u64], &[u64]),
+    first_word: usize,
+    slot: &[u32],
+    items: &[GridItem],
+    hits: &[u32],
+    out: &mut Vec<(Entity, u32)>,
+) {
+    out.clear();
+    for (k, &word) in bits.0.iter().enumerate() {
+        let mut set = word | bits.1.get(k).copied().unwrap_or(0);
+        while set != 0 {
+            // `slot` maps the index back to its item in this frame's grid (built just before).
+            let at = slot[(first_word + k) * 64 + set.trailing_zeros() as usize] as usize;
+            set &= set - 1;
+            // Every item of this grid is in `slot` (no fighter is forgotten between the build and now).
+            debug_assert!(at < items.len(), "a hit fighter's slot was cleared since the grid was built");
+            if let (Some(item), Some(&hit)) = (items.get(at), hits.get(at)) {
+                out.push((item.entity, hit));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
