@@ -46,11 +46,11 @@ pub struct Broadphase {
     /// the first half of the items).
     hit_bits: Vec<u64>,
     /// On several threads, [`Broadphase::hit_bits`] of the second half of the items.
-    more_bits: Vec<u64>,
+    back_bits: Vec<u64>,
     /// The fighters with a contact this frame and their contacts, in index order.
     hurt: Vec<(Entity, u32)>,
     /// On several threads, the hurt of the second half of the indices, before they join [`Broadphase::hurt`].
-    more_hurt: Vec<(Entity, u32)>,
+    back_hurt: Vec<(Entity, u32)>,
 }
 
 impl Broadphase {
@@ -179,7 +179,8 @@ pub fn build_grid(world: &mut World) {
 
 /// Finds enemy contacts (each pair once, from the grid) and subtracts the damage. Contacts are counted per grid
 /// item first (the items are walked in order), the hit fighters marked in a bit set by entity index (on several
-/// threads, the items' halves into two sets, the words' halves listed apart), and the damage is applied to them
+/// threads, the items' halves into two sets, then each half of the words listed on its own thread, the lists joined
+/// in order), and the damage is applied to them
 /// only, in handle order, through a list visit of the health pool
 /// ([`QueryBorrow::par_for_each_of`](crate::ecs::QueryBorrow::par_for_each_of): on several threads, each writing the
 /// hit of its half of the pool): [`Health`] is tracked, and a value handed out as `&mut` counts as changed, so the
@@ -194,7 +195,7 @@ pub fn resolve_collisions(world: &mut World) {
     let reach2 = (2.0 * config.radius) * (2.0 * config.radius);
     world.resource_scope::<Broadphase, _>(|world, broadphase| {
         let parallel = world.parallel();
-        let Broadphase { grid, bands, hits, hit_bits, more_bits, hurt, more_hurt, team, slot } = broadphase;
+        let Broadphase { grid, bands, hits, hit_bits, back_bits, hurt, back_hurt, team, slot } = broadphase;
         let items = grid.items();
         // Per band of rows (on the pool if parallel): its near pairs, then each pair tested. A pair's first item
         // is the band's; the second may sit in the next band's first row, and its hit waits in the spill.
@@ -235,9 +236,9 @@ pub fn resolve_collisions(world: &mut World) {
             // The hit, listed in index order by a sweep of a bit per index (no sort; the bits of 100,000 indices
             // are 12.5 KiB, which stay in the first-level cache where a count per index would not), each with its
             // contacts: the list visit then reads the allocator, the sparse pages and the change stamps forwards.
-            // On several threads the items are marked in two halves, each into bits of its own, and the words
-            // swept in two halves, each listing its own indices; the lists join in order. (No damage, no write:
-            // nothing changes.)
+            // (No damage, no write: nothing changes.) On several threads the items are marked in two halves, each
+            // into bits of its own, and the words swept in two halves, each listing its own indices; the lists
+            // join in order.
             debug_assert!(
                 items.iter().zip(hits.iter()).all(|(item, &hit)| hit == 0 || world.is_alive(item.entity)),
                 "grid changed since built"
@@ -248,19 +249,19 @@ pub fn resolve_collisions(world: &mut World) {
                 let half = items.len() / 2;
                 crate::ecs::join(
                     || mark_hit(&items[..half], &hits[..half], hit_bits, words),
-                    || mark_hit(&items[half..], &hits[half..], more_bits, words),
+                    || mark_hit(&items[half..], &hits[half..], back_bits, words),
                 );
                 let middle = words / 2;
                 let (front, back) =
-                    ((&hit_bits[..middle], &more_bits[..middle]), (&hit_bits[middle..], &more_bits[middle..]));
+                    ((&hit_bits[..middle], &back_bits[..middle]), (&hit_bits[middle..], &back_bits[middle..]));
                 crate::ecs::join(
-                    || list_hit(front, 0, slot, items, hits, hurt),
-                    || list_hit(back, middle, slot, items, hits, more_hurt),
+                    || list_hurt(front, 0, slot, items, hits, hurt),
+                    || list_hurt(back, middle, slot, items, hits, back_hurt),
                 );
-                hurt.extend_from_slice(more_hurt);
+                hurt.extend_from_slice(back_hurt);
             } else {
                 mark_hit(items, hits, hit_bits, words);
-                list_hit((hit_bits, &[]), 0, slot, items, hits, hurt);
+                list_hurt((hit_bits, &[]), 0, slot, items, hits, hurt);
             }
             world.query::<&mut Health>().par_for_each_of(hurt, |&(_, hit), health| health.0 -= damage * hit as i32);
         }
@@ -280,7 +281,7 @@ fn mark_hit(items: &[GridItem], hits: &[u32], bits: &mut Vec<u64>, words: usize)
 
 /// Lists into `out` (cleared first) the fighter of each index set in either of `bits` (words from `first_word` on,
 /// the second slice empty or as long as the first), ascending, each with its contacts.
-fn list_hit(
+fn list_hurt(
     bits: (&[u64], &[u64]),
     first_word: usize,
     slot: &[u32],
@@ -309,6 +310,52 @@ mod tests {
     use super::*;
     use crate::ecs::Backend;
     use glam::Vec2;
+
+    /// The hit listed on two threads' halves (items marked in halves, words listed in halves, joined) is the list
+    /// one sweep makes: same entries, same order, for item counts that leave a word, or a half of the words, empty.
+    #[test]
+    fn the_hurt_listed_in_halves_is_the_whole_sweeps() {
+        let generation = std::num::NonZeroU32::new(3).unwrap();
+        for (n, bound) in [(0usize, 1usize), (1, 5), (7, 64), (63, 64), (100, 130), (1001, 4000), (3000, 3000)] {
+            // Items in a scrambled order over the indices below `bound`, about a third of them hit.
+            let mut indices: Vec<u32> = (0..bound as u32).collect();
+            let mut x = 99u64;
+            for k in (1..indices.len()).rev() {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                indices.swap(k, (x >> 33) as usize % (k + 1));
+            }
+            let item = |index: u32| GridItem {
+                entity: Entity::from_parts(index, generation),
+                position: glam::Vec2::ZERO,
+                team: (index % 2) as u8,
+            };
+            let items: Vec<GridItem> = indices[..n].iter().map(|&index| item(index)).collect();
+            let hits: Vec<u32> = (0..n as u32).map(|k| (k * 7 % 3 == 0) as u32 * (k % 5 + 1)).collect();
+            let mut slot = vec![NO_SLOT; bound];
+            for (at, item) in items.iter().enumerate() {
+                slot[item.entity.index() as usize] = at as u32;
+            }
+            let words = bound.div_ceil(64);
+            let (mut whole, mut bits) = (Vec::new(), Vec::new());
+            mark_hit(&items, &hits, &mut bits, words);
+            list_hurt((&bits, &[]), 0, &slot, &items, &hits, &mut whole);
+            let expected: Vec<(Entity, u32)> = {
+                let mut hurt: Vec<_> =
+                    items.iter().zip(&hits).filter(|(_, &h)| h > 0).map(|(i, &h)| (i.entity, h)).collect();
+                hurt.sort_by_key(|(entity, _)| entity.index());
+                hurt
+            };
+            assert_eq!(whole, expected, "{n} items");
+            let (mut front_bits, mut back_bits, mut front, mut back) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            mark_hit(&items[..n / 2], &hits[..n / 2], &mut front_bits, words);
+            mark_hit(&items[n / 2..], &hits[n / 2..], &mut back_bits, words);
+            let middle = words / 2;
+            list_hurt((&front_bits[..middle], &back_bits[..middle]), 0, &slot, &items, &hits, &mut front);
+            list_hurt((&front_bits[middle..], &back_bits[middle..]), middle, &slot, &items, &hits, &mut back);
+            front.extend_from_slice(&back);
+            assert_eq!(front, whole, "{n} items in halves");
+        }
+    }
 
     fn health(world: &World, entity: Entity) -> Option<i32> {
         world.get::<Health>(entity).map(|h| h.0)
