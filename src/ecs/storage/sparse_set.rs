@@ -69,6 +69,16 @@ pub struct SparseSet<T> {
     journal: Vec<u32>,
 }
 
+/// The entry of `index` in sparse pages `sparse`: its packed position, or [`EMPTY`] if absent (a page never touched
+/// too). What [`SparseSet`] and its [`PackedOrder`] look up.
+#[inline(always)]
+fn slot_in(sparse: &[Option<Box<[u32; PAGE_SIZE]>>], index: u32) -> u32 {
+    match sparse.get(index as usize / PAGE_SIZE) {
+        Some(Some(page)) => page[index as usize % PAGE_SIZE],
+        _ => EMPTY,
+    }
+}
+
 /// How many order stamps a sparse set keeps (see [`SparseSet::packed_order`]): as many partners in distinct
 /// lock-step walks as a pool can keep comparing by their changes alone.
 pub const ORDER_SLOTS: usize = 2;
@@ -95,10 +105,9 @@ impl PackedOrder<'_> {
     /// The packed position of `index`, if the set holds it ([`SparseSet::position`]).
     #[inline(always)]
     pub fn position(&self, index: u32) -> Option<usize> {
-        let (page, offset) = (index as usize / PAGE_SIZE, index as usize % PAGE_SIZE);
-        match self.sparse.get(page) {
-            Some(Some(page)) if page[offset] != EMPTY => Some(page[offset] as usize),
-            _ => None,
+        match slot_in(self.sparse, index) {
+            EMPTY => None,
+            position => Some(position as usize),
         }
     }
 
@@ -308,11 +317,7 @@ impl<T> SparseSet<T> {
     /// The sparse entry of `index`: its packed position, or [`EMPTY`] if absent (a page never touched too).
     #[inline(always)]
     fn slot(&self, index: u32) -> u32 {
-        let (page, offset) = Self::split(index);
-        match self.sparse.get(page) {
-            Some(Some(page)) => page[offset],
-            _ => EMPTY,
-        }
+        slot_in(&self.sparse, index)
     }
 
     /// The packed position of `index`, if present.
