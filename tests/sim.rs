@@ -560,7 +560,7 @@ fn a_ggrs_sync_test_names_the_frame_a_hidden_state_desyncs() {
     }
     let config = SimConfig::with_population(300);
     let mut app = build_app(config.clone(), 4, Backend::SparseSet, config.default_capacity());
-    app.add_systems(swarm::app::Stage::Last, hidden.after("note_hurt").after("call_next_round"));
+    app.add_systems(swarm::app::Stage::Last, hidden.after("count_frame").after("call_next_round"));
     let error = sync_test(&mut app, 40, 2, scripted).unwrap_err();
     assert!(matches!(error, SyncError::Mismatch { .. }), "{error:?}");
     assert!(error.to_string().starts_with("desync: at frame"), "{error}");

@@ -3,9 +3,10 @@
 //!
 //! Systems, in frame order: `start_round` (on entering [`rounds::Phase::Fighting`], the `battle` scenario's state)
 //! -> `spawn_fighters` (PreUpdate) -> `hunt_targets` -> `align_pools` -> `integrate_velocity` -> `plan_formation`
-//! -> `keep_formation` -> `build_grid` -> `resolve_collisions` (Update) -> `despawn_dead` -> `age_particles`
-//! (PostUpdate) -> `count_frame` -> `note_hurt` -> `judge_round` -> `call_next_round` (Last) -> the command buffer
-//! is applied, with the squads' lifecycle handler (a fallen fighter's squad, its particles and its despawn).
+//! -> `keep_formation` -> `build_grid` -> `resolve_collisions` (Update) -> `note_hurt`, `despawn_dead` -> `age_particles`
+//! (PostUpdate, one batch) -> `count_frame` -> `judge_round` -> `call_next_round` (Last) -> the
+//! command buffer is applied, with the squads' lifecycle handler (a fallen fighter's squad, its particles and its
+//! despawn).
 //! (`tests/docs.rs` checks docs/ARCHITECTURE.md's frame against the schedule.)
 
 pub mod chart;
