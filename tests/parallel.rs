@@ -551,16 +551,95 @@ fn a_parallel_list_visit_gives_the_serial_world_for_every_thread_count() {
     }
 }
 
+/// The stamps a list visit makes after itself (no change filter) are the serial visit's: through a prepared
+/// query state too, and with exact tracking, where a value written back unchanged is no change.
+#[test]
+fn a_parallel_list_visit_stamps_what_the_serial_one_stamps() {
+    // Odd amounts change the value; even ones write it back as it was.
+    let heal = |&(_, amount): &(Entity, i64), hp: &mut Hp| hp.0 += amount % 2;
+    let run = |backend: Backend, threads: usize, rows: usize, exact: bool, via_state: bool, parallel: bool| {
+        let mut world = world(backend);
+        match exact {
+            true => world.track_exact::<Hp>(),
+            false => world.track::<Hp>(),
+        }
+        let list = visit_list(&mut world);
+        world.clear_trackers();
+        world.set_threads(threads);
+        world.set_piece_rows(rows);
+        pool(threads).install(|| match (via_state, parallel) {
+            (true, true) => {
+                let mut state = swarm::ecs::QueryState::<&mut Hp>::new(&mut world).unwrap();
+                state.query(&mut world).par_for_each_of(&list, heal);
+            }
+            (false, true) => world.query::<&mut Hp>().par_for_each_of(&list, heal),
+            (_, false) => world.query::<&mut Hp>().for_each_of(&list, heal),
+        });
+        world.assert_invariants();
+        (state(&world), changed_hp(&world), world.tracker::<Hp>().changed_indices())
+    };
+    for exact in [false, true] {
+        let reference = run(Backend::SparseSet, 1, 2048, exact, false, false);
+        let changed = reference.1.len();
+        match exact {
+            // Every live listed entry's value was handed out; about half of them really changed.
+            false => assert!(changed > 1000, "{changed}"),
+            true => assert!(changed > 300 && changed < run(Backend::SparseSet, 1, 2048, false, false, false).1.len()),
+        }
+        for backend in Backend::ALL {
+            for threads in [1, 2, 4] {
+                for rows in [1, 2048] {
+                    for via_state in [false, true] {
+                        let got = run(backend, threads, rows, exact, via_state, true);
+                        let case = format!("{backend}, {threads} threads, {rows} rows, exact {exact}, {via_state}");
+                        assert!(got == reference, "{case}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A refused list visit says why and stamps nothing.
+#[test]
+fn a_refused_parallel_list_visit_panics_and_stamps_nothing() {
+    let mut world = world(Backend::SparseSet);
+    world.track::<Hp>();
+    let list = visit_list(&mut world);
+    world.clear_trackers();
+    world.set_threads(2);
+    world.set_piece_rows(1);
+    let panic = pool(2)
+        .install(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                world.query::<(&mut Hp, &Hp)>().par_for_each_of(&list, |_, (hp, _)| hp.0 += 1)
+            }))
+        })
+        .unwrap_err();
+    let message = panic.downcast_ref::<String>().expect("a message");
+    assert!(message.contains("Hp"), "{message}");
+    assert!(changed_hp(&world).is_empty());
+    world.assert_invariants();
+}
+
 /// The parallel list visit really splits: a panic in one part of the packed rows leaves the others' entries
-/// visited whole (on one thread, the visit stops at the panic), and the world whole.
+/// visited whole (on one thread, and where the visit does not split, it stops at the panic), and the world whole.
 #[test]
 fn a_panic_in_a_parallel_list_visit_stops_only_its_own_part() {
-    for (threads, parts) in [(1, 1), (2, 2), (3, 4), (4, 4)] {
+    for (backend, threads, parts) in Backend::ALL
+        .into_iter()
+        .flat_map(|backend| [(1, 1), (2, 2), (3, 4), (4, 4)].map(|(threads, parts)| (backend, threads, parts)))
+    {
+        // Only sparse sets packed alike split; elsewhere the visit runs on this thread.
+        let parts = if backend == Backend::SparseSet { parts } else { 1 };
         let mut world = World::new();
+        world.set_backend(backend);
         world.set_threads(threads);
         world.set_piece_rows(16);
         // Fresh spawns: packed in index order (two pools alike), so the parts are runs of the list below.
         let all: Vec<Entity> = (0..1000i64).map(|i| world.spawn((Hp(i), Pos(i))).unwrap()).collect();
+        world.track::<Hp>();
+        world.clear_trackers();
         let outcome = pool(threads).install(|| {
             catch_unwind(AssertUnwindSafe(|| {
                 world.query::<(&mut Hp, &Pos)>().without::<Frozen>().par_for_each_of(&all, |_, (hp, pos)| {
@@ -569,12 +648,17 @@ fn a_panic_in_a_parallel_list_visit_stops_only_its_own_part() {
                 })
             }))
         });
-        assert!(outcome.is_err(), "{threads} threads");
+        assert!(outcome.is_err(), "{backend}, {threads} threads");
         world.assert_invariants();
         let written: Vec<bool> = all.iter().map(|&e| world.get::<Hp>(e).unwrap().0 == -1).collect();
         // The first part stopped at its first entry; every other part ran to its end.
         let part = all.len() / parts;
         let expected: Vec<bool> = (0..all.len()).map(|k| k >= part).collect();
-        assert_eq!(written, expected, "{threads} threads");
+        assert_eq!(written, expected, "{backend}, {threads} threads");
+        // Stamped after the visit, panic or not: where it splits, every entry the first pass found (it runs whole
+        // before any part visits); on this thread, the entries handed out, up to the one that panicked.
+        let changed: Vec<bool> = all.iter().map(|&e| world.tracker::<Hp>().is_changed(e)).collect();
+        let stamped: Vec<bool> = (0..all.len()).map(|k| parts > 1 || k == 0).collect();
+        assert_eq!(changed, stamped, "{backend}, {threads} threads");
     }
 }

@@ -499,6 +499,58 @@ fn a_system_query_visits_a_list_and_stamps_what_it_visited() {
     }
 }
 
+/// [`heal_listed_par`], whose body panics at an amount of 666.
+fn heal_or_fail_par(mut q: Query<&mut Hp, Without<Frozen>>, list: Res<HealList>) {
+    q.par_for_each_of(&list.0, |&(_, amount), hp| {
+        assert!(amount != 666, "a bad heal");
+        hp.0 += amount;
+    });
+}
+
+#[test]
+fn a_system_list_visit_that_panics_stamps_what_it_handed_out_once() {
+    for threads in [1, 2] {
+        let mut w = world(Backend::SparseSet);
+        w.track::<Hp>();
+        let unfrozen: Vec<Entity> =
+            w.query_ref::<()>().with::<Hp>().without::<Frozen>().iter().map(|(e, _)| e).collect();
+        // The first entry panics; the list is longer than a piece, so on two threads the visit splits.
+        let mut list = vec![(unfrozen[0], 666)];
+        list.extend(unfrozen[1..].iter().map(|&e| (e, 1)));
+        w.insert_resource(HealList(Vec::new()));
+        let mut app = App::with_world(w);
+        app.set_threads(threads);
+        app.add_systems(Stage::Update, heal_or_fail_par);
+        app.add_systems(Stage::Last, changed_hp);
+        app.update();
+        let before: Vec<i64> = unfrozen.iter().map(|&e| app.world.get::<Hp>(e).unwrap().0).collect();
+        app.world.insert_resource(HealList(list));
+        assert!(catch_unwind(AssertUnwindSafe(|| app.update())).is_err(), "{threads} threads");
+        app.world.assert_invariants();
+        let tracker = app.world.tracker::<Hp>();
+        let written: Vec<bool> =
+            unfrozen.iter().zip(&before).map(|(&e, &hp)| app.world.get::<Hp>(e).unwrap().0 != hp).collect();
+        assert!(tracker.is_changed(unfrozen[0]), "{threads} threads: the entry that panicked was handed out");
+        for (k, &e) in unfrozen.iter().enumerate() {
+            assert!(!written[k] || tracker.is_changed(e), "{threads} threads: written but not stamped: {k}");
+        }
+        match threads {
+            1 => assert!(written.iter().all(|&w| !w), "one thread stops at the panic"),
+            _ => assert!(written.iter().filter(|&&w| w).count() > unfrozen.len() / 3, "the other parts ran"),
+        }
+        let mut stamped: Vec<usize> =
+            unfrozen.iter().filter(|&&e| tracker.is_changed(e)).map(|e| e.index() as usize).collect();
+        stamped.sort_unstable();
+        // The next frames write nothing: the change filter (which missed the panicked frame) sees those stamps
+        // once, then nothing of that frame is stamped again.
+        app.world.insert_resource(HealList(Vec::new()));
+        app.update();
+        assert_eq!(app.world.resource::<Counted>().0, stamped, "{threads} threads");
+        app.update();
+        assert_eq!(app.world.resource::<Counted>().0, Vec::<usize>::new(), "{threads} threads");
+    }
+}
+
 fn missing(_: Res<Spark>) {}
 fn optional(spark: Option<Res<Spark>>, healed: Option<ResMut<Healed>>, mut seen: ResMut<Counted>) {
     seen.0.push(spark.is_some() as usize * 10 + healed.is_some() as usize);

@@ -140,6 +140,20 @@ pub trait Source<'w, Q: QueryData, F: Filter> {
     #[inline(always)]
     fn stamp(&mut self, _rows: Stamp<'_>) {}
     #[doc(hidden)]
+    /// [`Source::with_parts`] for a loop that notes what it hands out as it goes, where nothing in the loop reads a
+    /// stamp (its filter has no change term), so a stamp made after it is one made before: `body` gets a list for
+    /// the index of each match it hands out, or is about to, as `&mut` (`None` if the query writes no tracked type
+    /// here), stamped once `body` returns or panics. Nothing to note for a read-only source.
+    fn with_parts_noting<R>(
+        self,
+        body: impl for<'x, 's> FnOnce(Parts<'x, 's>, Option<&mut Vec<u32>>) -> R,
+    ) -> Result<R, QueryError>
+    where
+        Self: Sized,
+    {
+        self.with_parts(|parts| body(parts, None))
+    }
+    #[doc(hidden)]
     /// Before a loop that hands out nothing as `&mut`: compares the writes waiting in exact tracks (a mutable world
     /// lends its storage whole; a shared one compares as it reads).
     #[inline(always)]
@@ -162,6 +176,13 @@ impl<'w, Q: QueryData, F: Filter> Source<'w, Q, F> for &'w mut World {
     #[inline]
     fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'w, 's>) -> R) -> Result<R, QueryError> {
         Ok(body(exclusive::<Q, F>(self)?.0))
+    }
+    fn with_parts_noting<R>(
+        self,
+        body: impl for<'x, 's> FnOnce(Parts<'x, 's>, Option<&mut Vec<u32>>) -> R,
+    ) -> Result<R, QueryError> {
+        let (ids, n) = run::written_tracked::<Q, F>(self, None);
+        run::stamped_after(self, &ids[..n], |world, rows| Ok(body(exclusive::<Q, F>(world)?.0, rows)))
     }
     #[inline]
     fn stamp(&mut self, rows: Stamp<'_>) {
@@ -376,6 +397,11 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// different orders, pools probed by index (the hash-map, ordered-tree and direct-array backends) and archetype
     /// tables.
     ///
+    /// The values handed out as `&mut` of a tracked type count as changed, as in `for_each_of`. Without a change
+    /// filter they are stamped after the visit (where it splits, from the pass that finds the entries, so the list
+    /// is not probed twice); with one, before it, as `for_each_of` stamps them (the filter sees the visit's own
+    /// stamps).
+    ///
     /// ```
     /// use swarm::ecs::World;
     /// struct Health(i32);
@@ -391,14 +417,26 @@ impl<'w, W: Source<'w, Q, F>, Q: QueryData, F: Filter> QueryBorrow<W, Q, F> {
     /// # Panics
     /// If the query is refused, like [`QueryBorrow::for_each`]; if `f` panics, the panic reaches the caller once
     /// every other part has run whole (what they wrote stays written); where the visit runs on this thread, it
-    /// stops at the panic.
+    /// stops at the panic. The stamps made after the visit are made then too: where it split, every entry found;
+    /// on this thread, the entries handed out up to the panic.
     pub fn par_for_each_of<T: Listed + Sync>(mut self, list: &[T], f: impl for<'a> Fn(&T, Q::Item<'a>) + Sync) {
         for entry in list {
             self.world.settle(entry.entity());
         }
-        self.world.stamp(Stamp::Each(&mut list.iter().map(Listed::entity)));
         let pieces = self.world.pieces();
-        if let Err(error) = self.world.with_parts(|parts| par_listed::<Q, F, T>(parts, pieces, list, &f)) {
+        let visited = match F::CHANGES {
+            // A change filter reads the visit's own stamps: made first, as `for_each_of` makes them.
+            true => {
+                self.world.stamp(Stamp::Each(&mut list.iter().map(Listed::entity)));
+                self.world.with_parts(|parts| par_listed::<Q, F, T>(parts, pieces, list, &f, None))
+            }
+            // Else the visit notes what it hands out (where it splits, from the pass that finds the entries), and
+            // the stamps are made after it: the list is not probed twice.
+            false => {
+                self.world.with_parts_noting(|parts, stamps| par_listed::<Q, F, T>(parts, pieces, list, &f, stamps))
+            }
+        };
+        if let Err(error) = visited {
             panic!("{error}");
         }
     }

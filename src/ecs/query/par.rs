@@ -395,17 +395,28 @@ impl<'w, Q: QueryData, V: ParVisit<Q>> Sink<'w, Q> for InPieces<'_, V, V::Slot> 
 /// it is handed leaves the world [`listed`](super::run::listed) leaves. Elsewhere (a short list, one thread, an
 /// `Option` term, pools packed in different orders, pools probed by index, archetype tables) the list is visited
 /// in order on this thread.
+///
+/// `stamps`, if given, receives the index of each entry to be visited, in the list's order: where it splits, every
+/// entry the first pass found, before any part visits; on this thread, each entry right before its call.
 pub(super) fn par_listed<Q: QueryData, F: Filter, T: Listed + Sync>(
     parts: Parts<'_, '_>,
     split: Pieces,
     list: &[T],
     f: &(impl for<'a> Fn(&T, Q::Item<'a>) + Sync),
+    mut stamps: Option<&mut Vec<u32>>,
 ) {
     let Parts { entities, storage, shape, changes, .. } = parts;
+    // On this thread, each entry's index is noted right before its visit.
+    let mut visit_noting = |entry: &T, item: Q::Item<'_>| {
+        if let Some(stamps) = stamps.as_mut() {
+            stamps.push(entry.entity().index());
+        }
+        f(entry, item)
+    };
     let (layout, pools) = match lending(storage) {
         Lending::Pools(layout, pools) => (layout, pools),
         Lending::Tables(archetypes) => {
-            return listed_tables::<Q, F, T>(entities, archetypes, shape, changes, list, |entry, item| f(entry, item))
+            return listed_tables::<Q, F, T>(entities, archetypes, shape, changes, list, visit_noting)
         }
     };
     dispatch!(layout, L => {
@@ -414,7 +425,7 @@ pub(super) fn par_listed<Q: QueryData, F: Filter, T: Listed + Sync>(
         let depth = rayon::current_num_threads().next_power_of_two().trailing_zeros() as usize;
         let order = match packed_alike::<Q, L>(&pools) {
             Some(order) if split.parallel && list.len() >= split.rows => order,
-            _ => return listed_pools::<Q, F, L, T>(entities, pools, &filter, list, |entry, item| f(entry, item)),
+            _ => return listed_pools::<Q, F, L, T>(entities, pools, &filter, list, &mut visit_noting),
         };
         // Each entry's packed position, or `NOT_HERE` (in this thread's reused buffer).
         let mut at = FOUND.take();
@@ -430,6 +441,11 @@ pub(super) fn par_listed<Q: QueryData, F: Filter, T: Listed + Sync>(
             }
         };
         halves((list, &mut at[..]), depth, &cut_found::<T>, &find);
+        if let Some(stamps) = stamps {
+            // The entries found are the entries the parts visit (unless one panics): noted before the visit.
+            let found = list.iter().zip(&at).filter(|&(_, &row)| row != NOT_HERE);
+            stamps.extend(found.map(|(entry, _)| entry.entity().index()));
+        }
         let (rows, slices) = Q::into_packed::<L>(pools);
         let rows = rows.map_or(0, <[Entity]>::len);
         let slices = Q::split_front(slices, rows).0;

@@ -793,6 +793,49 @@ pub(super) fn tracked_writes(changes: &Changes, shape: &Shape) -> ([ComponentId;
     (ids, n)
 }
 
+/// The tracked types query `(Q, F)` writes on `world` (its shape `shape`, or the world's cached one), and how
+/// many; none if the query is refused (the loop says why). The waiting writes of exact types are compared first,
+/// as before every loop that writes.
+pub(super) fn written_tracked<Q: QueryData, F: Filter>(
+    world: &mut World,
+    shape: Option<&Shape>,
+) -> ([ComponentId; MAX_QUERY_TYPES], usize) {
+    if !world.tracks_any() {
+        return ([0; MAX_QUERY_TYPES], 0);
+    }
+    world.compare_changes();
+    let QueryContext { components, queries, changes, .. } = world.query_context();
+    let shape = match shape {
+        Some(shape) => shape,
+        None => queries.shape::<Q, F>(components),
+    };
+    match shape.access.refusal() {
+        Some(_) => ([0; MAX_QUERY_TYPES], 0),
+        None => tracked_writes(changes, shape),
+    }
+}
+
+/// Runs `body` on `world`, handing it a list for the index of every value of the tracked types `ids` it hands out
+/// as `&mut` (`None` if `ids` is empty), and stamps them once it returns or panics: a loop's stamps made after it,
+/// for a loop in which nothing reads them (no change filter).
+pub(super) fn stamped_after<R>(
+    world: &mut World,
+    ids: &[ComponentId],
+    body: impl FnOnce(&mut World, Option<&mut Vec<u32>>) -> R,
+) -> R {
+    if ids.is_empty() {
+        return body(world, None);
+    }
+    let mut rows = std::mem::take(world.query_context().change_rows);
+    rows.clear();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut *world, Some(&mut rows))));
+    let QueryContext { changes, change_rows, .. } = world.query_context();
+    let tick = changes.tick();
+    changes.stamp_all(ids, &rows, tick);
+    *change_rows = rows;
+    outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 /// Which rows a query hands out, to be stamped ([`stamp_rows`], a system's deferred stamps).
 #[doc(hidden)]
 pub enum Stamp<'a> {

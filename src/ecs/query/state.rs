@@ -19,7 +19,8 @@ use super::error::{QueryError, QueryOneError, MAX_QUERY_TYPES};
 use super::filter::Filter;
 use super::iter::QueryIter;
 use super::par::Pieces;
-use super::run::{batches_of, record, stamp_rows, tracked_writes, Loaned, Parts, QueryContext, Stamp, Store};
+use super::run::{batches_of, record, stamp_rows, stamped_after, tracked_writes, written_tracked};
+use super::run::{Loaned, Parts, QueryContext, Stamp, Store};
 use super::term::Lent;
 use super::{QueryBorrow, Recording, Source};
 use crate::ecs::change::ChangeView;
@@ -315,6 +316,14 @@ impl<'a, Q: QueryData, F: Filter> Source<'a, Q, F> for Prepared<'a, Q, F, &'a mu
     fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'a, 's>) -> R) -> Result<R, QueryError> {
         Ok(body(self.state.exclusive_parts(self.world).0))
     }
+    fn with_parts_noting<R>(
+        self,
+        body: impl for<'x, 's> FnOnce(Parts<'x, 's>, Option<&mut Vec<u32>>) -> R,
+    ) -> Result<R, QueryError> {
+        let Prepared { world, state, .. } = self;
+        let (ids, n) = written_tracked::<Q, F>(world, Some(&state.shape));
+        Ok(stamped_after(world, &ids[..n], |world, rows| body(state.exclusive_parts(world).0, rows)))
+    }
     #[inline]
     fn stamp(&mut self, rows: Stamp<'_>) {
         if self.world.tracks_any() {
@@ -348,6 +357,28 @@ impl<'a, Q: QueryData, F: Filter, C> Source<'a, Q, F> for Prepared<'a, Q, F, OnL
     fn with_parts<R>(self, body: impl for<'s> FnOnce(Parts<'a, 's>) -> R) -> Result<R, QueryError> {
         let OnLoan { world, loaned, since, .. } = self.world;
         Ok(body(self.state.split_parts(world, loaned, since)))
+    }
+    /// The noted rows join the system's stamps, which wait in its query state until the run is over.
+    fn with_parts_noting<R>(
+        self,
+        body: impl for<'x, 's> FnOnce(Parts<'x, 's>, Option<&mut Vec<u32>>) -> R,
+    ) -> Result<R, QueryError> {
+        let OnLoan { world, loaned, since, .. } = self.world;
+        let (ids, n) = match world.tracks_any() {
+            true => tracked_writes(world.changes(), &self.state.shape),
+            false => ([0; MAX_QUERY_TYPES], 0),
+        };
+        if n == 0 {
+            return Ok(body(self.state.split_parts(world, loaned, since), None));
+        }
+        let mut stamps = std::mem::take(&mut self.state.stamps);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            body(self.state.split_parts(world, loaned, since), Some(&mut stamps))
+        }));
+        self.state.stamps = stamps;
+        self.state.stamp_ids.clear();
+        self.state.stamp_ids.extend_from_slice(&ids[..n]);
+        Ok(outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     }
     /// A system's stamps wait in its query state until the run is over (the world is shared meanwhile).
     #[inline]
