@@ -28,7 +28,7 @@ const NO_SLOT: u32 = u32::MAX;
 
 /// The grid of this frame, and where each fighter sits in it, both built after movement. Hunters read them next
 /// frame, before anything moves again.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct Broadphase {
     /// Fighters by cell.
     pub grid: Grid,
@@ -51,6 +51,14 @@ pub struct Broadphase {
     hurt: Vec<(Entity, u32)>,
     /// On several threads, the hurt of the second half of the indices, before they join [`Broadphase::hurt`].
     back_hurt: Vec<(Entity, u32)>,
+}
+
+/// What the next frame reads (the grid and the slots), as a checkpoint holds it: the frame's own buffers (the team
+/// table, which every build rebuilds, and the contacts, hit bits and hurt lists, cleared before use) start empty.
+impl Clone for Broadphase {
+    fn clone(&self) -> Self {
+        Self { grid: self.grid.clone(), slot: self.slot.clone(), ..Self::default() }
+    }
 }
 
 impl Broadphase {
@@ -359,6 +367,47 @@ mod tests {
 
     fn health(world: &World, entity: Entity) -> Option<i32> {
         world.get::<Health>(entity).map(|h| h.0)
+    }
+
+    /// A checkpoint's copy holds what the next frame reads and none of the frame's buffers: the next frame run on
+    /// it gives the world and the grid the original gives.
+    #[test]
+    fn a_copy_keeps_what_the_next_frame_reads_and_no_scratch() {
+        let make = || {
+            let mut world = World::new();
+            let config = SimConfig { arena: Vec2::new(80.0, 80.0), ..SimConfig::with_population(10) };
+            world.insert_resource(config);
+            world.insert_resource(SimStats::default());
+            world.insert_resource(Broadphase::default());
+            for k in 0..400u32 {
+                let scatter = |salt: u32| (k.wrapping_mul(2654435761).wrapping_add(salt) >> 16) % 800;
+                let at = Position(Vec2::new(scatter(0) as f32 / 10.0, scatter(12345) as f32 / 10.0));
+                match k % 2 {
+                    0 => world.spawn((at, Health(100), Red)).unwrap(),
+                    _ => world.spawn((at, Health(100), Blue)).unwrap(),
+                };
+            }
+            build_grid(&mut world);
+            resolve_collisions(&mut world);
+            world
+        };
+        let (mut original, mut copied) = (make(), make());
+        let copy = copied.resource::<Broadphase>().clone();
+        let kept = original.resource::<Broadphase>();
+        assert_eq!(copy.vouched(), kept.vouched());
+        assert!(kept.vouched().len() == 400 && kept.grid.items() == copy.grid.items());
+        assert!(kept.hurt.len() > 10, "the frame hurt some: {}", kept.hurt.len());
+        assert!(copy.team.capacity() + copy.hits.capacity() + copy.hurt.capacity() + copy.hit_bits.capacity() == 0);
+        assert!(copy.grid.bytes() < kept.grid.bytes(), "the grid's staging is not copied");
+        copied.insert_resource(copy);
+        for world in [&mut original, &mut copied] {
+            build_grid(world);
+            resolve_collisions(world);
+        }
+        let healths = |world: &World| world.query_ref::<&Health>().iter().map(|(e, h)| (e, h.0)).collect::<Vec<_>>();
+        assert_eq!(healths(&original), healths(&copied));
+        let (kept, copy) = (original.resource::<Broadphase>(), copied.resource::<Broadphase>());
+        assert!(kept.grid.items() == copy.grid.items() && kept.hurt == copy.hurt);
     }
 
     #[test]

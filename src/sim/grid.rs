@@ -33,7 +33,7 @@ impl NearPairs {
 }
 
 /// The grid. Invariant: `items[starts[c] as usize..starts[c + 1] as usize]` are exactly the items in cell `c`.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct Grid {
     shape: GridShape,
     starts: Vec<u32>,
@@ -56,6 +56,25 @@ pub struct Grid {
     block_cols: usize,
     /// `band_starts[b]..band_starts[b + 1]`: where band `b`'s items are in `items` (see [`Grid::bands`]).
     band_starts: Vec<u32>,
+}
+
+/// A copy of the grid as it is read after its build (cells, items, the teams' block counts, the bands), as a
+/// checkpoint holds it: the build's staging and sort buffers, which every build clears before use, start empty.
+impl Clone for Grid {
+    fn clone(&self) -> Self {
+        Self {
+            shape: self.shape,
+            starts: self.starts.clone(),
+            items: self.items.clone(),
+            item_keys: self.item_keys.clone(),
+            staged: Vec::new(),
+            pieces: Vec::new(),
+            band_scratch: Vec::new(),
+            counts: self.counts.clone(),
+            block_cols: self.block_cols,
+            band_starts: self.band_starts.clone(),
+        }
+    }
 }
 
 /// The grid's geometry: what placing an item needs.
