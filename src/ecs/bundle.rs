@@ -134,6 +134,18 @@ impl TypeList {
         Self { types: [TypeId::of::<()>(); MAX_BUNDLE], len: 0, put }
     }
 
+    /// Bundle `B`'s component types, in the order of its values (found without a registry).
+    pub(crate) fn of<B: Bundle>() -> Self {
+        let mut types = Self::new(false);
+        B::type_ids(&mut types);
+        types
+    }
+
+    /// The types listed.
+    pub(crate) fn types(&self) -> &[TypeId] {
+        &self.types[..self.len]
+    }
+
     fn push<T: Component>(&mut self) {
         if self.put {
             crate::ecs::hierarchy::refuse_kept::<T>("part of a bundle that is spawned or inserted");

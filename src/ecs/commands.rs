@@ -13,10 +13,11 @@
 //! yielded the entities. Spawns recorded in a loop are *deferred*: they get their handles when applied, in that
 //! same order, because which free index a spawn takes must not depend on the visiting order either.
 
-use super::bundle::Bundle;
-use super::component::BundleIds;
+use super::bundle::{Bundle, TypeList};
+use super::component::{BundleIds, ComponentSet};
 use super::entity::{Entities, Entity, WorldFull, DEFERRED_PER_BUFFER, MAX_PIECES};
 use super::events::TooManyRounds;
+use super::storage::Registry;
 use super::world::World;
 use crate::ecs::Component;
 use rustc_hash::FxHashMap;
@@ -134,6 +135,9 @@ trait ErasedQueue: Any + Send + Sync {
     fn spawn_run(&mut self, world: &mut World, reserved: &[Entity], slots: &[u32], out: &mut Vec<Entity>);
     /// Drops every value (those of skipped and refused commands included).
     fn clear(&mut self);
+    /// Adds to `set` the registered component types its values put (a type not registered has no pool); whether
+    /// they are spawned (else inserted), or `None` if it holds no value.
+    fn puts(&self, components: &Registry, set: &mut ComponentSet) -> Option<bool>;
 }
 
 /// Bundles to spawn, by slot, and their component ids, looked up once per registry (a queue belongs to one world).
@@ -160,21 +164,41 @@ impl<B: Bundle> ErasedQueue for SpawnQueue<B> {
         unreachable!("insert ops name insert queues")
     }
     fn spawn_run(&mut self, world: &mut World, reserved: &[Entity], slots: &[u32], out: &mut Vec<Entity>) {
-        let stamp = world.registry_stamp();
-        let ids = match self.ids {
-            Some((of, ids)) if of == stamp => ids,
-            _ => {
-                let ids = world.bundle_ids::<B>();
-                self.ids = Some((stamp, ids));
-                ids
-            }
-        };
+        let ids = self.ids(world);
         let bundles = &mut self.bundles;
         let values = slots.iter().map(|&slot| bundles[slot as usize].take().expect("a spawn op without its bundle"));
         world.spawn_reserved_batch(reserved, values, &ids, out);
     }
     fn clear(&mut self) {
         self.bundles.clear();
+    }
+    fn puts(&self, components: &Registry, set: &mut ComponentSet) -> Option<bool> {
+        (!self.bundles.is_empty()).then(|| {
+            registered(components, TypeList::of::<B>().types(), set);
+            true
+        })
+    }
+}
+
+/// Adds the ids of those of `types` that `components` has registered to `set`.
+fn registered(components: &Registry, types: &[TypeId], set: &mut ComponentSet) {
+    for id in types.iter().filter_map(|&type_id| components.id_of(type_id)) {
+        set.insert(id);
+    }
+}
+
+impl<B: Bundle> SpawnQueue<B> {
+    /// The bundle's component ids in `world`'s registry, looked up once per registry.
+    fn ids(&mut self, world: &mut World) -> BundleIds {
+        let stamp = world.registry_stamp();
+        match self.ids {
+            Some((of, ids)) if of == stamp => ids,
+            _ => {
+                let ids = world.bundle_ids::<B>();
+                self.ids = Some((stamp, ids));
+                ids
+            }
+        }
     }
 }
 
@@ -201,6 +225,12 @@ impl<T: Component> ErasedQueue for InsertQueue<T> {
     fn clear(&mut self) {
         self.0.clear();
     }
+    fn puts(&self, components: &Registry, set: &mut ComponentSet) -> Option<bool> {
+        (!self.0.is_empty()).then(|| {
+            registered(components, &[TypeId::of::<T>()], set);
+            false
+        })
+    }
 }
 
 /// Bundles to insert into existing entities, by slot.
@@ -225,6 +255,12 @@ impl<B: Bundle> ErasedQueue for BundleQueue<B> {
     }
     fn clear(&mut self) {
         self.0.clear();
+    }
+    fn puts(&self, components: &Registry, set: &mut ComponentSet) -> Option<bool> {
+        (!self.0.is_empty()).then(|| {
+            registered(components, TypeList::of::<B>().types(), set);
+            false
+        })
     }
 }
 
@@ -252,6 +288,10 @@ fn push_slot<T>(values: &mut Vec<Option<T>>, value: T) -> u32 {
 #[derive(Default)]
 pub struct CommandQueue {
     ops: Vec<Op>,
+    /// Whether `ops` (or `keyed`) may hold a despawn, and a remove: set when one is recorded or joined, cleared when
+    /// the ops go (a stale `true` only keeps an apply from holding removals back).
+    despawns: bool,
+    removes: bool,
     /// The ops of the query loop recording now, in recorded order; sorted into `ops` when it ends.
     keyed: Vec<Op>,
     /// Their sort keys: the visited entity's index in the high half, the op's position in `keyed` in the low half.
@@ -398,6 +438,8 @@ impl CommandQueue {
             false => entity,
         };
         self.ops.extend(other.ops.drain(..).map(|op| op.moved(&moved, renumber)));
+        self.despawns |= std::mem::take(&mut other.despawns);
+        self.removes |= std::mem::take(&mut other.removes);
         // Its pieces' handles resolve here now, past the tag's spawns joined before.
         for (key, delta) in other.piece_deltas.drain() {
             let taken = self.piece_deltas.insert(key, delta.wrapping_add(offset));
@@ -444,6 +486,7 @@ impl CommandQueue {
             self.keyed.clear();
             self.keys.clear();
             self.clear_values();
+            (self.despawns, self.removes) = (false, false);
         }
         self.tag = tag;
         self.deferred = base;
@@ -538,6 +581,8 @@ impl CommandQueue {
         };
         let base = self.keyed.len() as u64;
         self.keyed.extend(piece.keyed.drain(..).map(|op| op.moved(&moved, renumber)));
+        self.despawns |= std::mem::take(&mut piece.despawns);
+        self.removes |= std::mem::take(&mut piece.removes);
         // A key is (visited index, position in its buffer's loop): the position moves past this buffer's.
         self.keys.extend(piece.keys.drain(..).map(|key| key + base));
         self.deferred = offset + made;
@@ -591,6 +636,9 @@ impl CommandQueue {
         self.end_loop(); // no-op: a loop's recording ends with the loop
                          // An apply inside another's run of inserts (a reserved handle settling) holds runs of its own.
         let outer_run = world.take_held();
+        // An outer apply's held removals go first: this one's ops may put where that one's are held.
+        world.release_removals();
+        self.hold_removals(world);
         let mut stats = ApplyStats::default();
         self.lay_out_resolved();
         let (ops, run, slots, resolved) = (&self.ops, &mut self.run, &mut self.run_slots, &mut self.resolved);
@@ -725,11 +773,13 @@ impl CommandQueue {
                 }
             }
         }
+        world.release_removals();
         if !resolved.is_empty() {
             // Deferred handles kept in values of the registered holder types become the spawns' handles.
             world.settle_held_handles(&|entity| Self::resolve(resolved, starts, pieces, entity));
         }
         self.ops.clear();
+        (self.despawns, self.removes) = (false, false);
         let applied = &mut self.applied;
         std::mem::swap(&mut applied.0, &mut self.starts);
         std::mem::swap(&mut applied.1, &mut self.resolved);
@@ -739,6 +789,28 @@ impl CommandQueue {
         self.clear_values();
         world.put_held(outer_run);
         stats
+    }
+
+    /// Holds back the despawns' removals from the pools this buffer's ops do not put
+    /// ([`World::hold_removals`]): when it despawns, and removes nothing (a remove op's type is not known here).
+    fn hold_removals(&mut self, world: &mut World) {
+        if !self.despawns || self.removes {
+            return;
+        }
+        let (mut puts, mut inserted, mut spawns) = (ComponentSet::EMPTY, ComponentSet::EMPTY, false);
+        for queue in &self.queues {
+            let mut set = ComponentSet::EMPTY;
+            if let Some(spawn) = queue.puts(&world.components, &mut set) {
+                for id in set.iter() {
+                    puts.insert(id);
+                    if !spawn {
+                        inserted.insert(id);
+                    }
+                }
+                spawns |= spawn;
+            }
+        }
+        world.hold_removals(&puts, &inserted, spawns);
     }
 
     /// Whether the last apply made deferred spawns (or named any).
@@ -792,6 +864,7 @@ impl CommandQueue {
                 }
             }
         }
+        (self.despawns, self.removes) = (false, false);
         for entity in self.resolved.drain(..).flatten() {
             entities.release(entity);
         }
@@ -938,6 +1011,7 @@ impl<'w> Commands<'w> {
 
     /// Records a despawn. Skipped at apply time if `entity` is dead by then.
     pub fn despawn(&mut self, entity: Entity) {
+        self.queue.despawns = true;
         self.push(Op::Despawn(entity));
     }
 
@@ -958,6 +1032,7 @@ impl<'w> Commands<'w> {
         fn remove<T: Component>(world: &mut World, entity: Entity) -> bool {
             world.remove::<T>(entity).is_ok()
         }
+        self.queue.removes = true;
         self.push(Op::Remove { entity, remove: remove::<T> });
     }
 
@@ -985,6 +1060,7 @@ impl<'w> Commands<'w> {
             world.remove_bundle::<B>(entity).is_ok()
         }
         B::assert_distinct();
+        self.queue.removes = true;
         self.push(Op::Remove { entity, remove: remove::<B> });
     }
 
@@ -1107,6 +1183,77 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The types a buffer's apply holds removals back for, worked out as `apply` starts (then released).
+    fn held_types(world: &mut World) -> Vec<crate::ecs::component::ComponentId> {
+        let mut queue = std::mem::take(&mut world.commands);
+        queue.hold_removals(world);
+        let held = world.held_removals.types().iter().collect();
+        world.release_removals();
+        world.commands = queue;
+        held
+    }
+
+    #[test]
+    fn a_buffer_holds_back_the_removals_of_the_types_it_neither_puts_nor_lets_a_handler_read() {
+        let mut world = World::new();
+        world.track::<i32>();
+        world.track_exact::<u64>();
+        let id = |world: &mut World, id: TypeId| world.components.id_of(id).unwrap();
+        let a = world.spawn((1u8, 2u16, 3u32, 4i32, 5u64, String::from("drops"))).unwrap();
+        let b = world.spawn((1u8,)).unwrap();
+        world.add_child(a, b).unwrap();
+        let record = |world: &mut World| {
+            let mut c = world.commands();
+            c.spawn((7u8,)).unwrap();
+            c.insert(b, 8u16);
+            c.despawn(a);
+        };
+        record(&mut world);
+        let held = held_types(&mut world);
+        let mut expected = [TypeId::of::<u32>(), TypeId::of::<i32>()].map(|t| id(&mut world, t));
+        expected.sort_unstable();
+        // Not the spawned u8, the inserted u16, the exactly tracked u64, the String (drop glue) nor the tree's.
+        assert_eq!(held, expected);
+        assert!(!world.held_removals.is_on(), "released");
+        // What keeps a buffer from holding anything back.
+        let nothing = |world: &mut World, case: &str| {
+            record(world);
+            assert!(held_types(world).is_empty(), "{case}");
+            world.discard_commands();
+        };
+        world.discard_commands();
+        world.commands().remove::<u32>(b);
+        nothing(&mut world, "a remove op (of a type not known here)");
+        let handler = world.on_insert::<u16>(|_, _, _, _| {});
+        nothing(&mut world, "a handler of an inserted type");
+        world.remove_handler(handler);
+        let handler = world.on_spawn(|_, _, _| {});
+        nothing(&mut world, "a spawn handler");
+        world.remove_handler(handler);
+        let handler = world.on_despawn(|_, _, _| {});
+        nothing(&mut world, "a despawn handler");
+        world.remove_handler(handler);
+        let mut c = world.commands();
+        c.spawn((7u8,)).unwrap();
+        c.insert(b, 8u16);
+        assert!(held_types(&mut world).is_empty(), "no despawn");
+        world.discard_commands();
+        world.set_backend(crate::ecs::Backend::Archetype);
+        nothing(&mut world, "the archetype tables");
+        world.set_backend(crate::ecs::Backend::SparseSet);
+        record(&mut world);
+        assert_eq!(held_types(&mut world), expected, "the same buffer again");
+        // The tree's types are never held, also when a query made their pools before the first link.
+        let mut world = World::new();
+        assert_eq!(world.query::<&u32>().without::<crate::ecs::Parent>().count(), 0);
+        let a = world.spawn((3u32,)).unwrap();
+        world.commands().despawn(a);
+        let parent = id(&mut world, TypeId::of::<crate::ecs::Parent>());
+        assert!(world.storage.holdable().contains(parent), "the query made the pool, and a parent has no drop glue");
+        let u32_id = id(&mut world, TypeId::of::<u32>());
+        assert_eq!(held_types(&mut world), [u32_id]);
+    }
 
     #[test]
     fn a_buffer_joined_twice_before_an_apply_keeps_each_handle_on_its_spawn() {

@@ -667,6 +667,7 @@ impl World {
                 }
                 Err(panic) => {
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        self.release_removals();
                         round.discard(self.entities_mut());
                         self.discard_events();
                     }));

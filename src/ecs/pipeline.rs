@@ -32,6 +32,7 @@ use super::component::{BundleIds, ComponentId, ComponentSet};
 use super::entity::{ComponentError, Entity, NoSuchEntity, WorldFull};
 use super::events::EventKind;
 use super::events::TooManyRounds;
+use super::hierarchy::{Children, Parent};
 use super::storage::Backend;
 use super::world::World;
 use crate::ecs::Component;
@@ -512,7 +513,8 @@ impl World {
         let hooks = self.hooks.despawn;
         if !hooks.any() {
             let parallel = self.splits_removals();
-            return self.storage.despawn_batch(&mut self.entities, targets, &mut self.handle_scratch, parallel);
+            let (scratch, held) = (&mut self.handle_scratch, &mut self.held_removals);
+            return self.storage.despawn_batch(&mut self.entities, targets, scratch, parallel, held);
         }
         let mut order = std::mem::take(&mut self.despawn_order);
         order.clear();
@@ -529,6 +531,7 @@ impl World {
         let mut dropped = None;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if hooks.has(HookSet::EVENTS) {
+                debug_assert!(!self.held_removals.is_on(), "removals are not held with despawn handlers");
                 // One at a time: each event right before its entity goes.
                 for &entity in &order {
                     if self.entities.is_alive(entity) {
@@ -558,7 +561,8 @@ impl World {
                     }
                 }
                 let parallel = self.splits_removals();
-                self.storage.despawn_batch(&mut self.entities, &order, &mut self.handle_scratch, parallel);
+                let (scratch, held) = (&mut self.handle_scratch, &mut self.held_removals);
+                self.storage.despawn_batch(&mut self.entities, &order, scratch, parallel, held);
             }
         }));
         if hooks.has(HookSet::TREE) {
@@ -587,6 +591,43 @@ impl World {
         self.finish();
     }
 
+    /// Holds back, until [`World::release_removals`], despawns' removals from the pools of the types a command
+    /// buffer's apply does not put (`puts`: its spawns' and inserts' types; `inserted`: the inserts' alone;
+    /// `spawns`: whether it spawns), when nothing it runs can read them: no despawn handler, no spawn handler if it
+    /// spawns, no insert handler of a type it inserts. Not the hierarchy's types (a despawn reads them) nor those
+    /// tracked exactly (a comparison reads the values). See [`HeldRemovals`].
+    pub(crate) fn hold_removals(&mut self, puts: &ComponentSet, inserted: &ComponentSet, spawns: bool) {
+        let events = |hooks: HookSet| hooks.has(HookSet::EVENTS);
+        if events(self.hooks.despawn)
+            || (spawns && events(self.hooks.spawn))
+            || inserted.iter().any(|id| events(self.hooks.insert(id)))
+        {
+            return;
+        }
+        let mut types = self.storage.holdable();
+        for id in puts.iter() {
+            types.remove(id);
+        }
+        // The tree's types by the registry: a query may have made their pools before the first link.
+        for id in [self.components.id::<Parent>(), self.components.id::<Children>()].into_iter().flatten() {
+            types.remove(id);
+        }
+        let holdable = types;
+        for id in holdable.iter().filter(|&id| self.changes.is_exact(id)) {
+            types.remove(id);
+        }
+        self.held_removals.hold(types);
+    }
+
+    /// Drops the values [`World::hold_removals`] held back, and holds nothing back from now on.
+    #[inline]
+    pub(crate) fn release_removals(&mut self) {
+        if self.held_removals.is_on() {
+            let parallel = self.splits_removals();
+            self.storage.release_held(&mut self.held_removals, parallel);
+        }
+    }
+
     // ---- 5 finish -----------------------------------------------------------------------------------------------
 
     /// The end of a direct operation: the commands its handlers recorded apply now, round after round (nothing
@@ -603,6 +644,8 @@ impl World {
     /// Applies the world's buffer, then the handlers' rounds: the body of [`World::try_apply_commands`] (which
     /// adds the counts to the totals).
     pub(crate) fn apply_buffer(&mut self) -> Result<ApplyStats, TooManyRounds> {
+        // An outer apply's held removals go first: the spawns of reserved handles may run handlers.
+        self.release_removals();
         let outer = std::mem::replace(&mut self.events.applying, true);
         // Handles reserved through `&World` come alive first: no command recorded before them can name them.
         let reserved = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.spawn_unrecorded())) {
@@ -619,6 +662,7 @@ impl World {
             Ok(stats) => stats,
             Err(panic) => {
                 let discarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.release_removals();
                     queue.discard(&mut self.entities);
                     // The handlers' commands so far answered changes of a buffer that did not finish: dropped too.
                     self.discard_events();

@@ -17,7 +17,7 @@ use super::query::{
 use super::resources::Resources;
 use super::storage::sparse_set::SparseSet;
 use super::storage::values::ComponentValues;
-use super::storage::{Backend, Registry, Storage};
+use super::storage::{Backend, HeldRemovals, Registry, Storage};
 use super::view::ViewMut;
 use crate::ecs::Component;
 
@@ -57,6 +57,8 @@ pub struct World {
     scratch: Vec<u32>,
     /// Reused handle buffer (a query's driver handles, a batch despawn's live targets).
     pub(super) handle_scratch: Vec<Entity>,
+    /// Despawns' removals held back while a command buffer applies ([`World::hold_removals`]).
+    pub(super) held_removals: HeldRemovals,
     /// What queries worked out per query shape (ids, access check, matching tables), for this registry.
     queries: QueryCache,
     /// Names the registry: a new one (a loaded snapshot's) gets a new number, so state worked out for the old ids
@@ -124,6 +126,7 @@ impl World {
             totals: CommandTotals::default(),
             scratch: Vec::new(),
             handle_scratch: Vec::new(),
+            held_removals: HeldRemovals::default(),
             queries: QueryCache::default(),
             registry_stamp: NEXT_REGISTRY.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             command_tags: 0,
@@ -817,6 +820,7 @@ impl World {
     /// Panics with a message naming the broken invariant (allocator, pools, tables all agree). For tests.
     #[doc(hidden)]
     pub fn assert_invariants(&self) {
+        assert!(!self.held_removals.is_on() && self.held_removals.is_empty(), "removals held outside an apply");
         self.entities.assert_invariants();
         self.storage.assert_invariants(&self.entities, &self.components);
         if let Err(why) = self.check_tree() {

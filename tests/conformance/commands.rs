@@ -305,10 +305,114 @@ fn duplicate_types_in_a_recorded_spawn_panic_at_once(backend: Backend) {
     w.commands().spawn((Pos(0.0, 0.0), Pos(1.0, 1.0))).ok();
 }
 
+/// A value that holds no entity, and whose type no buffer below ever puts: its pool's removals are held back
+/// while a buffer applies.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Mark(u32);
+/// A type never spawned: removing it from a dead entity (a command that is skipped) keeps a buffer from holding
+/// removals back, as a remove of an unknown type does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Unused;
+
+/// Every live entity's components (`Red`, `Blue`, `Mark`, `Pos`, `Name`, the tree's), each pool in its iteration
+/// order.
+fn pools_in_order(w: &mut World) -> Vec<String> {
+    let mut out = Vec::new();
+    w.query::<&Red>().for_each(|e, _| out.push(format!("red {e:?}")));
+    w.query::<&Blue>().for_each(|e, _| out.push(format!("blue {e:?}")));
+    w.query::<&Mark>().for_each(|e, m| out.push(format!("mark {e:?} {m:?}")));
+    w.query::<&Pos>().for_each(|e, p| out.push(format!("pos {e:?} {p:?}")));
+    w.query::<&Name>().for_each(|e, n| out.push(format!("name {e:?} {n:?}")));
+    w.query::<&swarm::ecs::Parent>().for_each(|e, p| out.push(format!("parent {e:?} {p:?}")));
+    w.query::<&swarm::ecs::Children>().for_each(|e, c| out.push(format!("children {e:?} {c:?}")));
+    out
+}
+
+/// Buffers that despawn between spawns (deferred, taking the indices freed before them), inserts and links (to
+/// those spawns too), on one thread and on two: a world whose despawns hold their removals back from the pools no
+/// command puts (here `Red`, `Blue`, `Mark`: no handler, no drop glue) until the buffer ends, and a world where a
+/// skipped remove keeps them in their turn, end every round with the same entities, the same values and every pool
+/// in the same order. The tree's pool is made by a query before the first link.
+fn held_removals_leave_every_pool_as_in_their_turn(backend: Backend) {
+    use rand::{Rng, SeedableRng};
+    use std::collections::HashMap;
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x401d ^ backend as u64 ^ threads as u64);
+        let [mut held, mut turn] = [(); 2].map(|()| {
+            let mut w = World::with_capacity(4_000);
+            w.set_backend(backend);
+            w.set_threads(threads);
+            for k in 0..60 {
+                match k % 3 {
+                    0 => w.spawn((Pos(k as f32, 0.0), Red, Mark(k))),
+                    1 => w.spawn((Blue, Name(format!("b{k}")))),
+                    _ => w.spawn((Pos(0.0, k as f32), Red, Blue)),
+                }
+                .unwrap();
+            }
+            assert_eq!(w.query::<&Pos>().without::<swarm::ecs::Parent>().count(), 40);
+            w
+        });
+        let mut live: Vec<Entity> = held.query::<()>().iter().map(|(e, ())| e).collect();
+        for round in 0..40 {
+            let mut plan: HashMap<Entity, Vec<(u32, usize, usize)>> = HashMap::new();
+            for &e in &live {
+                let ops = (0..rng.gen_range(0..3)).map(|_| (rng.gen_range(0..10), rng.gen(), rng.gen())).collect();
+                plan.insert(e, ops);
+            }
+            for (k, w) in [&mut held, &mut turn].into_iter().enumerate() {
+                if k == 1 {
+                    w.commands().remove::<Unused>(Entity::from_parts(0, std::num::NonZeroU32::MAX));
+                }
+                w.query::<()>().for_each_with_commands(|e, (), c| {
+                    for &(op, a, b) in &plan[&e] {
+                        let other = live[b % live.len()];
+                        match op {
+                            // Every fourth round spawns the held types (so no removal of theirs is held back then).
+                            0..=3 => {
+                                let s = match (round % 4, a % 3) {
+                                    (0, 0) => c.spawn((Pos(a as f32, 0.0), Red, Mark(a as u32))),
+                                    (0, 1) => c.spawn((Pos(b as f32, 1.0), Blue)),
+                                    (0, _) => c.spawn((Pos(0.0, 0.0), Name(format!("n{a}")), Red)),
+                                    (_, 0) => c.spawn((Pos(a as f32, 3.0),)),
+                                    _ => c.spawn((Name(format!("m{a}")), Pos(0.0, 4.0))),
+                                }
+                                .unwrap();
+                                if op == 0 {
+                                    c.add_child(e, s);
+                                }
+                            }
+                            4 | 5 => c.despawn(e),
+                            6 => c.insert(e, Pos(b as f32, 2.0)),
+                            7 => c.insert(e, Name(format!("i{b}"))),
+                            8 if other != e => c.add_child(e, other),
+                            9 => c.remove_child(e, other),
+                            _ => {}
+                        }
+                    }
+                });
+            }
+            let stats = [&mut held, &mut turn].map(|w| pool.install(|| w.apply_commands()));
+            assert_eq!((stats[0].applied, stats[0].refused), (stats[1].applied, stats[1].refused), "round {round}");
+            assert_eq!(stats[0].skipped + 1, stats[1].skipped, "round {round}: the remove is skipped");
+            assert_eq!(pools_in_order(&mut held), pools_in_order(&mut turn), "round {round}, {threads} threads");
+            for w in [&held, &turn] {
+                w.assert_invariants();
+            }
+            live = held.query::<()>().iter().map(|(e, ())| e).collect();
+            assert!(live.len() > 20, "round {round} kept {} entities: too few to test anything", live.len());
+        }
+        let reused = live.iter().filter(|e| e.generation().get() > 1).count();
+        assert!(reused > 20, "{reused} live entities took a freed index: too few to test anything");
+    }
+}
+
 mod every_backend {
     use crate::backends;
 
     on_every_backend! {
+        held_removals_leave_every_pool_as_in_their_turn,
         commands_recorded_in_a_loop_apply_in_handle_order,
         deferred_spawns_name_their_entity_only_in_their_buffer,
         deferred_spawns_beyond_capacity_are_refused_in_handle_order,

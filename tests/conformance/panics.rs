@@ -257,6 +257,35 @@ fn a_big_batch_despawn_on_threads_is_whole(backend: Backend) {
     }
 }
 
+/// A buffer whose despawns hold back the removals from the pools it does not put (`Red`, `Blue`, `Vel`; not
+/// `Bomb`, which has drop glue), stopped by a `drop` that panics in a pool that is not held: the held pools still
+/// lose every despawned entity's value, on one thread and on two.
+fn a_panic_while_removals_are_held_releases_them(backend: Backend) {
+    for threads in [1, 2] {
+        let mut w = world(backend);
+        w.set_threads(threads);
+        let a = w.spawn((Pos(0.0, 0.0), Red, Vel(0.0, 1.0))).unwrap();
+        let keep = w.spawn((Pos(1.0, 0.0), Blue, Red)).unwrap();
+        let b = w.spawn((Blue, Bomb(true))).unwrap();
+        let c = w.spawn((Red, Vel(0.0, 0.0))).unwrap();
+        let mut commands = w.commands();
+        commands.despawn(a);
+        let s = commands.spawn((Pos(5.0, 5.0),)).unwrap();
+        commands.insert(keep, Pos(2.0, 0.0));
+        commands.despawn(b);
+        commands.despawn(c);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let outcome = pool.install(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.apply_commands())));
+        assert!(outcome.is_err(), "the panic reaches the caller");
+        w.assert_invariants();
+        assert!(w.is_alive(s) && !w.has::<Red>(s) && !w.has::<Vel>(s), "{threads} threads: s inherits nothing");
+        assert_eq!(w.get::<Pos>(s), Some(&Pos(5.0, 5.0)));
+        assert!(![a, b, c].iter().any(|&e| w.is_alive(e)), "the batch freed every target before the panic went on");
+        assert_eq!((w.get::<Pos>(keep), w.has::<Blue>(keep), w.has::<Red>(keep)), (Some(&Pos(2.0, 0.0)), true, true));
+        assert_eq!([w.count_of::<Red>(), w.count_of::<Blue>(), w.count_of::<Vel>()], [1, 1, 0]);
+    }
+}
+
 mod every_backend {
     use crate::backends;
 
@@ -270,5 +299,6 @@ mod every_backend {
         spawn_batch_survives_a_panicking_iterator,
         a_panicking_loop_keeps_what_it_recorded,
         a_big_batch_despawn_on_threads_is_whole,
+        a_panic_while_removals_are_held_releases_them,
     }
 }

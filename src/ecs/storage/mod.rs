@@ -155,7 +155,7 @@ use std::any::Any;
 pub use put::PutBundle;
 pub(crate) use put::{put_batch, put_row, put_rows, put_sparse_batch};
 pub use world_storage::Storage;
-pub(crate) use world_storage::{ErasedValue, Loan};
+pub(crate) use world_storage::{ErasedValue, HeldRemovals, Loan};
 
 #[doc(hidden)]
 pub use backend::{AnyPool, BTreeLayout, DirectArrayLayout, HashMapLayout, PoolLayout, SparseSetLayout};
@@ -517,6 +517,8 @@ pub trait ErasedPool: Any + Send + Sync {
     fn clear(&mut self);
     /// Makes room for `additional` more values where the layout allows.
     fn reserve(&mut self, additional: usize);
+    /// Whether dropping a value runs code (the type has drop glue), which may panic.
+    fn drops(&self) -> bool;
 }
 
 impl<T: Component> ErasedPool for AnyPool<T> {
@@ -558,6 +560,9 @@ impl<T: Component> ErasedPool for AnyPool<T> {
     }
     fn reserve(&mut self, additional: usize) {
         with_pool!(self, p => Pool::reserve(p, additional))
+    }
+    fn drops(&self) -> bool {
+        std::mem::needs_drop::<T>()
     }
 }
 

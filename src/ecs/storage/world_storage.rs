@@ -395,18 +395,20 @@ impl Storage {
     /// Despawns every entity of `targets` that `entities` says is alive (dead or stale handles, and repeats, are
     /// passed over) and returns how many: [`Storage::despawn`] on each in turn (pools see the removals in the same
     /// order), but on the per-component layouts with one dynamic call per pool for the whole batch instead of one
-    /// per entity and pool. `live` is a reused buffer.
+    /// per entity and pool. `live` is a reused buffer. While `held` holds types back, their pools are left for
+    /// [`Storage::release_held`] and the live targets noted there.
     pub(crate) fn despawn_batch(
         &mut self,
         entities: &mut Entities,
         targets: &[Entity],
         live: &mut Vec<Entity>,
         parallel: bool,
+        held: &mut HeldRemovals,
     ) -> usize {
         match self {
             // A run of one (a command loop's despawns come one per visited entity between its other commands)
-            // takes the per-entity path, which skips the batch's setup in every pool.
-            Storage::Pools { pools, .. } if targets.len() != 1 => {
+            // takes the per-entity path, which skips the batch's setup in every pool (unless removals are held).
+            Storage::Pools { pools, .. } if targets.len() != 1 || held.is_on() => {
                 // Components go first and handles are freed after (`despawn` frees first: a `drop`, all a removal runs,
                 // cannot see the difference), and a `drop` that panics does not stop it: the pool's removal is asked
                 // again for what is left (the value that panicked is out already), every pool is emptied of the
@@ -414,7 +416,15 @@ impl Storage {
                 // second finds nothing) and freed once (`free` refuses a handle whose generation has moved on).
                 live.clear();
                 live.extend(targets.iter().filter(|&&entity| entities.is_alive(entity)));
-                let panic = remove_from_pools(pools, live, split_depth(parallel, live.len()));
+                // Held pools are left for `release_held`, the live targets noted there.
+                let which = match held.is_on() {
+                    true => {
+                        held.pending.extend_from_slice(live);
+                        Pools::Of(&held.types, false)
+                    }
+                    false => Pools::All,
+                };
+                let panic = remove_from_pools(pools, 0, which, live, split_depth(parallel, live.len()));
                 let freed = live.iter().filter(|&&entity| entities.free(entity)).count();
                 resume(panic);
                 freed
@@ -742,28 +752,136 @@ fn finish_removals(pools: &mut [Box<dyn ErasedPool>], index: u32) {
     }
 }
 
-/// Drops the values of `live` from every pool, each pool asked again for what is left if a `drop` panics; the first
-/// panic, for [`resume`]. Down to `depth` levels, the pools are halved and the halves joined on the thread pool
-/// (each pool's removals are its own, so the result is the same; the front half's panic goes first). (Kept out of
-/// line: the batch's own loops compile as they would without it.)
+/// Which pools a removal goes to: all, or those of the types of a set (`true`) or of the others (`false`).
+#[derive(Clone, Copy)]
+enum Pools<'a> {
+    All,
+    Of(&'a ComponentSet, bool),
+}
+
+impl Pools<'_> {
+    /// Whether the pool of type `id` is one.
+    #[inline]
+    fn takes(self, id: usize) -> bool {
+        match self {
+            Pools::All => true,
+            Pools::Of(types, of) => types.contains(id as ComponentId) == of,
+        }
+    }
+}
+
+/// Drops the values of `live` from the pools `which` names of `pools` (the first of which is type `first`'s),
+/// each pool asked again for what is left if a `drop` panics; the first panic, for [`resume`]. Down to `depth`
+/// levels, the named pools are halved and the halves joined on the thread pool (each pool's removals are its own,
+/// so the result is the same; the front half's panic goes first). (Kept out of line: the batch's own loops compile
+/// as they would without it.)
 #[inline(never)]
 fn remove_from_pools(
     pools: &mut [Box<dyn ErasedPool>],
+    first: usize,
+    which: Pools<'_>,
     live: &[Entity],
     depth: usize,
 ) -> Option<Box<dyn std::any::Any + Send>> {
-    if depth > 0 && pools.len() > 1 {
-        let (front, back) = pools.split_at_mut(pools.len() / 2);
-        let depth = depth - 1;
-        let (front, back) =
-            crate::ecs::join(|| remove_from_pools(front, live, depth), || remove_from_pools(back, live, depth));
-        return front.or(back);
+    let named = |pools: &[Box<dyn ErasedPool>]| (0..pools.len()).filter(|&k| which.takes(first + k));
+    if depth > 0 {
+        let count = named(pools).count();
+        if count > 1 {
+            // Past the last pool of the front half.
+            let mid = named(pools).nth(count / 2 - 1).expect("counted") + 1;
+            let (front, back) = pools.split_at_mut(mid);
+            let depth = depth - 1;
+            let (front, back) = crate::ecs::join(
+                || remove_from_pools(front, first, which, live, depth),
+                || remove_from_pools(back, first + mid, which, live, depth),
+            );
+            return front.or(back);
+        }
     }
     finish_each(|| {
-        for pool in pools.iter_mut() {
-            pool.remove_entities(live);
+        for (k, pool) in pools.iter_mut().enumerate() {
+            if which.takes(first + k) {
+                match live {
+                    [one] => _ = pool.remove_index(one.index()),
+                    _ => pool.remove_entities(live),
+                }
+            }
         }
     })
+}
+
+/// Despawns' removals held back while a command buffer applies: from the pools of the types nothing in it puts
+/// (nor reads: no handler may run), the values of the entities it despawns are removed in one batch when it ends
+/// (docs/ARCHITECTURE.md, section 7). Everything else about a despawn (the handle freed, the other pools emptied,
+/// the hooks) happens in its turn.
+///
+/// Held pools see the same removals in the same order as without holding (nothing else changes them meanwhile),
+/// so they end the same, packed order included; a held removal goes by index, and until it goes no value can
+/// come to that index in a held pool. Only types without drop glue are held: a removal that could panic stays in
+/// its turn.
+#[derive(Debug, Default)]
+pub(crate) struct HeldRemovals {
+    /// The types whose pools hold their removals back; empty: none do.
+    types: ComponentSet,
+    /// The entities despawned since, in order: what the held pools still have to drop.
+    pending: Vec<Entity>,
+}
+
+impl HeldRemovals {
+    /// Whether removals are held back.
+    #[inline(always)]
+    pub(crate) fn is_on(&self) -> bool {
+        !self.types.is_empty()
+    }
+
+    /// Whether no despawn waits for the held pools.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// The types held.
+    #[cfg(test)]
+    pub(crate) fn types(&self) -> &ComponentSet {
+        &self.types
+    }
+
+    /// Holds back the removals from the pools of `types` (none held now).
+    pub(crate) fn hold(&mut self, types: ComponentSet) {
+        debug_assert!(!self.is_on() && self.pending.is_empty(), "held removals released first");
+        self.types = types;
+    }
+}
+
+impl Storage {
+    /// The types whose pools may hold their removals back ([`HeldRemovals`]): those without drop glue, in a
+    /// per-component layout (none in the archetype tables).
+    pub(crate) fn holdable(&self) -> ComponentSet {
+        let mut types = ComponentSet::EMPTY;
+        if let Storage::Pools { pools, .. } = self {
+            for (id, pool) in pools.iter().enumerate() {
+                if !pool.drops() {
+                    types.insert(id as ComponentId);
+                }
+            }
+        }
+        types
+    }
+
+    /// Drops the held pools' values of the entities despawned while they were held, in one batch (split on the
+    /// thread pool as a batch despawn's would be), and holds nothing back from now on.
+    pub(crate) fn release_held(&mut self, held: &mut HeldRemovals, parallel: bool) {
+        let types = std::mem::replace(&mut held.types, ComponentSet::EMPTY);
+        if held.pending.is_empty() {
+            return;
+        }
+        let mut panic = None;
+        if let Storage::Pools { pools, .. } = self {
+            let depth = split_depth(parallel, held.pending.len());
+            panic = remove_from_pools(pools, 0, Pools::Of(&types, true), &held.pending, depth);
+        }
+        held.pending.clear();
+        resume(panic);
+    }
 }
 
 /// The levels of halving of a batch despawn's pools for `live` targets: none on one thread, one from
